@@ -1,0 +1,4 @@
+from .markets import Market
+from .orders import Bid, Offer
+
+__all__ = ["Bid", "Market", "Offer"]

@@ -1,0 +1,73 @@
+"""Offers (publications) and bids (subscriptions): SPEC 5.2."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Order(models.Model):
+    """What offers and bids share: a market, a constraint and a version."""
+
+    market = models.ForeignKey("exchange.Market", on_delete=models.PROTECT)
+    # The canonical text of the normalized constraint (it parses back to the same constraint).
+    constraint_text = models.TextField()
+    constraint_json = models.JSONField()
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Offer(Order):
+    class State(models.TextChoices):
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+        CANCELLED = "cancelled", "Cancelled by staff"
+        WITHDRAWN = "withdrawn", "Withdrawn by the seller"
+
+    seller = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="offers"
+    )
+    state = models.CharField(max_length=12, choices=State.choices, default=State.OPEN)
+    closes_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["market", "state"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(state__in=["open", "closed", "cancelled", "withdrawn"]),
+                name="offer_state_known",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"offer {self.pk} in {self.market_id}"
+
+
+class Bid(Order):
+    class State(models.TextChoices):
+        ACTIVE = "active", "Active"
+        FILLED = "filled", "Filled"
+        WITHDRAWN = "withdrawn", "Withdrawn"
+
+    buyer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="bids"
+    )
+    state = models.CharField(max_length=12, choices=State.choices, default=State.ACTIVE)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["market", "state"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(state__in=["active", "filled", "withdrawn"]),
+                name="bid_state_known",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"bid {self.pk} in {self.market_id}"

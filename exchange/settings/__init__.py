@@ -1,0 +1,1 @@
+"""Settings split by environment: base, development, test, production (cookiecutter-django style)."""

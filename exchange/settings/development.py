@@ -1,0 +1,10 @@
+"""Developer machine: debug on, project-local services, no variables needed."""
+
+from .base import *  # noqa: F403
+from .base import env_bool
+
+DEBUG = env_bool("DJANGO_DEBUG", True)
+
+# Serve static files straight from the apps (no collectstatic needed while developing).
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

@@ -1,0 +1,24 @@
+"""Test runs: the separate test services that ops/test starts (their own ports and data)."""
+
+import os
+
+# ops/test exports these; the defaults match ops/lib/env.sh so pytest also works by hand
+# once `ops/services --test start` has run.
+TEST_POSTGRES_PORT = 55433
+TEST_REDIS_PORT = 56380
+os.environ.setdefault(
+    "DATABASE_URL", f"postgres://intersect:intersect@127.0.0.1:{TEST_POSTGRES_PORT}/intersect"
+)
+os.environ.setdefault("REDIS_URL", f"redis://127.0.0.1:{TEST_REDIS_PORT}/0")
+
+from .base import *  # noqa: E402,F403
+
+DEBUG = False
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True
