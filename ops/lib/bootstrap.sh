@@ -36,7 +36,13 @@ bootstrap_venv() {
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     say "installing Python packages (pyproject.toml changed or first run)"
     "$PY" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-    (cd "$ROOT" && "$PY" -m pip install -q --disable-pip-version-check -e ".[dev]")
+    mkdir -p "$ROOT/.data"
+    if ! (cd "$ROOT" && "$PY" -m pip install --disable-pip-version-check -e ".[dev]") \
+        >"$ROOT/.data/pip-install.log" 2>&1; then
+      tail -n 30 "$ROOT/.data/pip-install.log" >&2
+      echo "pip install failed; the whole log is in .data/pip-install.log" >&2
+      return 1
+    fi
     echo "$want" > "$stamp"
   fi
 }

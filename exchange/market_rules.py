@@ -1,0 +1,320 @@
+"""The rules a market adds to the constraint language (SPEC 5.1, 5.2).
+
+* A market's schema gives each attribute its type; attributes outside it are refused.
+* Every offer and bid implicitly carries ``subject = '<market subject>'`` so the engine never
+  matches across markets (added by the store, not shown in the order's text).
+* Prices are never negative and lie on the market's tick: a literal off the tick is an error,
+  an open bound moves to the next tick inside (``price < 1.10`` at 0.01 is ``price <= 1.09``).
+* An offer fixes its price or states a reserve (a lowest acceptable price); a bid bounds the
+  price from above. Schema attributes a bid leaves out become wildcards.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal
+
+import matching
+from matching.model import Attribute, Constraint, Disjunct, Interval, Type, Wildcard
+
+from .errors import InvalidInput
+
+SUBJECT_ATTRIBUTE = "subject"
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+TYPE_NAMES = {t.value: t for t in Type}
+# The synonyms SPEC 2.1 allows as type prefixes, accepted in schemas too.
+TYPE_NAMES.update(
+    {"integer": Type.INT, "numeric": Type.DECIMAL, "double": Type.FLOAT, "text": Type.STRING}
+)
+ROLES = ("price", "quantity")
+
+Side = Literal["offer", "bid"]
+
+
+@dataclass(frozen=True)
+class SchemaAttribute:
+    name: str
+    type: Type
+    label: str
+    unit: str
+    required_on_offer: bool
+    required_on_bid: bool
+    role: str | None
+
+    @property
+    def attribute(self) -> Attribute:
+        return Attribute(self.name, self.type)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type.value,
+            "label": self.label,
+            "unit": self.unit,
+            "required_on_offer": self.required_on_offer,
+            "required_on_bid": self.required_on_bid,
+            "role": self.role,
+        }
+
+
+@dataclass(frozen=True)
+class MarketSchema:
+    attributes: tuple[SchemaAttribute, ...]
+
+    @property
+    def types(self) -> dict[str, Type]:
+        return {a.name: a.type for a in self.attributes}
+
+    def by_role(self, role: str) -> SchemaAttribute | None:
+        return next((a for a in self.attributes if a.role == role), None)
+
+    @property
+    def price(self) -> SchemaAttribute:
+        price = self.by_role("price")
+        assert price is not None  # schema_parse guarantees exactly one
+        return price
+
+    def as_list(self) -> list[dict[str, Any]]:
+        return [a.as_dict() for a in self.attributes]
+
+
+def schema_parse(raw: Any) -> MarketSchema:
+    """Validate a schema as sent by staff (a list of attribute objects) and return it typed."""
+    if not isinstance(raw, list) or not raw:
+        raise InvalidInput(
+            "invalid_schema", "The schema must be a non-empty list of attributes.", field="schema"
+        )
+    seen: set[str] = set()
+    attributes = []
+    for index, item in enumerate(raw):
+        where = f"schema[{index}]"
+        if not isinstance(item, dict):
+            raise InvalidInput("invalid_schema", f"{where} must be an object.", field="schema")
+        name = item.get("name")
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise InvalidInput(
+                "invalid_schema",
+                f"{where}.name must be a name such as lot or delivery_date (letters, digits, _).",
+                field="schema",
+            )
+        if name == SUBJECT_ATTRIBUTE:
+            raise InvalidInput(
+                "invalid_schema",
+                f"{where}: 'subject' is reserved for the market's subject.",
+                field="schema",
+            )
+        if name in seen:
+            raise InvalidInput(
+                "invalid_schema", f"{where}: the attribute {name} appears twice.", field="schema"
+            )
+        seen.add(name)
+        type_name = item.get("type")
+        if not isinstance(type_name, str) or type_name.lower() not in TYPE_NAMES:
+            raise InvalidInput(
+                "invalid_schema",
+                f"{where}.type must be one of {', '.join(t.value for t in Type)}.",
+                field="schema",
+            )
+        role = item.get("role")
+        if role not in (None, *ROLES):
+            raise InvalidInput(
+                "invalid_schema", f"{where}.role must be price, quantity or null.", field="schema"
+            )
+        for flag in ("required_on_offer", "required_on_bid"):
+            if not isinstance(item.get(flag, False), bool):
+                raise InvalidInput(
+                    "invalid_schema", f"{where}.{flag} must be true or false.", field="schema"
+                )
+        for text in ("label", "unit"):
+            if not isinstance(item.get(text, ""), str):
+                raise InvalidInput(
+                    "invalid_schema", f"{where}.{text} must be a string.", field="schema"
+                )
+        attributes.append(
+            SchemaAttribute(
+                name=name,
+                type=TYPE_NAMES[type_name.lower()],
+                label=item.get("label") or name.replace("_", " "),
+                unit=item.get("unit") or "",
+                required_on_offer=item.get("required_on_offer", False),
+                required_on_bid=item.get("required_on_bid", False),
+                role=role,
+            )
+        )
+    prices = [a for a in attributes if a.role == "price"]
+    if len(prices) != 1 or prices[0].type is not Type.DECIMAL:
+        raise InvalidInput(
+            "invalid_schema",
+            "Exactly one attribute must have the role price, and it must be decimal.",
+            field="schema",
+        )
+    quantities = [a for a in attributes if a.role == "quantity"]
+    if len(quantities) > 1 or (quantities and quantities[0].type not in (Type.INT, Type.DECIMAL)):
+        raise InvalidInput(
+            "invalid_schema",
+            "At most one attribute has the role quantity, and it must be int or decimal.",
+            field="schema",
+        )
+    return MarketSchema(tuple(attributes))
+
+
+def subject_attribute() -> Attribute:
+    return Attribute(SUBJECT_ATTRIBUTE, Type.STRING)
+
+
+def subject_predicate(subject: str) -> Interval:
+    return Interval(subject, True, subject, True)
+
+
+def _locate(source: Any, name: str) -> int | None:
+    """Where an attribute is first named in the text (for pointing at an error)."""
+    if not isinstance(source, str):
+        return None
+    match = re.search(
+        rf'(?<![A-Za-z0-9_"]){re.escape(name)}(?![A-Za-z0-9_])|"{re.escape(name)}"', source
+    )
+    return match.start() if match else None
+
+
+def _snap_price(
+    interval: Interval | Wildcard, *, tick: Decimal, side: Side, source: Any, name: str
+) -> Interval | None:
+    """The price set on the tick grid, closed on both ends; ``None`` when nothing is left."""
+    where = _locate(source, name)
+    if isinstance(interval, Wildcard):
+        interval = Interval(None, False, None, False)
+    lo, hi = interval.lo, interval.hi
+    for bound in (lo, hi):
+        if bound is not None and Decimal(bound) % tick != 0:
+            raise InvalidInput(
+                "off_tick",
+                f"The price {bound} is not on this market's tick of {tick}: use a multiple of {tick}.",
+                field="constraint",
+                position=where,
+            )
+        if bound is not None and bound < 0:
+            raise InvalidInput(
+                "negative_price", "Prices cannot be negative.", field="constraint", position=where
+            )
+    if side == "offer" and lo is None:
+        raise InvalidInput(
+            "missing_price_bound",
+            f"An offer must fix its price ({name} = 1.00) or give a lowest acceptable price ({name} >= 0.90).",
+            field="constraint",
+            position=where,
+        )
+    if side == "bid" and hi is None:
+        raise InvalidInput(
+            "missing_price_bound",
+            f"A bid must bound the price from above, for example {name} <= 1.10.",
+            field="constraint",
+            position=where,
+        )
+    # Both bounds are on the tick (checked above), so an open bound moves one tick inwards.
+    # A bid's missing lower bound stays open: prices below zero do not exist, and every
+    # offer's lowest price is at least zero, so the intersection is the same either way.
+    places = Decimal(1).scaleb(min(0, tick.normalize().as_tuple().exponent))  # type: ignore[arg-type]
+    new_lo = None if lo is None else Decimal(lo) + (0 if interval.lo_closed else tick)
+    new_hi = None if hi is None else Decimal(hi) - (0 if interval.hi_closed else tick)
+    if new_lo is not None and new_hi is not None and new_hi < new_lo:
+        return None
+    return Interval(
+        None if new_lo is None else new_lo.quantize(places),
+        new_lo is not None,
+        None if new_hi is None else new_hi.quantize(places),
+        new_hi is not None,
+    )
+
+
+@dataclass(frozen=True)
+class OrderConstraint:
+    """An order's constraint after the market's rules; ``constraint`` excludes the subject."""
+
+    constraint: Constraint
+    text: str
+    json: Any
+
+
+def order_constraint(
+    *, schema: MarketSchema, tick: Decimal, side: Side, source: Any
+) -> OrderConstraint:
+    """Parse ``source`` (text or JSON form) as an offer or bid of a market with ``schema``."""
+    if not isinstance(source, (str, dict)):
+        raise InvalidInput(
+            "invalid_constraint",
+            "The constraint must be text or a JSON object.",
+            field="constraint",
+        )
+    try:
+        parsed = matching.parse(source, schema=schema.types)
+    except matching.ConstraintError as exc:
+        raise InvalidInput(
+            exc.code, exc.message, field="constraint", position=exc.position
+        ) from exc
+    known = {a.attribute for a in schema.attributes}
+    price = schema.price
+    disjuncts: list[Disjunct] = []
+    for disjunct in parsed:
+        for attribute, _ in disjunct:
+            if attribute.name == SUBJECT_ATTRIBUTE:
+                raise InvalidInput(
+                    "subject_implied",
+                    "The market's subject is implied; leave it out of the constraint.",
+                    field="constraint",
+                    position=_locate(source, attribute.name),
+                )
+            if attribute not in known:
+                names = ", ".join(a.name for a in schema.attributes)
+                declared = schema.types.get(attribute.name)
+                message = (
+                    f"{attribute.name} is a {declared.value} attribute in this market, not {attribute.type.value}."
+                    if declared
+                    else f"This market has no attribute {attribute.name}; it has {names}."
+                )
+                raise InvalidInput(
+                    "wrong_type" if declared else "unknown_attribute",
+                    message,
+                    field="constraint",
+                    position=_locate(source, attribute.name),
+                )
+        for spec in schema.attributes:
+            required = spec.required_on_offer if side == "offer" else spec.required_on_bid
+            if required and disjunct.get(spec.attribute) is None:
+                raise InvalidInput(
+                    "missing_attribute",
+                    f"Every {'offer' if side == 'offer' else 'bid'} in this market must constrain "
+                    f"{spec.name} ({spec.label}).",
+                    field="constraint",
+                )
+        items: dict[Attribute, Any] = dict(disjunct.items)
+        snapped = _snap_price(
+            items.get(price.attribute, Wildcard()),  # type: ignore[arg-type]
+            tick=tick,
+            side=side,
+            source=source,
+            name=price.name,
+        )
+        if snapped is None:
+            continue  # no price on the tick grid is left in this disjunct
+        items[price.attribute] = snapped
+        if side == "bid":
+            for spec in schema.attributes:
+                items.setdefault(spec.attribute, Wildcard())
+        disjuncts.append(Disjunct(tuple(items.items())))
+    unique = tuple(dict.fromkeys(disjuncts))
+    if not unique:
+        raise InvalidInput(
+            "unsatisfiable",
+            f"No price on this market's tick of {tick} satisfies the constraint.",
+            field="constraint",
+        )
+    constraint = Constraint(unique)
+    return OrderConstraint(constraint, matching.to_text(constraint), matching.to_json(constraint))
+
+
+def with_subject(constraint: Constraint, subject: str) -> Constraint:
+    """The constraint the engine stores: every disjunct also says ``subject = '<subject>'``."""
+    attribute, predicate = subject_attribute(), subject_predicate(subject)
+    return Constraint(tuple(Disjunct(((attribute, predicate), *d.items)) for d in constraint))
