@@ -168,6 +168,16 @@ def subject_predicate(subject: str) -> Interval:
     return Interval(subject, True, subject, True)
 
 
+def price_quantum(tick: Decimal) -> Decimal:
+    """The smallest step prices are written with: 0.01 for a tick of 0.05, 1 for 25."""
+    return Decimal(1).scaleb(min(0, tick.normalize().as_tuple().exponent))  # type: ignore[arg-type]
+
+
+def price_text(value: Decimal | None, tick: Decimal) -> str | None:
+    """A price as a decimal string with the market's number of places (``1.10``)."""
+    return None if value is None else format(Decimal(value).quantize(price_quantum(tick)), "f")
+
+
 def _locate(source: Any, name: str) -> int | None:
     """Where an attribute is first named in the text (for pointing at an error)."""
     if not isinstance(source, str):
@@ -215,7 +225,7 @@ def _snap_price(
     # Both bounds are on the tick (checked above), so an open bound moves one tick inwards.
     # A bid's missing lower bound stays open: prices below zero do not exist, and every
     # offer's lowest price is at least zero, so the intersection is the same either way.
-    places = Decimal(1).scaleb(min(0, tick.normalize().as_tuple().exponent))  # type: ignore[arg-type]
+    places = price_quantum(tick)
     new_lo = None if lo is None else Decimal(lo) + (0 if interval.lo_closed else tick)
     new_hi = None if hi is None else Decimal(hi) - (0 if interval.hi_closed else tick)
     if new_lo is not None and new_hi is not None and new_hi < new_lo:

@@ -6,5 +6,9 @@ from exchange.views.health import healthz
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("api/v1/", include("exchange.api.urls")),
     path("", include("frontend.urls")),
 ]
+
+handler404 = "exchange.views.errors.not_found"
+handler500 = "exchange.views.errors.server_error"

@@ -24,7 +24,6 @@ import enum
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Union
 
 
 class Type(enum.Enum):
@@ -37,6 +36,11 @@ class Type(enum.Enum):
     POINT = "point"
     BOX = "box"
 
+    # Members are singletons compared by identity, so the identity hash is consistent
+    # with equality; Enum's own __hash__ is Python code, and attributes (name, type)
+    # are hashed several times per parsed predicate.
+    __hash__ = object.__hash__
+
     @property
     def ordered(self) -> bool:
         return self not in (Type.POINT, Type.BOX)
@@ -47,7 +51,7 @@ class Type(enum.Enum):
 
 
 # Python representation of a literal of each ordered type.
-Value = Union[int, Decimal, float, dt.date, dt.datetime, str]
+Value = int | Decimal | float | dt.date | dt.datetime | str
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,9 @@ class BoxWithin:
     box: Box
 
 
-Predicate = Union[Wildcard, Interval, PointEq, PointWithin, BoxEq, BoxOverlaps, BoxContains, BoxWithin]
+Predicate = (
+    Wildcard | Interval | PointEq | PointWithin | BoxEq | BoxOverlaps | BoxContains | BoxWithin
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,7 +168,7 @@ class Disjunct:
 
     @property
     def mapping(self) -> Mapping[Attribute, Predicate]:
-        return self._map  # type: ignore[attr-defined,no-any-return]
+        return self._map  # type: ignore[attr-defined]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Disjunct):
@@ -196,3 +202,15 @@ class Constraint:
 
     def attributes(self) -> set[Attribute]:
         return {a for d in self.disjuncts for a, _ in d.items}
+
+    def to_text(self) -> str:
+        """The canonical text (see ``matching.printer``)."""
+        from .printer import to_text
+
+        return to_text(self)
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON form (see ``matching.jsonform``)."""
+        from .jsonform import constraint_to_json
+
+        return constraint_to_json(self)

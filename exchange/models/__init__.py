@@ -1,4 +1,20 @@
+from .idempotency import IdempotencyKey
 from .markets import Market
+from .matching import BestOffer, BestOfferChange, MatchingCycle, OfferBidMatch, OrderChange
+from .notifications import Notification
 from .orders import Bid, Offer
+from .trades import Trade
 
-__all__ = ["Bid", "Market", "Offer"]
+__all__ = [
+    "BestOffer",
+    "BestOfferChange",
+    "Bid",
+    "IdempotencyKey",
+    "Market",
+    "MatchingCycle",
+    "Notification",
+    "Offer",
+    "OfferBidMatch",
+    "OrderChange",
+    "Trade",
+]

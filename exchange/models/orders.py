@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Order(models.Model):
@@ -58,6 +59,9 @@ class Bid(Order):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="bids"
     )
     state = models.CharField(max_length=12, choices=State.choices, default=State.ACTIVE)
+    # When the bid took its current form: ties on value go to the earlier bid, and an
+    # amended bid queues behind the bids that were there before the amendment.
+    priority_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["id"]

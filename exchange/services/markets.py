@@ -6,12 +6,11 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from exchange.errors import InvalidInput
 from exchange.market_rules import schema_parse
-from exchange.models import Market
+from exchange.models import Bid, Market, Offer
 from exchange.models.markets import SUBJECT_PATTERN
 
 
@@ -20,44 +19,175 @@ def _tick(value: Any) -> Decimal:
         tick = Decimal(str(value))
     except (InvalidOperation, ValueError):
         tick = Decimal(-1)
-    if not tick.is_finite() or tick <= 0 or tick.as_tuple().exponent < -10:  # type: ignore[operator]
+    if not tick.is_finite() or tick <= 0 or tick.as_tuple().exponent < -10 or tick >= 10**9:  # type: ignore[operator]
         raise InvalidInput(
             "invalid_tick", "The tick must be a positive decimal such as 0.01.", field="tick"
         )
     return tick
 
 
-def market_create(
-    *,
-    subject: str,
-    title: str,
-    schema: Any,
-    tick: Any = "0.01",
-    pricing: str = Market.Pricing.FIRST,
-    description: str = "",
-) -> Market:
-    if not isinstance(subject, str) or not re.match(SUBJECT_PATTERN, subject) or len(subject) > 200:
+def subject_check(subject: Any) -> str:
+    if not isinstance(subject, str) or len(subject) > 200 or not re.match(SUBJECT_PATTERN, subject):
         raise InvalidInput(
             "invalid_subject",
             "The subject must be dot-separated lower-case tokens, such as office.supplies.pencils.",
             field="subject",
         )
-    if pricing not in Market.Pricing.values:
+    return subject
+
+
+def _text(value: Any, field: str, *, required: bool, limit: int) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str) or len(value) > limit or (required and not value.strip()):
+        raise InvalidInput(
+            f"invalid_{field}",
+            f"The {field} must be text of at most {limit} characters.",
+            field=field,
+        )
+    return value.strip()
+
+
+def _pricing(value: Any) -> str:
+    if value not in Market.Pricing.values:
         raise InvalidInput("invalid_pricing", "Pricing must be first or second.", field="pricing")
-    parsed = schema_parse(schema)
+    return value
+
+
+def market_create(
+    *,
+    subject: Any,
+    title: Any,
+    schema: Any,
+    tick: Any = "0.01",
+    pricing: Any = Market.Pricing.FIRST,
+    description: Any = "",
+) -> Market:
+    subject = subject_check(subject)
     market = Market(
         subject=subject,
-        title=title or subject,
-        description=description or "",
-        schema=parsed.as_list(),
+        title=_text(title, "title", required=True, limit=200),
+        description=_text(description, "description", required=False, limit=5000),
+        schema=schema_parse(schema).as_list(),
         tick=_tick(tick),
-        pricing=pricing,
+        pricing=_pricing(pricing),
     )
-    try:
-        market.full_clean()
-    except ValidationError as exc:
-        field, messages = next(iter(exc.message_dict.items()))
-        raise InvalidInput("invalid_market", "; ".join(messages), field=field) from exc
     with transaction.atomic():
+        if Market.objects.select_for_update().filter(subject=subject).exists():
+            raise InvalidInput(
+                "duplicate_subject", f"A market {subject} exists already.", field="subject"
+            )
         market.save()
     return market
+
+
+def market_update(
+    *,
+    market_id: int,
+    title: Any = None,
+    description: Any = None,
+    schema: Any = None,
+    tick: Any = None,
+    pricing: Any = None,
+) -> Market:
+    """Change a market while it runs. Attributes that live orders use keep their name and
+    type, and the tick only changes while the market has no live orders; new attributes,
+    labels, units, the required flags and the pricing rule can change at any time."""
+    with transaction.atomic():
+        market = Market.objects.select_for_update().get(pk=market_id)
+        live = market_has_live_orders(market)
+        fields = []
+        if title is not None:
+            market.title = _text(title, "title", required=True, limit=200)
+            fields.append("title")
+        if description is not None:
+            market.description = _text(description, "description", required=False, limit=5000)
+            fields.append("description")
+        if pricing is not None:
+            market.pricing = _pricing(pricing)
+            fields.append("pricing")
+        if tick is not None:
+            market.tick = market_change_check(market=market, live=live, tick=tick)
+            fields.append("tick")
+        if schema is not None:
+            parsed = schema_parse(schema)
+            market_change_check(market=market, live=live, schema=schema)
+            added = [
+                a for a in parsed.attributes if a.name not in {x["name"] for x in market.schema}
+            ]
+            market.schema = parsed.as_list()
+            fields.append("schema")
+        else:
+            added = []
+        if fields:
+            market.save(update_fields=[*fields, "updated_at"])
+        if added:
+            _bids_widen(market, added)
+    return market
+
+
+def market_has_live_orders(market: Market) -> bool:
+    return (
+        Offer.objects.filter(market=market, state=Offer.State.OPEN).exists()
+        or Bid.objects.filter(market=market, state=Bid.State.ACTIVE).exists()
+    )
+
+
+def market_change_check(
+    *, market: Market, live: bool | None = None, schema: Any = None, tick: Any = None
+) -> Any:
+    """Refuse changes that live orders could not survive; returns the parsed tick if given."""
+    if live is None:
+        live = market_has_live_orders(market)
+    new_tick = None
+    if tick is not None:
+        new_tick = _tick(tick)
+        if new_tick != market.tick and live:
+            raise InvalidInput(
+                "market_in_use",
+                "The tick cannot change while the market has open offers or active bids.",
+                field="tick",
+            )
+    if schema is not None and live:
+        parsed = schema_parse(schema)
+        old = {(a["name"], a["type"]) for a in market.schema}
+        new = {(a.name, a.type.value) for a in parsed.attributes}
+        if not old <= new:
+            missing = ", ".join(sorted(f"{n} ({t})" for n, t in old - new))
+            raise InvalidInput(
+                "market_in_use",
+                f"Open offers or active bids use {missing}: keep its name and type while they do.",
+                field="schema",
+            )
+        old_roles = {a["name"]: a.get("role") for a in market.schema}
+        if any(a.role != old_roles.get(a.name, a.role) for a in parsed.attributes):
+            raise InvalidInput(
+                "market_in_use",
+                "Roles cannot move while the market has live orders.",
+                field="schema",
+            )
+    return new_tick
+
+
+def _bids_widen(market: Market, added: list) -> None:
+    """Active bids say "any value" for the attributes added to their market's schema too."""
+    import matching
+    from exchange.services.orders import order_changed
+    from matching.model import Constraint, Disjunct, Wildcard
+
+    for bid in (
+        Bid.objects.select_for_update().filter(market=market, state=Bid.State.ACTIVE).order_by("pk")
+    ):
+        constraint = matching.parse(bid.constraint_text)
+        widened = Constraint(
+            tuple(
+                Disjunct((*d.items, *((a.attribute, Wildcard()) for a in added)))
+                for d in constraint
+            )
+        )
+        bid.constraint_text, bid.constraint_json = (
+            matching.to_text(widened),
+            matching.to_json(widened),
+        )
+        bid.save(update_fields=["constraint_text", "constraint_json", "updated_at"])
+        order_changed("bid", bid.pk)

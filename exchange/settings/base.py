@@ -112,7 +112,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+CELERY_BEAT_SCHEDULE: dict[str, dict] = {
+    "sweep": {"task": "exchange.sweep", "schedule": 5.0},
+    "close-due-offers": {"task": "exchange.close_due_offers", "schedule": 10.0},
+}
+
+# The constraint store strategy the exchange matches with (SPEC 4): "range" or "paper".
+MATCHING_STRATEGY = env("MATCHING_STRATEGY", "range")
 
 CHANNEL_LAYERS = {
     "default": {
@@ -151,6 +157,23 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+    "DEFAULT_FILTER_BACKENDS": [],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+        "rest_framework.throttling.ScopedRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env("THROTTLE_ANON", "120/min"),
+        "user": env("THROTTLE_USER", "6000/min"),
+        "auth": env("THROTTLE_AUTH", "30/min"),
+    },
+    "EXCEPTION_HANDLER": "exchange.api.errors.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "COERCE_DECIMAL_TO_STRING": True,
 }
 
 SPECTACULAR_SETTINGS = {

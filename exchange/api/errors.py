@@ -1,0 +1,74 @@
+"""Every API error has one shape: ``{"error": {"code", "message", "field"?, "position"?}}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from exchange.errors import ExchangeError
+
+
+def _first_error(detail: Any, path: str = "") -> tuple[str | None, str, str]:
+    """The first (field, message, code) in a DRF validation error's nested detail."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            field = key if key != "non_field_errors" else ""
+            found = _first_error(value, f"{path}.{field}" if path and field else (field or path))
+            return found
+    if isinstance(detail, list) and detail:
+        return _first_error(detail[0], path)
+    code = getattr(detail, "code", None) or "invalid"
+    return (path or None, str(detail), str(code))
+
+
+def error_body(
+    code: str, message: str, *, field: str | None = None, position: int | None = None
+) -> dict:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if field:
+        error["field"] = field
+    if position is not None:
+        error["position"] = position
+    return {"error": error}
+
+
+def exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, ExchangeError):
+        return Response({"error": exc.as_dict()}, status=exc.status)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        field, message, code = _first_error(exc.detail)
+        response.data = error_body(code, message, field=field)
+    elif isinstance(exc, exceptions.APIException):
+        code = exc.get_codes() if isinstance(exc.get_codes(), str) else "error"
+        message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        response.data = error_body(str(code), str(message))
+        if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
+            response.data["error"]["retry_after"] = int(exc.wait)
+    return response
+
+
+def json_error_view(code: str, message: str, status_code: int):
+    def view(request, *args, **kwargs):
+        return JsonResponse(error_body(code, message), status=status_code)
+
+    return view
+
+
+not_found = json_error_view(
+    "not_found", "There is nothing at this address.", status.HTTP_404_NOT_FOUND
+)
+server_error = json_error_view(
+    "server_error", "Something went wrong on our side. Please try again.", 500
+)

@@ -1,0 +1,247 @@
+"""Request and response shapes of the API (SPEC 6.5). Input serializers only check types;
+the services apply the business rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from exchange.market_rules import price_text
+from exchange.models import Bid, Market, Notification, Offer, Trade
+
+
+@extend_schema_field({"oneOf": [{"type": "string"}, {"type": "object"}]})
+class ConstraintField(serializers.Field):
+    """A constraint in the text syntax (a string) or the JSON form (an object)."""
+
+    default_error_messages = {"invalid": "A constraint is text or a JSON object."}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, (str, dict)):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class TokenRequest(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=200, trim_whitespace=False)
+
+
+class TokenResponse(serializers.Serializer):
+    token = serializers.CharField()
+
+
+class SchemaAttributeSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    type = serializers.CharField()
+    label = serializers.CharField(required=False, allow_blank=True)
+    unit = serializers.CharField(required=False, allow_blank=True)
+    required_on_offer = serializers.BooleanField(required=False)
+    required_on_bid = serializers.BooleanField(required=False)
+    role = serializers.CharField(required=False, allow_null=True)
+
+
+class MarketSerializer(serializers.ModelSerializer):
+    schema = SchemaAttributeSerializer(many=True)
+    tick = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Market
+        fields = [
+            "subject",
+            "title",
+            "description",
+            "schema",
+            "tick",
+            "pricing",
+            "created_at",
+            "updated_at",
+        ]
+
+    def get_tick(self, market: Market) -> str:
+        return format(market.tick.normalize(), "f")
+
+
+class MarketCreateRequest(serializers.Serializer):
+    subject = serializers.CharField(max_length=200)
+    title = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    schema = serializers.ListField(child=serializers.DictField(), allow_empty=False, max_length=100)
+    tick = serializers.CharField(required=False, default="0.01", max_length=40)
+    pricing = serializers.ChoiceField(
+        choices=Market.Pricing.choices, required=False, default="first"
+    )
+
+
+class OfferCreateRequest(serializers.Serializer):
+    market = serializers.CharField(max_length=200)
+    constraint = ConstraintField()
+    closes_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class BidCreateRequest(serializers.Serializer):
+    market = serializers.CharField(max_length=200)
+    constraint = ConstraintField()
+
+
+class AmendRequest(serializers.Serializer):
+    constraint = ConstraintField()
+    version = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
+
+
+class TradeSerializer(serializers.ModelSerializer):
+    market = serializers.CharField(source="market.subject")
+    price = serializers.SerializerMethodField()
+    quantity = serializers.SerializerMethodField()
+    bid = serializers.SerializerMethodField()
+    agreed_constraint = serializers.SerializerMethodField()
+    seller = serializers.SerializerMethodField()
+    buyer = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Trade
+        fields = [
+            "id",
+            "market",
+            "offer",
+            "bid",
+            "price",
+            "quantity",
+            "pricing",
+            "agreed_constraint",
+            "closed_at",
+            "seller",
+            "buyer",
+        ]
+
+    def _party(self, trade: Trade) -> bool:
+        from exchange.selectors.orders import trade_party
+
+        request = self.context.get("request")
+        return request is not None and trade_party(trade, request.user)
+
+    def get_price(self, trade: Trade) -> str | None:
+        return price_text(trade.price, trade.market.tick)
+
+    def get_quantity(self, trade: Trade) -> str | None:
+        return None if trade.quantity is None else format(trade.quantity.normalize(), "f")
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_bid(self, trade: Trade) -> int | None:
+        return trade.bid_id if self._party(trade) else None
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_agreed_constraint(self, trade: Trade) -> str | None:
+        return trade.agreed_constraint if self._party(trade) else None
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_seller(self, trade: Trade) -> str | None:
+        return trade.seller.get_username() if self._party(trade) else None
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_buyer(self, trade: Trade) -> str | None:
+        return trade.buyer.get_username() if self._party(trade) else None
+
+
+class OfferSerializer(serializers.ModelSerializer):
+    market = serializers.CharField(source="market.subject")
+    constraint = serializers.CharField(source="constraint_text")
+    best_value = serializers.SerializerMethodField()
+    matching_bids = serializers.SerializerMethodField()
+    mine = serializers.SerializerMethodField()
+    trade = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Offer
+        fields = [
+            "id",
+            "market",
+            "version",
+            "state",
+            "constraint",
+            "constraint_json",
+            "closes_at",
+            "created_at",
+            "updated_at",
+            "best_value",
+            "matching_bids",
+            "mine",
+            "trade",
+        ]
+
+    def get_best_value(self, offer: Offer) -> str | None:
+        best = getattr(offer, "best", None) if offer.state == Offer.State.OPEN else None
+        return None if best is None else price_text(best.value, offer.market.tick)
+
+    def get_matching_bids(self, offer: Offer) -> int:
+        best = getattr(offer, "best", None) if offer.state == Offer.State.OPEN else None
+        return 0 if best is None else best.matching_bids
+
+    def get_mine(self, offer: Offer) -> bool:
+        request = self.context.get("request")
+        return bool(
+            request and request.user.is_authenticated and offer.seller_id == request.user.pk
+        )
+
+    @extend_schema_field(TradeSerializer(allow_null=True))
+    def get_trade(self, offer: Offer) -> dict | None:
+        trade = getattr(offer, "trade", None) if offer.state == Offer.State.CLOSED else None
+        return None if trade is None else TradeSerializer(trade, context=self.context).data
+
+
+class StandingSerializer(serializers.Serializer):
+    offer = serializers.IntegerField()
+    value = serializers.DecimalField(max_digits=30, decimal_places=10, coerce_to_string=True)
+    best = serializers.BooleanField()
+
+
+class BidSerializer(serializers.ModelSerializer):
+    market = serializers.CharField(source="market.subject")
+    constraint = serializers.CharField(source="constraint_text")
+    matches = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Bid
+        fields = [
+            "id",
+            "market",
+            "version",
+            "state",
+            "constraint",
+            "constraint_json",
+            "created_at",
+            "updated_at",
+            "matches",
+        ]
+
+    @extend_schema_field(StandingSerializer(many=True))
+    def get_matches(self, bid: Bid) -> list[dict]:
+        standings = self.context.get("standings", {}).get(bid.pk, [])
+        return [
+            {
+                "offer": s["offer"],
+                "value": price_text(s["value"], bid.market.tick),
+                "best": s["best"],
+            }
+            for s in standings
+        ]
+
+
+class CloseResponse(serializers.Serializer):
+    state = serializers.CharField()
+    trade = TradeSerializer(allow_null=True)
+
+
+class NotificationSerializer(serializers.ModelSerializer):
+    market = serializers.CharField(source="market.subject")
+    seq = serializers.IntegerField(source="id")
+
+    class Meta:
+        model = Notification
+        fields = ["id", "seq", "type", "market", "offer", "data", "created_at"]

@@ -1,0 +1,24 @@
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from . import views
+
+app_name = "api"
+urlpatterns = [
+    path("auth/token/", views.TokenView.as_view(), name="token"),
+    path("markets/", views.MarketList.as_view(), name="markets"),
+    path("markets/<str:subject>/", views.MarketDetail.as_view(), name="market"),
+    path("offers/", views.OfferList.as_view(), name="offers"),
+    path("offers/<str:offer_id>/", views.OfferDetail.as_view(), name="offer"),
+    path("offers/<str:offer_id>/withdraw/", views.OfferWithdraw.as_view(), name="offer-withdraw"),
+    path("offers/<str:offer_id>/cancel/", views.OfferCancel.as_view(), name="offer-cancel"),
+    path("offers/<str:offer_id>/close/", views.OfferClose.as_view(), name="offer-close"),
+    path("bids/", views.BidList.as_view(), name="bids"),
+    path("bids/<str:bid_id>/", views.BidDetail.as_view(), name="bid"),
+    path("bids/<str:bid_id>/withdraw/", views.BidWithdraw.as_view(), name="bid-withdraw"),
+    path("best-offers/", views.BestOfferList.as_view(), name="best-offers"),
+    path("trades/", views.TradeList.as_view(), name="trades"),
+    path("notifications/", views.NotificationList.as_view(), name="notifications"),
+    path("schema/", SpectacularAPIView.as_view(api_version="v1"), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+]

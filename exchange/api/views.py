@@ -1,0 +1,327 @@
+"""The REST API for trading bots and the browser (SPEC 6.2, 6.5): thin views over the
+services and selectors."""
+
+from __future__ import annotations
+
+from django.contrib.auth import authenticate
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, permissions, status
+from rest_framework.authtoken.models import Token
+from rest_framework.exceptions import NotAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from exchange.errors import InvalidInput
+from exchange.models import Market, Offer
+from exchange.selectors import orders as order_selectors
+from exchange.selectors.markets import market_list
+from exchange.services import closing, markets, orders
+
+from . import serializers as s
+from .idempotency import idempotent
+
+
+def _valid(serializer_class, request: Request):
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _market(subject: str) -> Market:
+    market = Market.objects.filter(subject=subject).first()
+    if market is None:
+        raise InvalidInput("unknown_market", f"There is no market {subject}.", field="market")
+    return market
+
+
+def _order_id(value: str) -> int:
+    if not value.isdigit() or int(value) >= 2**63:
+        raise Http404
+    return int(value)
+
+
+class IsStaff(permissions.BasePermission):
+    message = "Only staff can do this."
+
+    def has_permission(self, request, view):
+        return bool(request.user and request.user.is_staff)
+
+
+class TokenView(APIView):
+    """Trade a username and password for an API token (``Authorization: Token <token>``)."""
+
+    permission_classes = [permissions.AllowAny]
+    authentication_classes: list = []
+    throttle_scope = "auth"
+
+    @extend_schema(request=s.TokenRequest, responses={200: s.TokenResponse})
+    def post(self, request):
+        data = _valid(s.TokenRequest, request)
+        user = authenticate(request, username=data["username"], password=data["password"])
+        if user is None or not user.is_active:
+            raise InvalidInput("invalid_credentials", "Unknown username or wrong password.")
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key})
+
+
+class MarketList(generics.ListAPIView):
+    """Markets with their schemas; staff create markets here."""
+
+    serializer_class = s.MarketSerializer
+    permission_classes = [permissions.AllowAny]
+
+    def get_queryset(self):
+        return market_list()
+
+    def get_permissions(self):
+        return [IsStaff()] if self.request.method == "POST" else super().get_permissions()
+
+    @extend_schema(request=s.MarketCreateRequest, responses={201: s.MarketSerializer})
+    def post(self, request):
+        data = _valid(s.MarketCreateRequest, request)
+        market = markets.market_create(**data)
+        return Response(s.MarketSerializer(market).data, status=status.HTTP_201_CREATED)
+
+
+class MarketDetail(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses=s.MarketSerializer)
+    def get(self, request, subject: str):
+        market = Market.objects.filter(subject=subject).first()
+        if market is None:
+            raise Http404
+        return Response(s.MarketSerializer(market).data)
+
+
+class OfferList(generics.ListAPIView):
+    """Open offers are public: their constraint, best value and number of matching bids."""
+
+    serializer_class = s.OfferSerializer
+    permission_classes = [permissions.IsAuthenticatedOrReadOnly]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("market", str, description="market subject"),
+            OpenApiParameter("state", str, enum=list(Offer.State.values)),
+        ]
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        state = self.request.query_params.get("state")
+        if state is not None and state not in Offer.State.values:
+            raise InvalidInput(
+                "invalid_state", f"state is one of {', '.join(Offer.State.values)}.", field="state"
+            )
+        return order_selectors.offer_list(
+            market=self.request.query_params.get("market"), state=state
+        )
+
+    @extend_schema(request=s.OfferCreateRequest, responses={201: s.OfferSerializer})
+    def post(self, request):
+        def create():
+            data = _valid(s.OfferCreateRequest, request)
+            offer = orders.offer_publish(
+                seller=request.user,
+                market=_market(data["market"]),
+                constraint=data["constraint"],
+                closes_at=data.get("closes_at"),
+            )
+            fresh = order_selectors.offer_get(offer_id=offer.pk)
+            return Response(s.OfferSerializer(fresh, context={"request": request}).data, status=201)
+
+        return idempotent(request, "offers", create)
+
+
+class OfferDetail(APIView):
+    permission_classes = [permissions.IsAuthenticatedOrReadOnly]
+
+    def _get(self, offer_id: int) -> Offer:
+        offer = order_selectors.offer_get(offer_id=offer_id)
+        if offer is None:
+            raise Http404
+        return offer
+
+    @extend_schema(responses=s.OfferSerializer)
+    def get(self, request, offer_id: str):
+        offer = self._get(_order_id(offer_id))
+        return Response(s.OfferSerializer(offer, context={"request": request}).data)
+
+    @extend_schema(request=s.AmendRequest, responses=s.OfferSerializer)
+    def patch(self, request, offer_id: str):
+        pk = _order_id(offer_id)
+        data = _valid(s.AmendRequest, request)
+        orders.offer_amend(
+            seller=request.user, offer_id=pk, constraint=data["constraint"], version=data["version"]
+        )
+        return Response(s.OfferSerializer(self._get(pk), context={"request": request}).data)
+
+
+class OfferWithdraw(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=None, responses=s.OfferSerializer)
+    def post(self, request, offer_id: str):
+        pk = _order_id(offer_id)
+        orders.offer_withdraw(seller=request.user, offer_id=pk)
+        return Response(
+            s.OfferSerializer(
+                order_selectors.offer_get(offer_id=pk), context={"request": request}
+            ).data
+        )
+
+
+class OfferCancel(APIView):
+    permission_classes = [IsStaff]
+
+    @extend_schema(request=None, responses=s.OfferSerializer)
+    def post(self, request, offer_id: str):
+        pk = _order_id(offer_id)
+        orders.offer_cancel(staff=request.user, offer_id=pk)
+        return Response(
+            s.OfferSerializer(
+                order_selectors.offer_get(offer_id=pk), context={"request": request}
+            ).data
+        )
+
+
+class OfferClose(APIView):
+    permission_classes = [IsStaff]
+
+    @extend_schema(request=None, responses=s.CloseResponse)
+    def post(self, request, offer_id: str):
+        result = closing.offer_close(offer_id=_order_id(offer_id), staff=request.user)
+        trade = (
+            None
+            if result.trade is None
+            else s.TradeSerializer(result.trade, context={"request": request}).data
+        )
+        return Response({"state": result.state, "trade": trade})
+
+
+class BidList(generics.ListAPIView):
+    """Your own bids, each with the offers it matches and where it is best."""
+
+    serializer_class = s.BidSerializer
+    permission_classes = [permissions.IsAuthenticated]
+
+    def get_queryset(self):
+        return order_selectors.bid_list(user=self.request.user)
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        page = getattr(self, "_page", None)
+        if page is not None:
+            context["standings"] = order_selectors.bid_standings(bids=page)
+        return context
+
+    def paginate_queryset(self, queryset):
+        self._page = super().paginate_queryset(queryset)
+        return self._page
+
+    @extend_schema(request=s.BidCreateRequest, responses={201: s.BidSerializer})
+    def post(self, request):
+        def create():
+            data = _valid(s.BidCreateRequest, request)
+            bid = orders.bid_place(
+                buyer=request.user, market=_market(data["market"]), constraint=data["constraint"]
+            )
+            return Response(_bid_data(request, bid.pk), status=201)
+
+        return idempotent(request, "bids", create)
+
+
+def _bid_data(request: Request, bid_id: int) -> dict:
+    bid = order_selectors.bid_get(user=request.user, bid_id=bid_id)
+    if bid is None:
+        raise Http404
+    standings = order_selectors.bid_standings(bids=[bid])
+    return s.BidSerializer(bid, context={"request": request, "standings": standings}).data
+
+
+class BidDetail(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(responses=s.BidSerializer)
+    def get(self, request, bid_id: str):
+        return Response(_bid_data(request, _order_id(bid_id)))
+
+    @extend_schema(request=s.AmendRequest, responses=s.BidSerializer)
+    def patch(self, request, bid_id: str):
+        pk = _order_id(bid_id)
+        if order_selectors.bid_get(user=request.user, bid_id=pk) is None:
+            raise Http404
+        data = _valid(s.AmendRequest, request)
+        orders.bid_amend(
+            buyer=request.user, bid_id=pk, constraint=data["constraint"], version=data["version"]
+        )
+        return Response(_bid_data(request, pk))
+
+
+class BidWithdraw(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=None, responses=s.BidSerializer)
+    def post(self, request, bid_id: str):
+        pk = _order_id(bid_id)
+        if order_selectors.bid_get(user=request.user, bid_id=pk) is None:
+            raise Http404
+        orders.bid_withdraw(buyer=request.user, bid_id=pk)
+        return Response(_bid_data(request, pk))
+
+
+class BestOfferList(generics.ListAPIView):
+    """The best-offer table: for every open offer its best value and matching bids."""
+
+    serializer_class = s.OfferSerializer
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(parameters=[OpenApiParameter("market", str, description="market subject")])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        return order_selectors.offer_list(
+            market=self.request.query_params.get("market"), state=Offer.State.OPEN
+        )
+
+
+class TradeList(generics.ListAPIView):
+    """Trades; the parties and staff also see the bid, the counterparty and the agreed constraint."""
+
+    serializer_class = s.TradeSerializer
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(parameters=[OpenApiParameter("market", str, description="market subject")])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        return order_selectors.trade_list(
+            user=self.request.user, market=self.request.query_params.get("market")
+        )
+
+
+class NotificationList(generics.ListAPIView):
+    """Your notifications after a sequence number (``?after=<id>``), oldest first."""
+
+    serializer_class = s.NotificationSerializer
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(parameters=[OpenApiParameter("after", int, description="resume after this id")])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        after = self.request.query_params.get("after", "0")
+        if not after.isdigit() or int(after) >= 2**63:
+            raise InvalidInput(
+                "invalid_after", "after is a notification id (a whole number).", field="after"
+            )
+        if not self.request.user.is_authenticated:
+            raise NotAuthenticated()
+        return order_selectors.notification_list(user=self.request.user, after=int(after))

@@ -1,0 +1,87 @@
+"""Reading the best-offer table, and recomputing it from scratch to check it (SPEC 5.3)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db import transaction
+
+from exchange import engine
+from exchange.models import BestOffer, Bid, Offer, OfferBidMatch, OrderChange
+
+
+@dataclass(frozen=True)
+class Difference:
+    offer_id: int
+    table: tuple[int | None, Decimal | None, int]
+    recomputed: tuple[int | None, Decimal | None, int]
+
+
+@dataclass(frozen=True)
+class Verification:
+    pending_changes: int
+    offers: int
+    differences: list[Difference]
+    match_differences: int
+
+    @property
+    def clean(self) -> bool:
+        return not self.differences and not self.match_differences and not self.pending_changes
+
+
+def best_offers_verify(*, strategy: str | None = None) -> Verification:
+    """Compare the best-offer table (and the matches behind it) with a recomputation.
+
+    The recomputation loads every open offer and active bid into a fresh scratch store,
+    matches all of them from scratch and ranks the bids again. It runs under the cycle lock
+    in one transaction that it rolls back, so it sees a settled table and changes nothing.
+    """
+    from exchange.services.matching import NO_BEST, cycle_lock, pair_values
+
+    with transaction.atomic():
+        cycle_lock()
+        pending = OrderChange.objects.filter(processed_at=None).count()
+        offers = list(Offer.objects.filter(state=Offer.State.OPEN).select_related("market"))
+        bids = list(Bid.objects.filter(state=Bid.State.ACTIVE).select_related("market"))
+        name = strategy or engine.strategy()
+        scratch = engine.scratch_store(name, f"verify_{os.getpid()}_{uuid.uuid4().hex[:8]}")
+        try:
+            scratch.add_publications([(o.pk, engine.order_constraint(o)) for o in offers])
+            scratch.add_subscriptions([(b.pk, engine.order_constraint(b)) for b in bids])
+            quads = scratch.match_all(disjuncts=True)
+        finally:
+            scratch.drop()
+        matches = {(m.offer_id, m.bid_id): m.value for m in pair_values(quads)}
+        stored = {
+            (offer_id, bid_id): value
+            for offer_id, bid_id, value in OfferBidMatch.objects.values_list(
+                "offer_id", "bid_id", "value"
+            )
+        }
+        match_differences = len(set(matches.items()) ^ set(stored.items()))
+        priority = {b.pk: (b.priority_at, b.pk) for b in bids}
+        ranked: dict[int, list[tuple[Decimal, int]]] = {}
+        for (offer_id, bid_id), value in matches.items():
+            ranked.setdefault(offer_id, []).append((value, bid_id))
+        table = {
+            row.offer_id: (row.bid_id, row.value, row.matching_bids)
+            for row in BestOffer.objects.all()
+        }
+        differences = []
+        for offer in offers:
+            candidates = ranked.get(offer.pk, [])
+            if candidates:
+                value, bid_id = min(candidates, key=lambda c: (-c[0], priority[c[1]]))
+                want = (bid_id, value, len(candidates))
+            else:
+                want = (NO_BEST.bid_id, NO_BEST.value, NO_BEST.matching_bids)
+            got = table.pop(offer.pk, None)
+            if got != want:
+                differences.append(Difference(offer.pk, got or (None, None, 0), want))
+        for offer_id, row in table.items():  # rows of offers that are no longer open
+            differences.append(Difference(offer_id, row, (None, None, 0)))
+        transaction.set_rollback(True)
+    return Verification(pending, len(offers), differences, match_differences)

@@ -1,0 +1,84 @@
+"""Reading offers, bids, trades and notifications with the visibility rules of SPEC 5.6."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import QuerySet
+
+from exchange.models import BestOffer, Bid, Notification, Offer, OfferBidMatch, Trade
+
+
+def offer_list(*, market: str | None = None, state: str | None = None) -> QuerySet[Offer]:
+    """Offers anyone may see (every state), with their best value and bid count."""
+    offers = Offer.objects.select_related("market", "best", "trade").order_by("id")
+    if market:
+        offers = offers.filter(market__subject=market)
+    if state:
+        offers = offers.filter(state=state)
+    return offers
+
+
+def offer_get(*, offer_id: int) -> Offer | None:
+    return offer_list().filter(pk=offer_id).first()
+
+
+def bid_list(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Bid]:
+    """A user's own bids: a bid's constraint is visible to its owner and staff only."""
+    if not user.is_authenticated:
+        return Bid.objects.none()
+    return Bid.objects.filter(buyer=user).select_related("market").order_by("id")
+
+
+def bid_get(*, user: AbstractBaseUser | AnonymousUser, bid_id: int) -> Bid | None:
+    if not user.is_authenticated:
+        return None
+    bids = Bid.objects.select_related("market")
+    if not user.is_staff:
+        bids = bids.filter(buyer=user)
+    return bids.filter(pk=bid_id).first()
+
+
+def bid_standings(*, bids: list[Bid]) -> dict[int, list[dict]]:
+    """For each bid, the offers it matches now, its value there, and whether it is best."""
+    ids = [b.pk for b in bids]
+    best_on = set(BestOffer.objects.filter(bid_id__in=ids).values_list("offer_id", "bid_id"))
+    out: dict[int, list[dict]] = defaultdict(list)
+    for offer_id, bid_id, value in (
+        OfferBidMatch.objects.filter(bid_id__in=ids)
+        .order_by("offer_id")
+        .values_list("offer_id", "bid_id", "value")
+    ):
+        out[bid_id].append(
+            {"offer": offer_id, "value": value, "best": (offer_id, bid_id) in best_on}
+        )
+    return out
+
+
+def trade_list(
+    *, user: AbstractBaseUser | AnonymousUser, market: str | None = None
+) -> QuerySet[Trade]:
+    trades = Trade.objects.select_related("market", "seller", "buyer").order_by("-closed_at", "-id")
+    if market:
+        trades = trades.filter(market__subject=market)
+    return trades
+
+
+def trade_party(trade: Trade, user: AbstractBaseUser | AnonymousUser) -> bool:
+    return bool(
+        user.is_authenticated and (user.is_staff or user.pk in (trade.seller_id, trade.buyer_id))
+    )
+
+
+def notification_list(*, user: AbstractBaseUser, after: int = 0) -> QuerySet[Notification]:
+    """A user's personal notifications after a sequence number (resumable)."""
+    return (
+        Notification.objects.filter(recipient=user, id__gt=after)
+        .select_related("market")
+        .order_by("id")
+    )
+
+
+def offer_visible_to_owner(offer: Offer, user: AbstractBaseUser | AnonymousUser) -> bool:
+    return bool(user.is_authenticated and (user.is_staff or offer.seller_id == user.pk))

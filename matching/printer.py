@@ -1,0 +1,106 @@
+"""Canonical text (SPEC 2.5: the text is the canonical form).
+
+Every normalized constraint prints as text that parses back to an equal
+constraint. A type prefix is printed only where the text without it would give
+the attribute another type: always for wildcards and for a point's WITHIN, for a
+decimal whose values print as whole numbers (``decimal price = 5``) and for most
+floats (``float x = 5.0``, since ``5.0`` alone is a decimal).
+"""
+
+from __future__ import annotations
+
+from .lexer import quote_name
+from .model import (
+    Attribute,
+    Box,
+    BoxContains,
+    BoxEq,
+    BoxOverlaps,
+    BoxWithin,
+    Constraint,
+    Disjunct,
+    Interval,
+    Point,
+    PointEq,
+    PointWithin,
+    Predicate,
+    Type,
+    Wildcard,
+)
+from .values import format_value, printed_kind, widen
+
+
+def to_text(constraint: Constraint) -> str:
+    """The canonical text: disjuncts joined by OR, predicates by AND."""
+    disjuncts = constraint.disjuncts
+    if len(disjuncts) == 1:
+        return disjunct_text(disjuncts[0])
+    return " OR ".join(
+        f"({disjunct_text(d)})" if len(d.items) > 1 else disjunct_text(d) for d in disjuncts
+    )
+
+
+def to_lines(constraint: Constraint) -> list[str]:
+    """One line of canonical text per disjunct (as ``check_constraint`` prints them)."""
+    return [disjunct_text(d) for d in constraint.disjuncts]
+
+
+def disjunct_text(disjunct: Disjunct) -> str:
+    return " AND ".join(predicate_text(attr, pred) for attr, pred in disjunct.items)
+
+
+def box_text(box: Box) -> str:
+    return f"BOX({box.x1!r}, {box.y1!r}, {box.x2!r}, {box.y2!r})"
+
+
+def point_text(point: Point) -> str:
+    return f"POINT({point.x!r}, {point.y!r})"
+
+
+def predicate_text(attr: Attribute, pred: Predicate) -> str:
+    """One predicate as text, with the type prefix if the text alone would not imply the type."""
+    t = attr.type
+    name = quote_name(attr.name)
+    kind = type(pred)
+    if kind is Interval:
+        return _interval_text(t, name, pred)  # type: ignore[arg-type]
+    if kind is Wildcard:
+        return f"{t.value} {name} = *"
+    if kind is PointEq:
+        return f"{name} = {point_text(pred.point)}"  # type: ignore[union-attr]
+    if kind is PointWithin:
+        return f"point {name} WITHIN {box_text(pred.box)}"  # type: ignore[union-attr]
+    if kind is BoxEq:
+        return f"{name} = {box_text(pred.box)}"  # type: ignore[union-attr]
+    if kind is BoxOverlaps:
+        return f"{name} OVERLAPS {box_text(pred.box)}"  # type: ignore[union-attr]
+    if kind is BoxContains:
+        return f"{name} CONTAINS {box_text(pred.box)}"  # type: ignore[union-attr]
+    if kind is BoxWithin:
+        return f"{name} WITHIN {box_text(pred.box)}"  # type: ignore[union-attr]
+    raise TypeError(f"not a predicate: {pred!r}")
+
+
+def _interval_text(t: Type, name: str, iv: Interval) -> str:
+    lo = None if iv.lo is None else format_value(t, iv.lo)
+    hi = None if iv.hi is None else format_value(t, iv.hi)
+    if lo is not None and hi is not None:
+        if iv.lo == iv.hi:
+            body, texts = f"= {lo}", [lo]
+        elif iv.lo_closed and iv.hi_closed:
+            body, texts = f"BETWEEN {lo} AND {hi}", [lo, hi]
+        else:
+            open_, close = "[" if iv.lo_closed else "(", "]" if iv.hi_closed else ")"
+            body, texts = f"IN {open_}{lo}, {hi}{close}", [lo, hi]
+    elif hi is not None:
+        if t is Type.STRING and iv.hi == "" and iv.hi_closed:
+            body = f"= {hi}"  # the only string <= '' is ''
+        else:
+            body = f"{'<=' if iv.hi_closed else '<'} {hi}"
+        texts = [hi]
+    else:
+        assert lo is not None
+        body, texts = f"{'>=' if iv.lo_closed else '>'} {lo}", [lo]
+    if widen([printed_kind(t, text) for text in texts]) is t:
+        return f"{name} {body}"
+    return f"{t.value} {name} {body}"

@@ -1,0 +1,182 @@
+"""How predicates are written into the store: operator names, value texts, field keys.
+
+Both strategies read the same normalized ``Constraint`` (the invariants of
+``matching.model``); this module holds what they share:
+
+* ``interval_op`` names an ordered predicate by the operator the paper stores
+  (``=``, ``<``, ``<=``, ``>``, ``>=`` and the four range operators);
+* ``range_text`` writes an interval as a PostgreSQL range literal, every bound
+  double-quoted so that no string, however odd, changes the literal's structure;
+* ``box_text``, ``point_text`` and ``cube_text`` write geometric operands with
+  ``repr`` of the floats, which PostgreSQL reads back to the same double;
+* ``check_storable`` rejects what an index entry could not hold (see ``LIMITS``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from matching.model import (
+    Attribute,
+    Box,
+    BoxContains,
+    BoxEq,
+    BoxOverlaps,
+    BoxWithin,
+    Constraint,
+    Interval,
+    Point,
+    PointEq,
+    PointWithin,
+    Predicate,
+    Type,
+    Value,
+    Wildcard,
+)
+
+from .base import StoreLimitError
+
+# The order in which type tables are created, matched and reported.
+TYPES: tuple[Type, ...] = (
+    Type.INT,
+    Type.DECIMAL,
+    Type.FLOAT,
+    Type.DATE,
+    Type.TIMESTAMP,
+    Type.STRING,
+    Type.POINT,
+    Type.BOX,
+)
+
+WILDCARD_OP = "*"
+
+# Operators of point and box predicates, as stored in the ``op`` column.
+GEOMETRIC_OPS: dict[type, str] = {
+    PointEq: "=",
+    PointWithin: "within",
+    BoxEq: "=",
+    BoxOverlaps: "overlaps",
+    BoxContains: "contains",
+    BoxWithin: "within",
+}
+
+# A B-tree entry must fit in about a third of an 8 kB page (2,704 bytes) and a GiST
+# entry in one page; an entry holds a field name and up to two values. Within these
+# limits every entry fits, whatever the strategy; beyond them the store refuses the
+# constraint before writing anything, rather than failing inside PostgreSQL.
+MAX_FIELD_BYTES = 255
+MAX_STRING_BYTES = 1000
+MAX_DECIMAL_DIGITS = 1000
+LIMITS = (
+    f"attribute names of at most {MAX_FIELD_BYTES} bytes (UTF-8), strings of at most "
+    f"{MAX_STRING_BYTES} bytes and decimals of at most {MAX_DECIMAL_DIGITS} significant digits"
+)
+
+
+def field_key(attribute: Attribute) -> str:
+    """The type-qualified name (``int:lot``) that tells apart ``int x`` and ``float x``.
+
+    Unambiguous although names may contain ``:``: the type never does, so the key
+    splits at its first colon.
+    """
+    return f"{attribute.type.value}:{attribute.name}"
+
+
+def interval_op(iv: Interval) -> str:
+    """The paper's operator for a normalized interval (never empty, never unbounded twice)."""
+    if iv.lo is None:
+        return "<=" if iv.hi_closed else "<"
+    if iv.hi is None:
+        return ">=" if iv.lo_closed else ">"
+    if iv.lo == iv.hi:
+        return "="
+    return ("[" if iv.lo_closed else "(") + ("]" if iv.hi_closed else ")")
+
+
+def operator(pred: Predicate) -> str:
+    """The stored operator of any predicate."""
+    kind = type(pred)
+    if kind is Interval:
+        return interval_op(pred)  # type: ignore[arg-type]
+    if kind is Wildcard:
+        return WILDCARD_OP
+    return GEOMETRIC_OPS[kind]
+
+
+def value_text(t: Type, value: Value) -> str:
+    """A value of an ordered type as PostgreSQL's input function for that type reads it."""
+    if t is Type.INT or t is Type.STRING:
+        return str(value)
+    if t is Type.DECIMAL:
+        return str(value)  # scientific notation (1E+3) is valid numeric input
+    if t is Type.FLOAT:
+        return repr(float(value))  # type: ignore[arg-type]
+    if t is Type.DATE or t is Type.TIMESTAMP:
+        assert isinstance(value, dt.date)
+        return value.isoformat()
+    raise TypeError(f"{t} has no interval values")
+
+
+def _quote_bound(text: str) -> str:
+    # Range input syntax: inside double quotes a backslash escapes the next character.
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def range_text(t: Type, iv: Interval) -> str:
+    """The interval as a range literal: ``["1","5"]``, ``(,"x")``.
+
+    Discrete bounds are written closed and PostgreSQL canonicalizes them
+    (``[1,5]`` becomes ``[1,6)``); the normalizer never leaves a closed bound at the
+    int8 or date edge, where that step would overflow.
+    """
+    lo = "" if iv.lo is None else _quote_bound(value_text(t, iv.lo))
+    hi = "" if iv.hi is None else _quote_bound(value_text(t, iv.hi))
+    return ("[" if iv.lo_closed else "(") + lo + "," + hi + ("]" if iv.hi_closed else ")")
+
+
+def point_text(p: Point) -> str:
+    return f"({p.x!r},{p.y!r})"
+
+
+def box_text(b: Box) -> str:
+    return f"({b.x1!r},{b.y1!r}),({b.x2!r},{b.y2!r})"
+
+
+def cube_point_text(p: Point) -> str:
+    """A point as a zero-volume 2-D cube."""
+    return f"({p.x!r}, {p.y!r})"
+
+
+def cube_box_text(b: Box) -> str:
+    """A box as a 2-D cube: lower-left corner, upper-right corner."""
+    return f"({b.x1!r}, {b.y1!r}),({b.x2!r}, {b.y2!r})"
+
+
+def check_storable(constraint: Constraint) -> None:
+    """Raise ``StoreLimitError`` if some field or value would not fit in an index entry."""
+    for disjunct in constraint.disjuncts:
+        for attribute, pred in disjunct.items:
+            if len(attribute.name.encode()) > MAX_FIELD_BYTES:
+                raise StoreLimitError(
+                    f"the attribute name {attribute.name[:40]!r}... is longer than "
+                    f"{MAX_FIELD_BYTES} bytes, more than the constraint store holds"
+                )
+            if type(pred) is Interval and attribute.type in (Type.STRING, Type.DECIMAL):
+                for value in (pred.lo, pred.hi):
+                    if value is not None:
+                        _check_value(attribute, value)
+
+
+def _check_value(attribute: Attribute, value: Value) -> None:
+    if isinstance(value, str):
+        if len(value.encode()) > MAX_STRING_BYTES:
+            raise StoreLimitError(
+                f"a string compared with {attribute.name} is longer than "
+                f"{MAX_STRING_BYTES} bytes, more than the constraint store holds"
+            )
+    elif isinstance(value, Decimal) and len(value.as_tuple().digits) > MAX_DECIMAL_DIGITS:
+        raise StoreLimitError(
+            f"a decimal compared with {attribute.name} has more than {MAX_DECIMAL_DIGITS} "
+            "significant digits, more than the constraint store holds"
+        )

@@ -1,0 +1,367 @@
+"""Literals: what a written value is, which types it fits, and how it is printed.
+
+A literal has a *kind* (the type its spelling suggests: ``42`` is int, ``1.00``
+decimal, ``1e0`` float, ``DATE '...'`` date, ...) and is *converted* to the type of
+its attribute. SPEC 2.1: an int literal fits int, decimal and float; a decimal
+literal fits decimal and float; every other kind fits only its own type.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from decimal import Decimal, InvalidOperation
+
+from .errors import Loc, error
+from .model import Box, Point, Type, Value
+
+INT8_MIN = -(2**63)
+INT8_MAX = 2**63 - 1
+
+# PostgreSQL numeric's limits (digits before / after the decimal point).
+_DECIMAL_MAX_INT_DIGITS = 131072
+_DECIMAL_MAX_FRAC_DIGITS = 16383
+
+_NUMERIC_RANK = {Type.INT: 0, Type.DECIMAL: 1, Type.FLOAT: 2}
+
+# Characters PostgreSQL text cannot hold (NUL) or UTF-8 cannot encode (lone surrogates).
+_BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+_DATE_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})\Z", re.ASCII)
+_TIMESTAMP_RE = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?"
+    r"(Z|[+-]\d{2}:\d{2})?\Z",
+    re.ASCII,
+)
+NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\Z", re.ASCII)
+
+EXAMPLES = {
+    Type.INT: "a whole number such as 42",
+    Type.DECIMAL: "a number such as 1.00 or 42",
+    Type.FLOAT: "a number such as 1.5e3, 1.00 or 42",
+    Type.DATE: "a date such as DATE '2026-11-20'",
+    Type.TIMESTAMP: "a timestamp such as TIMESTAMP '2026-11-20T10:00:00Z'",
+    Type.STRING: "a string such as 'pencils'",
+    Type.POINT: "a point such as POINT(1.5, 2)",
+    Type.BOX: "a box such as BOX(0, 0, 1, 1)",
+}
+
+_KIND_NAMES = {
+    Type.INT: "an int",
+    Type.DECIMAL: "a decimal",
+    Type.FLOAT: "a float",
+    Type.DATE: "a date",
+    Type.TIMESTAMP: "a timestamp",
+    Type.STRING: "a string",
+    Type.POINT: "a point",
+    Type.BOX: "a box",
+}
+
+Raw = str | int | Decimal | dt.date | Point | Box
+
+
+class Lit:
+    """A literal as written: its kind (``None`` for ``*``), its raw form and where it is.
+
+    ``raw`` is the literal's text for numbers, dates, timestamps and strings (the
+    content between the quotes), a ``Point`` or ``Box`` for geometric literals, and
+    may be an ``int`` or ``Decimal`` when it comes from the JSON form.
+    """
+
+    __slots__ = ("kind", "raw", "loc")
+
+    def __init__(self, kind: Type | None, raw: Raw, loc: Loc) -> None:
+        self.kind = kind
+        self.raw = raw
+        self.loc = loc
+
+
+def number_kind(text: str) -> Type:
+    """The kind of a number token that already matched ``NUMBER_RE``."""
+    if "e" in text or "E" in text:
+        return Type.FLOAT
+    if "." in text:
+        return Type.DECIMAL
+    return Type.INT
+
+
+def shown(lit: Lit) -> str:
+    """The literal as a trader would write it, for messages."""
+    kind, raw = lit.kind, lit.raw
+    if kind is None:
+        return "*"
+    if kind is Type.STRING:
+        return quote_string(str(raw))
+    if kind is Type.DATE:
+        return f"DATE {quote_string(str(raw))}"
+    if kind is Type.TIMESTAMP:
+        if isinstance(raw, dt.datetime):
+            return f"TIMESTAMP '{format_timestamp_body(raw)}'"
+        return f"TIMESTAMP {quote_string(str(raw))}"
+    if isinstance(raw, Point):
+        return f"POINT({raw.x!r}, {raw.y!r})"
+    if isinstance(raw, Box):
+        return f"BOX({raw.x1!r}, {raw.y1!r}, {raw.x2!r}, {raw.y2!r})"
+    if isinstance(raw, Decimal):
+        return format(raw, "f") if abs(raw.adjusted()) < 40 else str(raw)
+    return str(raw)
+
+
+def kind_name(kind: Type) -> str:
+    return _KIND_NAMES[kind]
+
+
+def check_text(text: str, loc: Loc, what: str) -> None:
+    m = _BAD_TEXT.search(text)
+    if m is not None:
+        bad = "the NUL character" if m.group() == "\x00" else "an unpaired surrogate"
+        raise error("bad_literal", f"{what} cannot contain {bad}", loc)
+
+
+def infer_type(lits: list[Lit], name: str, loc: Loc) -> Type:
+    """The type of an unprefixed attribute outside a market: from its literals.
+
+    Mixed numeric kinds widen (int < decimal < float), as ``x BETWEEN 1 AND 2.5``
+    is a decimal range; any other mix is an error.
+    """
+    result: Type | None = None
+    first: Lit | None = None
+    for lit in lits:
+        kind = lit.kind
+        if kind is None:
+            raise error(
+                "needs_type_prefix",
+                f"'{name} = *' needs a type prefix, since '*' has no type of its own: "
+                f"write for example int {name} = * or string {name} = *",
+                loc,
+            )
+        if result is None or first is None:
+            result, first = kind, lit
+        elif kind is not result:
+            if kind in _NUMERIC_RANK and result in _NUMERIC_RANK:
+                if _NUMERIC_RANK[kind] > _NUMERIC_RANK[result]:
+                    result = kind
+            else:
+                raise error(
+                    "type_mismatch",
+                    f"the values compared with {name} must have one type: {shown(first)} is "
+                    f"{kind_name(result)}, {shown(lit)} is {kind_name(kind)}",
+                    lit.loc,
+                )
+    assert result is not None
+    return result
+
+
+def convert(lit: Lit, t: Type, name: str) -> Value | Point | Box:
+    """The literal's value as type ``t``, or a ``ConstraintError`` at the literal."""
+    kind, raw = lit.kind, lit.raw
+    if t is Type.INT:
+        if kind is Type.INT:
+            if isinstance(raw, str):
+                if len(raw) > 20:
+                    _out_of_int8(lit, name)
+                raw = int(raw)
+            if not (isinstance(raw, int) and INT8_MIN <= raw <= INT8_MAX):
+                _out_of_int8(lit, name)
+            return raw
+    elif t is Type.DECIMAL:
+        if kind is Type.INT or kind is Type.DECIMAL:
+            return _to_decimal(lit)
+        if kind is Type.FLOAT:
+            hint = ""
+            try:
+                exact = format(Decimal(str(raw)), "f")
+                if len(exact) <= 40:
+                    hint = f", as {exact}"
+            except (InvalidOperation, ValueError):
+                pass
+            raise error(
+                "type_mismatch",
+                f"{name} is a decimal attribute, and a float literal such as {shown(lit)} does "
+                f"not fit it: write the number without an exponent{hint}",
+                lit.loc,
+            )
+    elif t is Type.FLOAT:
+        if kind is Type.INT or kind is Type.DECIMAL or kind is Type.FLOAT:
+            try:
+                value = float(raw)  # type: ignore[arg-type]
+            except (OverflowError, ValueError):
+                value = math.inf
+            if not math.isfinite(value):
+                raise error(
+                    "bad_literal",
+                    f"{shown(lit)} is too large for a float (the largest is about 1.8e308)",
+                    lit.loc,
+                )
+            return value
+    elif kind is t:
+        if t is Type.STRING:
+            assert isinstance(raw, str)
+            check_text(raw, lit.loc, "a string")
+            return raw
+        if t is Type.DATE:
+            return _to_date(lit)
+        if t is Type.TIMESTAMP:
+            return _to_timestamp(lit)
+        assert isinstance(raw, Point | Box)
+        return raw
+    if kind is None:
+        raise error("syntax", f"'*' (any value) is only written as {name} = *", lit.loc)
+    raise error(
+        "type_mismatch",
+        f"{name} is {kind_name(t)} attribute, "
+        f"so it needs {EXAMPLES[t]}, not {kind_name(kind)} like {shown(lit)}",
+        lit.loc,
+    )
+
+
+def _out_of_int8(lit: Lit, name: str) -> None:
+    raise error(
+        "bad_literal",
+        f"{shown(lit)} is out of range for the int attribute {name}: ints go from "
+        f"{INT8_MIN} to {INT8_MAX}",
+        lit.loc,
+    )
+
+
+def _to_decimal(lit: Lit) -> Decimal:
+    raw = lit.raw
+    try:
+        value = raw if isinstance(raw, Decimal) else Decimal(raw)  # type: ignore[arg-type]
+    except (InvalidOperation, ValueError, TypeError):
+        raise error("bad_literal", f"{shown(lit)} is not a number", lit.loc) from None
+    if not value.is_finite():
+        raise error("bad_literal", "NaN and infinities are not values", lit.loc)
+    _, digit_tuple, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    digits = len(digit_tuple)
+    if -exponent > _DECIMAL_MAX_FRAC_DIGITS or digits + exponent > _DECIMAL_MAX_INT_DIGITS:
+        raise error(
+            "bad_literal",
+            f"{shown(lit)} has too many digits for a decimal "
+            f"(at most {_DECIMAL_MAX_INT_DIGITS} before and {_DECIMAL_MAX_FRAC_DIGITS} after the point)",
+            lit.loc,
+        )
+    if exponent > 0:
+        # From the JSON form (1E+3): give it the digits it would have if written out
+        # (through text: quantize() would round to the context's 28 digits).
+        value = Decimal(format(value, "f"))
+    return value
+
+
+def _to_date(lit: Lit) -> dt.date:
+    if isinstance(lit.raw, dt.date):
+        return lit.raw  # already converted where it was read
+    m = _DATE_RE.match(str(lit.raw))
+    if m is not None:
+        try:
+            return dt.date(int(m[1]), int(m[2]), int(m[3]))
+        except ValueError:
+            pass
+    raise error(
+        "bad_literal",
+        f"{shown(lit)} is not a valid date: write DATE 'YYYY-MM-DD', such as DATE '2026-11-20'",
+        lit.loc,
+    )
+
+
+def _to_timestamp(lit: Lit) -> dt.datetime:
+    if isinstance(lit.raw, dt.datetime):
+        return lit.raw  # already converted where it was read
+    m = _TIMESTAMP_RE.match(str(lit.raw))
+    if m is not None:
+        try:
+            zone = dt.UTC
+            if m[8] not in (None, "Z"):
+                hours, minutes = int(m[8][1:3]), int(m[8][4:6])
+                if hours > 23 or minutes > 59:
+                    raise ValueError
+                offset = dt.timedelta(hours=hours, minutes=minutes)
+                zone = dt.timezone(-offset if m[8][0] == "-" else offset)
+            micro = int((m[7] or "0").ljust(6, "0"))
+            value = dt.datetime(
+                int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6]), micro, zone
+            )
+            return value.astimezone(dt.UTC)
+        except (ValueError, OverflowError):
+            pass
+    raise error(
+        "bad_literal",
+        f"{shown(lit)} is not a valid timestamp: write TIMESTAMP 'YYYY-MM-DDTHH:MM:SS', "
+        "optionally with .ffffff and a zone (Z or +HH:MM; no zone means UTC), "
+        "such as TIMESTAMP '2026-11-20T10:00:00Z'",
+        lit.loc,
+    )
+
+
+def coordinate(lit: Lit) -> float:
+    """A point or box coordinate: any int, decimal or float literal, finite."""
+    if lit.kind not in _NUMERIC_RANK:
+        raise error("type_mismatch", f"a coordinate must be a number, not {shown(lit)}", lit.loc)
+    try:
+        value = float(lit.raw)  # type: ignore[arg-type]
+    except (OverflowError, ValueError):
+        value = math.inf
+    if not math.isfinite(value):
+        raise error("bad_literal", f"the coordinate {shown(lit)} is too large", lit.loc)
+    return value
+
+
+# -- printing -------------------------------------------------------------------------------
+
+
+def quote_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def format_decimal(value: Decimal) -> str:
+    return format(value, "f")
+
+
+def format_timestamp_body(value: dt.datetime) -> str:
+    v = value.astimezone(dt.UTC)
+    text = f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
+    if v.microsecond:
+        text += f".{v.microsecond:06d}"
+    return text + "Z"
+
+
+def format_value(t: Type, value: Value) -> str:
+    """A value as a literal of the text syntax."""
+    if t is Type.INT:
+        return str(value)
+    if t is Type.DECIMAL:
+        assert isinstance(value, Decimal)
+        return format_decimal(value)
+    if t is Type.FLOAT:
+        return repr(float(value))  # type: ignore[arg-type]
+    if t is Type.STRING:
+        assert isinstance(value, str)
+        return quote_string(value)
+    if t is Type.DATE:
+        assert isinstance(value, dt.date)
+        return f"DATE '{value.isoformat()}'"
+    assert isinstance(value, dt.datetime)
+    return f"TIMESTAMP '{format_timestamp_body(value)}'"
+
+
+def printed_kind(t: Type, text: str) -> Type:
+    """The kind the text syntax would give the literal ``text`` printed for type ``t``."""
+    if t is Type.DECIMAL or t is Type.FLOAT:
+        return number_kind(text)
+    return t
+
+
+def widen(kinds: list[Type]) -> Type | None:
+    """The type inferred for these literal kinds, or ``None`` when they do not mix."""
+    result = kinds[0]
+    for kind in kinds[1:]:
+        if kind is result:
+            continue
+        if kind in _NUMERIC_RANK and result in _NUMERIC_RANK:
+            if _NUMERIC_RANK[kind] > _NUMERIC_RANK[result]:
+                result = kind
+        else:
+            return None
+    return result
