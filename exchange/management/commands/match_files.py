@@ -141,7 +141,8 @@ def read_constraints(
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            bad.append(BadLine(path, number, exc.start + 1, "the line is not valid UTF-8"))
+            column = len(raw[: exc.start].decode("utf-8", errors="replace")) + 1
+            bad.append(BadLine(path, number, column, "the line is not valid UTF-8"))
             continue
         if number == 1:
             line = line.removeprefix("\ufeff")
