@@ -260,9 +260,9 @@ def order_constraint(
     try:
         parsed = matching.parse(source, schema=schema.types)
     except matching.ConstraintError as exc:
-        raise InvalidInput(
-            exc.code, exc.message, field="constraint", position=exc.position
-        ) from exc
+        # Text errors point at a character; JSON-form errors at a path inside the object.
+        field = "constraint" if exc.path is None else f"constraint{exc.path}"
+        raise InvalidInput(exc.code, exc.message, field=field, position=exc.position) from exc
     known = {a.attribute for a in schema.attributes}
     price = schema.price
     disjuncts: list[Disjunct] = []

@@ -184,17 +184,7 @@ def convert(lit: Lit, t: Type, name: str) -> Value | Point | Box:
             )
     elif t is Type.FLOAT:
         if kind is Type.INT or kind is Type.DECIMAL or kind is Type.FLOAT:
-            try:
-                value = float(raw)  # type: ignore[arg-type]
-            except (OverflowError, ValueError):
-                value = math.inf
-            if not math.isfinite(value):
-                raise error(
-                    "bad_literal",
-                    f"{shown(lit)} is too large for a float (the largest is about 1.8e308)",
-                    lit.loc,
-                )
-            return value
+            return _to_float(lit, "")
     elif kind is t:
         if t is Type.STRING:
             assert isinstance(raw, str)
@@ -299,13 +289,37 @@ def coordinate(lit: Lit) -> float:
     """A point or box coordinate: any int, decimal or float literal, finite."""
     if lit.kind not in _NUMERIC_RANK:
         raise error("type_mismatch", f"a coordinate must be a number, not {shown(lit)}", lit.loc)
+    return _to_float(lit, "the coordinate ")
+
+
+def _to_float(lit: Lit, what: str) -> float:
+    # Like PostgreSQL's float8 input: what overflows to infinity or underflows to zero is
+    # out of range (subnormal numbers are fine).
+    raw = lit.raw
     try:
-        value = float(lit.raw)  # type: ignore[arg-type]
+        value = float(raw)  # type: ignore[arg-type]
     except (OverflowError, ValueError):
         value = math.inf
     if not math.isfinite(value):
-        raise error("bad_literal", f"the coordinate {shown(lit)} is too large", lit.loc)
+        raise error(
+            "bad_literal",
+            f"{what}{shown(lit)} is too large for a float (the largest is about 1.8e308)",
+            lit.loc,
+        )
+    if value == 0.0 and _nonzero(raw):
+        raise error(
+            "bad_literal",
+            f"{what}{shown(lit)} is too close to zero for a float (the smallest is about 5e-324)",
+            lit.loc,
+        )
     return value
+
+
+def _nonzero(raw: Raw) -> bool:
+    if isinstance(raw, str):
+        mantissa = raw.partition("e")[0].partition("E")[0]
+        return any(c in "123456789" for c in mantissa)
+    return raw != 0
 
 
 # -- printing -------------------------------------------------------------------------------

@@ -6,10 +6,24 @@ import factory
 from django.contrib.auth import get_user_model
 
 PENCILS_SCHEMA = [
-    {"name": "lot", "type": "int", "label": "Lot size", "unit": "pencils",
-     "required_on_offer": True, "required_on_bid": False, "role": "quantity"},
-    {"name": "price", "type": "decimal", "label": "Price", "unit": "EUR",
-     "required_on_offer": True, "required_on_bid": True, "role": "price"},
+    {
+        "name": "lot",
+        "type": "int",
+        "label": "Lot size",
+        "unit": "pencils",
+        "required_on_offer": True,
+        "required_on_bid": False,
+        "role": "quantity",
+    },
+    {
+        "name": "price",
+        "type": "decimal",
+        "label": "Price",
+        "unit": "EUR",
+        "required_on_offer": True,
+        "required_on_bid": True,
+        "role": "price",
+    },
 ]
 
 
@@ -27,7 +41,11 @@ class StaffFactory(UserFactory):
     is_staff = True
 
 
-def pencils_market(*, subject: str = "office.supplies.pencils", pricing: str = "first", tick: str = "0.01"):
+def pencils_market(
+    *, subject: str = "office.supplies.pencils", pricing: str = "first", tick: str = "0.01"
+):
     from exchange.services.markets import market_create
 
-    return market_create(subject=subject, title="Pencils", schema=PENCILS_SCHEMA, tick=tick, pricing=pricing)
+    return market_create(
+        subject=subject, title="Pencils", schema=PENCILS_SCHEMA, tick=tick, pricing=pricing
+    )

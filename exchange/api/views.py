@@ -3,6 +3,8 @@ services and selectors."""
 
 from __future__ import annotations
 
+import re
+
 from django.contrib.auth import authenticate
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -36,10 +38,18 @@ def _market(subject: str) -> Market:
     return market
 
 
-def _order_id(value: str) -> int:
-    if not value.isdigit() or int(value) >= 2**63:
-        raise Http404
+def whole_number(value: str) -> int | None:
+    """``value`` as a bigint id, or None (``str.isdigit`` would let '²' through)."""
+    if not re.fullmatch(r"[0-9]{1,19}", value) or int(value) >= 2**63:
+        return None
     return int(value)
+
+
+def _order_id(value: str) -> int:
+    number = whole_number(value)
+    if number is None:
+        raise Http404
+    return number
 
 
 class IsStaff(permissions.BasePermission):

@@ -69,15 +69,19 @@ class ConstraintStore(ABC):
 
     def create(self) -> None:
         """Create what the store needs (a no-op where there is nothing to create)."""
+        return None
 
     def drop(self) -> None:
         """Remove the store and everything in it."""
+        return None
 
     def analyze(self) -> None:
         """Refresh the planner statistics after a large change."""
+        return None
 
     def close(self) -> None:
         """Release what the store owns (a connection it opened itself)."""
+        return None
 
     def __enter__(self) -> ConstraintStore:
         return self

@@ -207,8 +207,11 @@ class DatabaseStore(ConstraintStore):
             cur.execute("SELECT current_setting('maintenance_work_mem')")
             previous = cur.fetchone()[0]  # type: ignore[index]
             cur.execute("SELECT set_config('maintenance_work_mem', %s, true)", [BUILD_MEMORY])
-            for side, items in (("pub", publications), ("sub", subscriptions)):
-                assert side == "pub" or side == "sub"
+            loads: tuple[tuple[Side, Iterable[Item]], ...] = (
+                ("pub", publications),
+                ("sub", subscriptions),
+            )
+            for side, items in loads:
                 cur.execute(f"SELECT NOT EXISTS (SELECT FROM {self.master(side)})")
                 rebuild = [i for i in self._indexes() if i.side == side]
                 if not cur.fetchone()[0]:  # type: ignore[index]

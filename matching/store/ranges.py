@@ -69,7 +69,7 @@ from matching.model import (
     Wildcard,
 )
 
-from .base import DisjunctPair, Item
+from .base import DisjunctPair, Item, check_ids
 from .database import SIDES, DatabaseStore, Index, Side, chunked
 from .encode import (
     GEOMETRIC_OPS,
@@ -188,8 +188,8 @@ class RangeStore(DatabaseStore):
                 op = "op text NOT NULL, " if t is Type.BOX else ""
                 statements.append(
                     f"CREATE TABLE {self.table(t, side)} (id int8 NOT NULL,"
-                    f' disjunct_id int4 NOT NULL, field text COLLATE "C" NOT NULL, {op}'
-                    f"val {self._val_type(t, cube)} NOT NULL)"
+                    f' disjunct_id int4 NOT NULL, shape uuid NOT NULL, field text COLLATE "C" NOT NULL,'
+                    f" {op}val {self._val_type(t, cube)} NOT NULL)"
                 )
         return statements
 
@@ -218,6 +218,7 @@ class RangeStore(DatabaseStore):
         cache: dict[tuple[tuple[str, int], ...], Shape] = {}
         total = 0
         for chunk in chunked(items):
+            check_ids(i for i, _ in chunk)
             masters: list[tuple[int, int, int, uuid.UUID]] = []
             rows: dict[Type, list[tuple[Any, ...]]] = {}
             for i, constraint in chunk:
@@ -235,17 +236,18 @@ class RangeStore(DatabaseStore):
                             row: tuple[Any, ...] = (
                                 i,
                                 j,
+                                shape.key,
                                 attribute.name,
                                 GEOMETRIC_OPS[type(pred)],
                                 _value(t, pred),
                             )
                         else:
-                            row = (i, j, attribute.name, _value(t, pred))
+                            row = (i, j, shape.key, attribute.name, _value(t, pred))
                         rows.setdefault(t, []).append(row)
                         used[(t.value, side)] += 1
             copy_rows(cur, self.master(side), ["id", "disjunct_id", "count", "shape"], masters)
             for t, type_rows in rows.items():
-                columns = ["id", "disjunct_id", "field", "op", "val"]
+                columns = ["id", "disjunct_id", "shape", "field", "op", "val"]
                 if t is not Type.BOX:
                     columns.remove("op")
                 copy_rows(cur, self.table(t, side), columns, type_rows)
@@ -304,9 +306,10 @@ class RangeStore(DatabaseStore):
         return _match_sql(self.namespace, self._cube(cur), self.used_types(cur), scope)
 
     def _match(self, scope: Scope, ids: list[int]) -> set[DisjunctPair]:
-        with self.atomic() as cur:
+        # Read-only, and one statement once the types are known: no transaction of its own.
+        with self.cursor() as cur:
             cur.execute(self.match_sql(cur, scope), {"ids": ids})
-            return set(cur.fetchall())  # type: ignore[arg-type]
+            return set(cur.fetchall())
 
 
 def _shape_of(disjunct: Disjunct, cache: dict[tuple[tuple[str, int], ...], Shape]) -> Shape:
@@ -325,8 +328,8 @@ def _hit_branches(namespace: str, cube: str, t: Type, where: str) -> list[str]:
     ns = f'"{namespace}"'
     name = TABLE_NAMES[t]
     head = (
-        "SELECT p.id AS p_id, p.disjunct_id AS p_disjunct_id,"
-        " s.id AS s_id, s.disjunct_id AS s_disjunct_id\n"
+        "SELECT p.id AS p_id, p.disjunct_id AS p_disjunct_id, p.shape AS p_shape,"
+        " s.id AS s_id, s.disjunct_id AS s_disjunct_id, s.shape AS s_shape\n"
         f"  FROM {ns}.{name}_pubs p JOIN {ns}.{name}_subs s ON s.field = p.field AND "
     )
     if t.ordered:
@@ -370,17 +373,17 @@ def _match_sql(namespace: str, cube: str, types: tuple[Type, ...], scope: Scope)
     if not branches:
         return covered_only
     hits = "\n  UNION ALL\n  ".join(branches)
-    # (a): disjunct pairs with at least one hit, kept when hits + covered = count(dp).
+    # (a): disjunct pairs with at least one hit, kept when hits + covered = count(dp). The
+    # type rows carry their disjunct's shape, so no master row is read for a candidate.
     return (
         f"WITH hits AS (\n  {hits}\n),\n"
-        "counted AS (\n  SELECT p_id, p_disjunct_id, s_id, s_disjunct_id, count(*) AS hits\n"
-        "  FROM hits GROUP BY p_id, p_disjunct_id, s_id, s_disjunct_id\n)\n"
+        "counted AS (\n"
+        "  SELECT p_id, p_disjunct_id, p_shape, s_id, s_disjunct_id, s_shape, count(*) AS hits\n"
+        "  FROM hits GROUP BY p_id, p_disjunct_id, p_shape, s_id, s_disjunct_id, s_shape\n)\n"
         "SELECT c.p_id, c.p_disjunct_id, c.s_id, c.s_disjunct_id\n"
         "FROM counted c\n"
-        f"JOIN {ns}.pub_master pm ON pm.id = c.p_id AND pm.disjunct_id = c.p_disjunct_id\n"
-        f"JOIN {ns}.sub_master sm ON sm.id = c.s_id AND sm.disjunct_id = c.s_disjunct_id\n"
-        f"JOIN {ns}.pub_shapes ps ON ps.key = pm.shape\n"
-        f"JOIN {ns}.sub_shapes ss ON ss.key = sm.shape\n"
+        f"JOIN {ns}.pub_shapes ps ON ps.key = c.p_shape\n"
+        f"JOIN {ns}.sub_shapes ss ON ss.key = c.s_shape\n"
         "WHERE ss.fields @> ps.fields\n"
         "  AND c.hits + cardinality(ps.wild) + CASE\n"
         "    WHEN cardinality(ss.wild) = 0\n"
@@ -388,7 +391,7 @@ def _match_sql(namespace: str, cube: str, types: tuple[Type, ...], scope: Scope)
         "    ELSE (SELECT count(*) FROM unnest(ps.fields) f\n"
         "          WHERE NOT f = ANY(ps.wild)\n"
         "            AND (f = ANY(ss.wild) OR (f = ANY(ps.loose) AND f = ANY(ss.loose))))\n"
-        "  END = pm.count\n"
+        "  END = cardinality(ps.fields)\n"
         "UNION ALL\n"
         f"{covered_only}"
     )

@@ -10,10 +10,20 @@ from exchange.errors import InvalidInput
 from exchange.market_rules import order_constraint, price_text, schema_parse, with_subject
 from tests.factories import PENCILS_SCHEMA
 
-SCHEMA = schema_parse(PENCILS_SCHEMA + [
-    {"name": "grade", "type": "string", "label": "Grade", "unit": "", "required_on_offer": False,
-     "required_on_bid": False, "role": None},
-])
+SCHEMA = schema_parse(
+    PENCILS_SCHEMA
+    + [
+        {
+            "name": "grade",
+            "type": "string",
+            "label": "Grade",
+            "unit": "",
+            "required_on_offer": False,
+            "required_on_bid": False,
+            "role": None,
+        },
+    ]
+)
 TICK = Decimal("0.01")
 
 
@@ -37,11 +47,16 @@ def test_open_price_bounds_move_one_tick_inwards():
 
 
 def test_bids_get_wildcards_for_the_attributes_they_leave_out():
-    assert bid("lot >= 10 AND price <= 2.00").text == "lot >= 10 AND price <= 2.00 AND string grade = *"
+    assert (
+        bid("lot >= 10 AND price <= 2.00").text
+        == "lot >= 10 AND price <= 2.00 AND string grade = *"
+    )
 
 
 def test_offers_keep_only_what_they_say():
-    assert offer("lot BETWEEN 1 AND 9 AND price = 1.00").text == "lot BETWEEN 1 AND 9 AND price = 1.00"
+    assert (
+        offer("lot BETWEEN 1 AND 9 AND price = 1.00").text == "lot BETWEEN 1 AND 9 AND price = 1.00"
+    )
 
 
 def test_int_literal_prices_are_decimals_on_the_tick():
@@ -103,10 +118,19 @@ def test_price_text_uses_the_ticks_places():
         ([], "non-empty"),
         ([{"name": "price", "type": "int", "role": "price"}], "must be decimal"),
         ([{"name": "lot", "type": "int"}], "role price"),
-        ([{"name": "subject", "type": "string"}, {"name": "p", "type": "decimal", "role": "price"}], "reserved"),
+        (
+            [
+                {"name": "subject", "type": "string"},
+                {"name": "p", "type": "decimal", "role": "price"},
+            ],
+            "reserved",
+        ),
         ([{"name": "a b", "type": "int"}], "name"),
         ([{"name": "x", "type": "money"}], "type must be one of"),
-        ([{"name": "p", "type": "decimal", "role": "price"}, {"name": "p", "type": "int"}], "twice"),
+        (
+            [{"name": "p", "type": "decimal", "role": "price"}, {"name": "p", "type": "int"}],
+            "twice",
+        ),
     ],
 )
 def test_bad_schemas_are_refused(schema, message):

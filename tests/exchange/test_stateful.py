@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import pytest
 from django.db import transaction
-from hypothesis import HealthCheck, settings, strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
 
 from exchange.errors import ExchangeError
 from exchange.models import Bid, Offer, Trade
@@ -42,7 +49,11 @@ def offer_texts(draw):
 
 @st.composite
 def bid_texts(draw):
-    lot = draw(st.sampled_from(["", "lot = * AND ", f"lot IN [{draw(lots)}, 8] AND ", f"lot <= {draw(lots)} AND "]))
+    lot = draw(
+        st.sampled_from(
+            ["", "lot = * AND ", f"lot IN [{draw(lots)}, 8] AND ", f"lot <= {draw(lots)} AND "]
+        )
+    )
     return f"{lot}price <= {draw(prices)}"
 
 
@@ -54,7 +65,10 @@ class Exchange(RuleBasedStateMachine):
         super().__init__()
         self._atomic = transaction.atomic()
         self._atomic.__enter__()
-        self.markets = [pencils_market(subject="m.first"), pencils_market(subject="m.second", pricing="second")]
+        self.markets = [
+            pencils_market(subject="m.first"),
+            pencils_market(subject="m.second", pricing="second"),
+        ]
         self.sellers = [UserFactory(username=f"s{i}") for i in range(2)]
         self.buyers = [UserFactory(username=f"b{i}") for i in range(3)]
         self.staff = StaffFactory(username="staff")
@@ -65,7 +79,9 @@ class Exchange(RuleBasedStateMachine):
 
     @rule(target=offers, market=st.integers(0, 1), seller=st.integers(0, 1), text=offer_texts())
     def publish(self, market, seller, text):
-        return offer_publish(seller=self.sellers[seller], market=self.markets[market], constraint=text).pk
+        return offer_publish(
+            seller=self.sellers[seller], market=self.markets[market], constraint=text
+        ).pk
 
     @rule(target=bids, market=st.integers(0, 1), buyer=st.integers(0, 2), text=bid_texts())
     def place(self, market, buyer, text):
@@ -111,7 +127,10 @@ class Exchange(RuleBasedStateMachine):
         matching_cycle_run()
         result = best_offers_verify()
         assert result.clean, result
-        assert Trade.objects.count() == Offer.objects.filter(state="closed", trade__isnull=False).count()
+        assert (
+            Trade.objects.count()
+            == Offer.objects.filter(state="closed", trade__isnull=False).count()
+        )
         assert Bid.objects.filter(state="filled").count() == Trade.objects.count()
 
 
@@ -119,7 +138,9 @@ def test_best_offer_table_survives_random_histories():
     run_state_machine_as_test(
         Exchange,
         settings=settings(
-            max_examples=12, stateful_step_count=12, deadline=None,
+            max_examples=12,
+            stateful_step_count=12,
+            deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
         ),
     )

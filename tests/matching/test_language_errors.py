@@ -51,7 +51,8 @@ PAIRS_30 = " AND ".join(f"(a{i} = 1 OR a{i} = 2)" for i in range(30))
         ("x = TIMESTAMP '2026-11-20T25:00:00Z'", "bad_literal", 4, "is not a valid timestamp"),
         ("x = TIMESTAMP '2026-11-20'", "bad_literal", 4, "YYYY-MM-DDTHH:MM:SS"),
         ("x = 1e400", "bad_literal", 4, "too large for a float"),
-        ("p = POINT(1e400, 0)", "bad_literal", 10, "too large"),
+        ("p = POINT(1e400, 0)", "bad_literal", 10, "the coordinate 1e400 is too large"),
+        ("x = 1e-400", "bad_literal", 4, "too close to zero for a float"),
         ("s = 'a\x00b'", "bad_literal", 4, "cannot contain the NUL character"),
         # types
         ("int x = 1.5", "type_mismatch", 8, "x is an int attribute, so it needs a whole number"),

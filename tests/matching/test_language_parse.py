@@ -66,6 +66,12 @@ def test_each_literal_kind_gives_its_type_and_value(text, attribute, predicate):
     assert single(text) == (attribute, predicate)
 
 
+def test_float_literals_are_finite_and_only_zero_is_zero():
+    assert single("w = 0.0e-400")[1] == eq(0.0)
+    assert single("w = 5e-324")[1] == eq(5e-324)  # subnormal, as PostgreSQL accepts
+    assert single("w = 1.7976931348623157e308")[1] == eq(1.7976931348623157e308)
+
+
 def test_decimal_literals_keep_their_digits():
     _, pred = single("price = 1.10")
 

@@ -457,3 +457,32 @@ json_values = st.recursive(
 @given(source=json_values)
 def test_arbitrary_json_gives_a_constraint_or_a_constraint_error(source):
     accepts_or_explains(source)
+
+
+# -- the fast path for `name op number` is the general parser's twin ----------------------------
+
+
+@SETTINGS
+@given(
+    name=st.sampled_from(["x", "lot", "_a", "AND", "int", "Box", "date"]),
+    op=st.sampled_from(["=", "!=", "<>", "<", "<=", ">", ">="]),
+    number=st.one_of(
+        st.integers(-(2**64), 2**64).map(str),
+        st.decimals(allow_nan=False, allow_infinity=False).map(lambda d: format(d, "f")),
+        st.floats(allow_nan=False).map(repr),
+        st.sampled_from(["1e400", "-0", "5.", ".5", "1e", "9223372036854775807"]),
+    ),
+    space=st.sampled_from(["", " ", "  \t"]),
+)
+def test_a_single_comparison_parses_as_it_does_inside_parentheses(name, op, number, space):
+    # given the same comparison alone (the fast path) and in parentheses (the parser)
+    text = f"{space}{name}{space}{op}{space}{number}{space}"
+
+    def outcome(source, shift):
+        try:
+            return parse(source)
+        except ConstraintError as error:
+            return error.code, error.position - shift, error.message
+
+    # then both give the same constraint, or the same error at the same place
+    assert outcome(text, 0) == outcome(f"({text})", 1)

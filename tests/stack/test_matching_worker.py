@@ -38,21 +38,36 @@ def test_a_committed_bid_reaches_the_best_offer_table_through_the_worker(live_st
     # Given an open offer, matched by the worker
     market = pencils_market()
     seller, alice, bob = (UserFactory(username=n) for n in ("seller", "alice", "bob"))
-    offer = offer_publish(seller=seller, market=market, constraint="lot BETWEEN 1 AND 100 AND price >= 1.00")
-    wait_for(lambda: not OrderChange.objects.filter(processed_at=None).exists(), "the offer's cycle")
+    offer = offer_publish(
+        seller=seller, market=market, constraint="lot BETWEEN 1 AND 100 AND price >= 1.00"
+    )
+    wait_for(
+        lambda: not OrderChange.objects.filter(processed_at=None).exists(), "the offer's cycle"
+    )
 
     # When alice's bid commits, the worker makes her best and writes exactly these outbox rows
     a = bid_place(buyer=alice, market=market, constraint="lot = 50 AND price <= 1.20")
     row = wait_for(lambda: BestOffer.objects.filter(offer=offer, bid=a).first(), "alice to be best")
     assert (row.value, row.matching_bids) == (Decimal("1.20"), 1)
-    assert outbox(offer) == [("alice", "best_bid"), ("market", "best_offer"), ("seller", "best_offer")]
+    assert outbox(offer) == [
+        ("alice", "best_bid"),
+        ("market", "best_offer"),
+        ("seller", "best_offer"),
+    ]
 
     # When bob outbids her, the previous best bidder is told too
     b = bid_place(buyer=bob, market=market, constraint="lot = 60 AND price <= 1.30")
     wait_for(lambda: BestOffer.objects.filter(offer=offer, bid=b).exists(), "bob to be best")
     assert outbox(offer) == sorted(
-        [("alice", "best_bid"), ("market", "best_offer"), ("seller", "best_offer"),
-         ("bob", "best_bid"), ("alice", "outbid"), ("market", "best_offer"), ("seller", "best_offer")]
+        [
+            ("alice", "best_bid"),
+            ("market", "best_offer"),
+            ("seller", "best_offer"),
+            ("bob", "best_bid"),
+            ("alice", "outbid"),
+            ("market", "best_offer"),
+            ("seller", "best_offer"),
+        ]
     )
     # and every notification is pushed and marked delivered after commit
     wait_for(lambda: not Notification.objects.filter(delivered_at=None).exists(), "delivery")
