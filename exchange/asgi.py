@@ -9,15 +9,17 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "exchange.settings.development")
 # Django must be set up before the consumers (and their models) are imported.
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from exchange.realtime.auth import TokenOrSessionAuthStack  # noqa: E402
 from exchange.realtime.origin import BrowserOriginValidator  # noqa: E402
 from exchange.realtime.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": BrowserOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": BrowserOriginValidator(
+            TokenOrSessionAuthStack(URLRouter(websocket_urlpatterns))
+        ),
     }
 )

@@ -1,7 +1,8 @@
 """Stream names (what clients subscribe to) and their channel-layer groups.
 
-A stream is ``system``, ``market:<subject>``, ``offer:<id>`` or ``me``; the channel layer
-only allows ``[A-Za-z0-9._-]`` in group names, so each stream maps to a group name here.
+Streams: ``system``, ``market:<subject>``, ``offer:<id>`` (public) and ``me`` (a user's
+personal notifications). The channel layer only allows ``[A-Za-z0-9._-]`` in group names, so
+each stream maps to a group name here; ``me`` maps to the user's own group.
 """
 
 from __future__ import annotations
@@ -15,8 +16,12 @@ SYSTEM_STREAM = "system"
 
 
 def group_for(stream: str) -> str:
-    """The channel-layer group of a stream (colons are not allowed in group names)."""
+    """The channel-layer group of a public stream (colons are not allowed in group names)."""
     return "stream." + stream.replace(":", ".")
+
+
+def user_group(user_id: int) -> str:
+    return f"user.{user_id}"
 
 
 def frame(*, stream: str, type: str, seq: int | None, data: Any) -> dict[str, Any]:
@@ -24,9 +29,19 @@ def frame(*, stream: str, type: str, seq: int | None, data: Any) -> dict[str, An
 
 
 def stream_publish(*, stream: str, type: str, seq: int | None, data: Any) -> None:
-    """Send one frame to every client subscribed to ``stream`` (call only after commit)."""
-    layer = get_channel_layer()
-    async_to_sync(layer.group_send)(
+    """Send one frame to every client subscribed to public ``stream`` (call after commit)."""
+    async_to_sync(get_channel_layer().group_send)(
         group_for(stream),
         {"type": "stream.frame", "frame": frame(stream=stream, type=type, seq=seq, data=data)},
+    )
+
+
+def user_wake(*, user_id: int, seq: int) -> None:
+    """Tell a user's connections that personal notifications up to ``seq`` are committed.
+
+    The connections read them from the outbox themselves, in id order, so that each client
+    gets every notification exactly once and in order whatever the order of the wake-ups.
+    """
+    async_to_sync(get_channel_layer().group_send)(
+        user_group(user_id), {"type": "user.wake", "seq": seq}
     )

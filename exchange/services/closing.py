@@ -186,12 +186,12 @@ def _trade_notifications(offer: Offer, trade: Trade | None) -> list[Notification
     if trade is None:
         return Notification.objects.bulk_create(
             [
-                Notification(market=offer.market, offer=offer, type="offer_closed", data=data),
+                Notification(market=offer.market, offer=offer, type="offer", data=data),
                 Notification(
                     market=offer.market,
                     offer=offer,
                     recipient_id=offer.seller_id,
-                    type="offer_closed",
+                    type="offer",
                     data=data,
                 ),
             ]

@@ -81,6 +81,23 @@ def best_offer_notifications(*, offer: Offer, old: Best, new: Best) -> list[Noti
     return notes
 
 
+def offer_event(offer: Offer) -> None:
+    """A public ``offer`` event: an offer was posted, amended, withdrawn or cancelled."""
+    note = Notification.objects.create(
+        market=offer.market,
+        offer=offer,
+        type="offer",
+        data={
+            "offer": offer.pk,
+            "market": offer.market.subject,
+            "state": offer.state,
+            "version": offer.version,
+            "constraint": offer.constraint_text,
+        },
+    )
+    notifications_push_on_commit([note])
+
+
 def notifications_push_on_commit(notes: Iterable[Notification]) -> None:
     """After commit, push the rows over Channels (a beat sweep pushes what a crash left)."""
     ids = [n.pk for n in notes]
@@ -89,14 +106,19 @@ def notifications_push_on_commit(notes: Iterable[Notification]) -> None:
 
 
 def notifications_push(*, ids: list[int] | None = None) -> int:
-    """Push undelivered notifications (the given ones, or all) in id order; mark them delivered."""
-    from exchange.realtime.streams import stream_publish
+    """Push undelivered notifications (the given ones, or all) in id order; mark them delivered.
+
+    Public rows go to the market's and the offer's streams; personal rows wake the
+    recipient's connections, which then read their notifications from the outbox.
+    """
+    from exchange.realtime.streams import stream_publish, user_wake
 
     pending = Notification.objects.filter(delivered_at=None).select_related("market").order_by("id")
     if ids is not None:
         pending = pending.filter(id__in=ids)
-    pushed = 0
-    for note in pending[:5000]:
+    notes = list(pending[:5000])
+    woken: dict[int, int] = {}
+    for note in notes:
         if note.recipient_id is None:
             stream_publish(
                 stream=f"market:{note.market.subject}", type=note.type, seq=note.pk, data=note.data
@@ -106,14 +128,11 @@ def notifications_push(*, ids: list[int] | None = None) -> int:
                     stream=f"offer:{note.offer_id}", type=note.type, seq=note.pk, data=note.data
                 )
         else:
-            stream_publish(
-                stream=f"user:{note.recipient_id}",
-                type="notification",
-                seq=note.pk,
-                data={"type": note.type, **note.data},
-            )
-        Notification.objects.filter(pk=note.pk, delivered_at=None).update(
+            woken[note.recipient_id] = max(woken.get(note.recipient_id, 0), note.pk)
+    for user_id, seq in woken.items():
+        user_wake(user_id=user_id, seq=seq)
+    if notes:
+        Notification.objects.filter(pk__in=[n.pk for n in notes], delivered_at=None).update(
             delivered_at=timezone.now()
         )
-        pushed += 1
-    return pushed
+    return len(notes)

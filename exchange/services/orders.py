@@ -18,6 +18,7 @@ from exchange.errors import InvalidInput, NotAllowed, NotFound, StaleVersion
 from exchange.market_rules import OrderConstraint, Side, order_constraint
 from exchange.models import BestOffer, Bid, Market, Offer, OrderChange
 from exchange.selectors.markets import market_schema
+from exchange.services.notifications import offer_event
 
 
 def _rules(market: Market, side: Side, constraint: Any) -> OrderConstraint:
@@ -69,6 +70,7 @@ def offer_publish(
         )
         BestOffer.objects.create(offer=offer, changed_at=offer.created_at)
         order_changed("offer", offer.pk)
+        offer_event(offer)
     return offer
 
 
@@ -132,7 +134,8 @@ def offer_amend(*, seller: AbstractBaseUser, offer_id: int, constraint: Any, ver
         offer.version = F("version") + 1
         offer.save(update_fields=["constraint_text", "constraint_json", "version", "updated_at"])
         order_changed("offer", offer.pk)
-    offer.refresh_from_db()
+        offer.refresh_from_db()
+        offer_event(offer)
     return offer
 
 
@@ -171,6 +174,7 @@ def offer_withdraw(*, seller: AbstractBaseUser, offer_id: int) -> Offer:
         offer.state = Offer.State.WITHDRAWN
         offer.save(update_fields=["state", "updated_at"])
         order_changed("offer", offer.pk)
+        offer_event(offer)
     return offer
 
 
@@ -186,6 +190,7 @@ def offer_cancel(*, staff: AbstractBaseUser, offer_id: int) -> Offer:
         offer.state = Offer.State.CANCELLED
         offer.save(update_fields=["state", "updated_at"])
         order_changed("offer", offer.pk)
+        offer_event(offer)
     return offer
 
 

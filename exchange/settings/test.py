@@ -22,3 +22,7 @@ STORAGES = {
 
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+
+# Connections opened by worker threads (database_sync_to_async) close after each use, so no
+# session lingers on the test database when the run ends.
+DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405

@@ -84,6 +84,10 @@ from .rules import BOX_RELATIONS, EQUAL, PUB_INSIDE, SHARE, SUB_INSIDE, TABLE_NA
 from .sql import bump_counters, copy_rows
 
 Scope = Literal["all", "publications", "subscriptions"]
+Combinations = tuple[tuple[Type, tuple[tuple[str, str], ...]], ...]
+
+# The operator recorded in used_operators for range and point rows, which meet by overlap.
+OVERLAP = "&&"
 
 RANGE_TYPES: dict[Type, str] = {
     Type.INT: "int8range",
@@ -171,8 +175,8 @@ class RangeStore(DatabaseStore):
         statements = [
             f"CREATE TYPE {self.q('floatrange')} AS RANGE (subtype = float8, subtype_diff = float8mi)",
             f'CREATE TYPE {self.q("textrange")} AS RANGE (subtype = text, collation = "C")',
-            f"CREATE TABLE {self.q('used_types')} ("
-            "type text NOT NULL, side text NOT NULL, n int8 NOT NULL, PRIMARY KEY (type, side))",
+            f"CREATE TABLE {self.q('used_operators')} (type text NOT NULL, side text NOT NULL,"
+            " op text NOT NULL, n int8 NOT NULL, PRIMARY KEY (type, side, op))",
         ]
         for side in SIDES:
             statements.append(
@@ -212,7 +216,7 @@ class RangeStore(DatabaseStore):
     # -- writing --------------------------------------------------------------------------
 
     def _write(self, cur: psycopg.Cursor[Any], side: Side, items: Iterable[Item]) -> int:
-        used: Counter[tuple[str, str]] = Counter()
+        used: Counter[tuple[str, str, str]] = Counter()
         shapes: dict[uuid.UUID, Shape] = {}
         shape_counts: Counter[uuid.UUID] = Counter()
         cache: dict[tuple[tuple[str, int], ...], Shape] = {}
@@ -233,18 +237,20 @@ class RangeStore(DatabaseStore):
                             continue
                         t = attribute.type
                         if t is Type.BOX:
+                            op = GEOMETRIC_OPS[type(pred)]
                             row: tuple[Any, ...] = (
                                 i,
                                 j,
                                 shape.key,
                                 attribute.name,
-                                GEOMETRIC_OPS[type(pred)],
+                                op,
                                 _value(t, pred),
                             )
                         else:
+                            op = OVERLAP
                             row = (i, j, shape.key, attribute.name, _value(t, pred))
                         rows.setdefault(t, []).append(row)
-                        used[(t.value, side)] += 1
+                        used[(t.value, side, op)] += 1
             copy_rows(cur, self.master(side), ["id", "disjunct_id", "count", "shape"], masters)
             for t, type_rows in rows.items():
                 columns = ["id", "disjunct_id", "shape", "field", "op", "val"]
@@ -253,7 +259,7 @@ class RangeStore(DatabaseStore):
                 copy_rows(cur, self.table(t, side), columns, type_rows)
             total += len(chunk)
         self._add_shapes(cur, side, [(shapes[k], n) for k, n in shape_counts.items()])
-        bump_counters(cur, self.q("used_types"), ["type", "side"], used)
+        bump_counters(cur, self.q("used_operators"), ["type", "side", "op"], used)
         return total
 
     def _add_shapes(
@@ -271,16 +277,21 @@ class RangeStore(DatabaseStore):
         )
 
     def _delete(self, cur: psycopg.Cursor[Any], side: Side, ids: list[int]) -> None:
-        cur.execute(f"SELECT type FROM {self.q('used_types')} WHERE side = %s AND n > 0", [side])
-        removed: Counter[tuple[str, str]] = Counter()
+        cur.execute(
+            f"SELECT DISTINCT type FROM {self.q('used_operators')} WHERE side = %s AND n > 0",
+            [side],
+        )
+        removed: Counter[tuple[str, str, str]] = Counter()
         for (type_name,) in cur.fetchall():
             t = Type(type_name)
+            op = "op" if t is Type.BOX else f"'{OVERLAP}'"
             cur.execute(
                 f"WITH d AS (DELETE FROM {self.table(t, side)} WHERE id = ANY(%s::int8[])"
-                " RETURNING 1) SELECT count(*) FROM d",
+                f" RETURNING {op} AS op) SELECT op, count(*) FROM d GROUP BY op",
                 [ids],
             )
-            removed[(t.value, side)] -= cur.fetchone()[0]  # type: ignore[index]
+            for op_name, n in cur.fetchall():
+                removed[(t.value, side, op_name)] -= n
         shapes = self.q(f"{side}_shapes")
         cur.execute(
             f"WITH d AS (DELETE FROM {self.master(side)} WHERE id = ANY(%s::int8[])"
@@ -289,21 +300,34 @@ class RangeStore(DatabaseStore):
             [ids],
         )
         cur.execute(f"DELETE FROM {shapes} WHERE n <= 0")
-        bump_counters(cur, self.q("used_types"), ["type", "side"], removed)
+        bump_counters(cur, self.q("used_operators"), ["type", "side", "op"], removed)
 
     # -- matching -------------------------------------------------------------------------
 
-    def used_types(self, cur: psycopg.Cursor[Any]) -> tuple[Type, ...]:
-        """The types with predicate rows on both sides: only they can produce hits."""
-        cur.execute(
-            f"SELECT type FROM {self.q('used_types')} WHERE n > 0 GROUP BY type HAVING count(*) = 2"
-        )
-        present = {Type(name) for (name,) in cur.fetchall()}
-        return tuple(t for t in TYPES if t in present)
+    def combinations(self, cur: psycopg.Cursor[Any]) -> Combinations:
+        """Per type with rows on both sides, the (pub op, sub op) pairs present.
+
+        Only these can produce hits; for boxes the pairs also decide which of the
+        relation branches the query needs (the paper's optimisation of section 5).
+        """
+        cur.execute(f"SELECT type, side, op FROM {self.q('used_operators')} WHERE n > 0")
+        ops: dict[tuple[str, str], list[str]] = {}
+        for type_name, side, op in cur.fetchall():
+            ops.setdefault((type_name, side), []).append(op)
+        result = []
+        for t in TYPES:
+            pairs = tuple(
+                (a, b)
+                for a in sorted(ops.get((t.value, "pub"), []))
+                for b in sorted(ops.get((t.value, "sub"), []))
+            )
+            if pairs:
+                result.append((t, pairs))
+        return tuple(result)
 
     def match_sql(self, cur: psycopg.Cursor[Any], scope: Scope) -> str:
         """The one statement that matches a scope (ids in the ``%(ids)s`` parameter)."""
-        return _match_sql(self.namespace, self._cube(cur), self.used_types(cur), scope)
+        return _match_sql(self.namespace, self._cube(cur), self.combinations(cur), scope)
 
     def _match(self, scope: Scope, ids: list[int]) -> set[DisjunctPair]:
         # Read-only, and one statement once the types are known: no transaction of its own.
@@ -324,7 +348,9 @@ def _shape_of(disjunct: Disjunct, cache: dict[tuple[tuple[str, int], ...], Shape
     return shape
 
 
-def _hit_branches(namespace: str, cube: str, t: Type, where: str) -> list[str]:
+def _hit_branches(
+    namespace: str, cube: str, t: Type, pairs: tuple[tuple[str, str], ...], where: str
+) -> list[str]:
     ns = f'"{namespace}"'
     name = TABLE_NAMES[t]
     head = (
@@ -338,8 +364,10 @@ def _hit_branches(namespace: str, cube: str, t: Type, where: str) -> list[str]:
         return [f"{head}s.val OPERATOR({cube}.&&) p.val{where}"]
     branches = []
     for relation, test in _BOX_BRANCHES.items():
-        pairs = sorted(pair for pair, rel in BOX_RELATIONS.items() if rel == relation)
-        listed = ", ".join(f"('{a}', '{b}')" for a, b in pairs)
+        served = [pair for pair in pairs if BOX_RELATIONS[pair] == relation]
+        if not served:
+            continue
+        listed = ", ".join(f"('{a}', '{b}')" for a, b in served)
         condition = f"(p.op, s.op) IN ({listed})"
         clause = f"{where}\n    AND {condition}" if where else f"\n  WHERE {condition}"
         branches.append(f"{head}{test.format(cube=cube)}{clause}")
@@ -347,7 +375,7 @@ def _hit_branches(namespace: str, cube: str, t: Type, where: str) -> list[str]:
 
 
 @cache
-def _match_sql(namespace: str, cube: str, types: tuple[Type, ...], scope: Scope) -> str:
+def _match_sql(namespace: str, cube: str, combinations: Combinations, scope: Scope) -> str:
     ns = f'"{namespace}"'
     where = {
         "all": "",
@@ -369,7 +397,11 @@ def _match_sql(namespace: str, cube: str, types: tuple[Type, ...], scope: Scope)
         f"JOIN {ns}.sub_master sm ON sm.shape = ss.key"
         f"{shape_where}"
     )
-    branches = [b for t in types for b in _hit_branches(namespace, cube, t, where)]
+    branches = [
+        branch
+        for t, pairs in combinations
+        for branch in _hit_branches(namespace, cube, t, pairs, where)
+    ]
     if not branches:
         return covered_only
     hits = "\n  UNION ALL\n  ".join(branches)

@@ -28,9 +28,12 @@ def wait_for(predicate, what: str, timeout: float = 30.0):
 
 
 def outbox(offer):
+    """The matching cycle's outbox rows for an offer (not the posting's own ``offer`` event)."""
     return sorted(
         (n.recipient.username if n.recipient else "market", n.type)
-        for n in Notification.objects.filter(offer=offer).select_related("recipient")
+        for n in Notification.objects.filter(offer=offer)
+        .exclude(type="offer")
+        .select_related("recipient")
     )
 
 

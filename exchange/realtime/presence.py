@@ -1,0 +1,45 @@
+"""Who watches a stream (the Information Bus's discovery), kept in Redis.
+
+Each subscription is a field of a hash per stream, ``channel name -> user name``; it is
+removed on unsubscribe and disconnect. A key left by a crashed server expires after a day.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+
+import redis.asyncio as redis
+from django.conf import settings
+
+TTL_SECONDS = 24 * 3600
+# One client per event loop: a client's connections belong to the loop that opened them.
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, redis.Redis] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _redis() -> redis.Redis:
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None:
+        client = _clients[loop] = redis.Redis.from_url(settings.REDIS_URL, decode_responses=True)
+    return client
+
+
+def _key(stream: str) -> str:
+    return f"intersect:presence:{stream}"
+
+
+async def presence_join(stream: str, channel: str, name: str) -> None:
+    key = _key(stream)
+    async with _redis().pipeline(transaction=True) as pipe:
+        await pipe.hset(key, channel, name).expire(key, TTL_SECONDS).execute()
+
+
+async def presence_leave(stream: str, channel: str) -> None:
+    await _redis().hdel(_key(stream), channel)
+
+
+async def presence_watchers(stream: str) -> list[str]:
+    return sorted((await _redis().hgetall(_key(stream))).values())

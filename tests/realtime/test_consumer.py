@@ -1,0 +1,173 @@
+"""The WebSocket consumer's logic with WebsocketCommunicator on the real Redis channel layer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from channels.testing.websocket import WebsocketCommunicator
+from rest_framework.authtoken.models import Token
+
+from exchange.asgi import application
+from exchange.models import Notification
+from exchange.realtime.streams import stream_publish, user_wake
+from exchange.services.orders import offer_publish
+from tests.factories import StaffFactory, UserFactory, pencils_market
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def connect(token: str | None = None) -> WebsocketCommunicator:
+    path = "/ws/" + (f"?token={token}" if token else "")
+    ws = WebsocketCommunicator(application, path)
+    connected, _ = await ws.connect()
+    assert connected
+    return ws
+
+
+async def ask(ws: WebsocketCommunicator, frame) -> dict:
+    await ws.send_to(text_data=frame if isinstance(frame, str) else json.dumps(frame))
+    return json.loads(await ws.receive_from(timeout=5))
+
+
+def token_for(user) -> str:
+    return Token.objects.get_or_create(user=user)[0].key
+
+
+@pytest.fixture
+def market():
+    return pencils_market()
+
+
+def test_bad_frames_get_errors_and_the_connection_stays_usable(market):
+    async def scenario():
+        ws = await connect()
+        replies = [
+            await ask(ws, "not json"),
+            await ask(ws, "[1]"),
+            await ask(ws, {"action": "fly", "stream": "system"}),
+            await ask(ws, {"action": "subscribe"}),
+            await ask(ws, {"action": "subscribe", "stream": "market:no.such.market"}),
+            await ask(ws, {"action": "subscribe", "stream": "offer:999999"}),
+            await ask(ws, {"action": "subscribe", "stream": "x" * 5000}),
+            await ask(ws, {"action": "resume", "stream": "me", "after": 0}),
+            await ask(ws, {"action": "subscribe", "stream": f"market:{market.subject}"}),
+        ]
+        await ws.send_to(bytes_data=b"\x00\x01")
+        replies.append(json.loads(await ws.receive_from(timeout=5)))
+        await ws.disconnect()
+        return replies
+
+    replies = asyncio.run(scenario())
+    assert [r.get("code") for r in replies] == [
+        "bad_frame",
+        "bad_frame",
+        "unknown_action",
+        "unknown_stream",
+        "unknown_stream",
+        "unknown_stream",
+        "too_large",
+        "forbidden",
+        None,
+        "bad_frame",
+    ]
+    assert replies[8] == {"type": "subscribed", "stream": "market:office.supplies.pencils"}
+
+
+def test_public_frames_reach_subscribers_of_that_stream_only(market):
+    offer = offer_publish(
+        seller=UserFactory(), market=market, constraint="lot = 1 AND price >= 1.00"
+    )
+
+    async def scenario():
+        watcher, other = await connect(), await connect()
+        await ask(watcher, {"action": "subscribe", "stream": f"offer:{offer.pk}"})
+        await ask(other, {"action": "subscribe", "stream": "system"})
+        await asyncio.to_thread(
+            stream_publish,
+            stream=f"offer:{offer.pk}",
+            type="best_offer",
+            seq=5,
+            data={"best_value": "1.10"},
+        )
+        got = json.loads(await watcher.receive_from(timeout=5))
+        nothing = await other.receive_nothing(timeout=0.3)
+        await watcher.disconnect()
+        await other.disconnect()
+        return got, nothing
+
+    got, nothing = asyncio.run(scenario())
+    assert got == {
+        "stream": f"offer:{offer.pk}",
+        "type": "best_offer",
+        "seq": 5,
+        "data": {"best_value": "1.10"},
+    }
+    assert nothing
+
+
+def test_resume_sends_exactly_the_missed_notifications_in_order(market):
+    alice = UserFactory(username="alice")
+    notes = [
+        Notification.objects.create(market=market, recipient=alice, type="best_bid", data={"n": i})
+        for i in range(3)
+    ]
+    Notification.objects.create(
+        market=market, recipient=UserFactory(), type="best_bid", data={"n": 99}
+    )
+    token = token_for(alice)
+
+    async def scenario():
+        ws = await connect(token)
+        assert await ask(ws, {"action": "resume", "stream": "me", "after": notes[0].pk}) == {
+            "type": "subscribed",
+            "stream": "me",
+        }
+        frames = [json.loads(await ws.receive_from(timeout=5)) for _ in range(2)]
+        # a new notification, and two wake-ups for it: delivered once
+        late = await asyncio.to_thread(
+            Notification.objects.create,
+            market=market,
+            recipient=alice,
+            type="outbid",
+            data={"n": 3},
+        )
+        await asyncio.to_thread(user_wake, user_id=alice.pk, seq=late.pk)
+        await asyncio.to_thread(user_wake, user_id=alice.pk, seq=late.pk)
+        frames.append(json.loads(await ws.receive_from(timeout=5)))
+        assert await ws.receive_nothing(timeout=0.3)
+        await ws.disconnect()
+        return frames, late
+
+    frames, late = asyncio.run(scenario())
+    assert [f["seq"] for f in frames] == [notes[1].pk, notes[2].pk, late.pk]
+    assert [f["data"] for f in frames] == [
+        {"type": "best_bid", "n": 1},
+        {"type": "best_bid", "n": 2},
+        {"type": "outbid", "n": 3},
+    ]
+    assert all(f["stream"] == "me" and f["type"] == "notification" for f in frames)
+
+
+def test_presence_counts_watchers_and_names_them_for_staff(market):
+    alice, staff = UserFactory(username="alice"), StaffFactory(username="boss")
+    stream = f"market:{market.subject}"
+    alice_token, staff_token = token_for(alice), token_for(staff)
+
+    async def scenario():
+        a, anon, boss = await connect(alice_token), await connect(), await connect(staff_token)
+        for ws in (a, anon):
+            await ask(ws, {"action": "subscribe", "stream": stream})
+        public = await ask(anon, {"action": "presence", "stream": stream})
+        private = await ask(boss, {"action": "presence", "stream": stream})
+        await a.disconnect()
+        after = await ask(boss, {"action": "presence", "stream": stream})
+        await anon.disconnect()
+        await boss.disconnect()
+        return public, private, after
+
+    public, private, after = asyncio.run(scenario())
+    assert public["data"] == {"count": 2}
+    assert private["data"] == {"count": 2, "watchers": ["alice", "anonymous"]}
+    assert after["data"] == {"count": 1, "watchers": ["anonymous"]}
