@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""A small trading bot for Intersect: the REST API to trade, the WebSocket to follow.
+
+    .venv/bin/python ops/examples/bot.py --url http://127.0.0.1:8000 \\
+        --user buyer1 --password buyer1-demo-2026 --market office.supplies.pencils \\
+        --constraint "lot IN [2000, 5000] AND price <= 1.10" --raise-to 1.20 --watch 20
+
+It logs in for a token, reads the market's schema, places a bid, amends it once (raising the
+price bound when ``--raise-to`` is given), and then prints its standing (which offers its bid
+matches and where it is best) each time a personal notification arrives on the WebSocket,
+for ``--watch`` seconds. Exit status 0 when it ends as the best bidder somewhere, else 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+
+import httpx
+import websockets
+
+
+class Bot:
+    def __init__(self, url: str, user: str, password: str):
+        self.api = httpx.Client(base_url=url.rstrip("/") + "/api/v1", timeout=30)
+        token = self._ok(self.api.post("/auth/token/", json={"username": user, "password": password}))["token"]
+        self.token = token
+        self.api.headers["Authorization"] = f"Token {token}"
+        self.ws_url = re.sub(r"^http", "ws", url.rstrip("/")) + f"/ws/?token={token}"
+
+    @staticmethod
+    def _ok(response: httpx.Response) -> dict:
+        if response.status_code >= 400:
+            error = response.json().get("error", {})
+            where = f" (at character {error['position']})" if "position" in error else ""
+            raise SystemExit(f"{response.status_code} {error.get('code')}: {error.get('message')}{where}")
+        return response.json()
+
+    def schema(self, market: str) -> dict:
+        return self._ok(self.api.get(f"/markets/{market}/"))
+
+    def bid(self, market: str, constraint: str) -> dict:
+        return self._ok(self.api.post("/bids/", json={"market": market, "constraint": constraint}))
+
+    def amend(self, bid: dict, constraint: str) -> dict:
+        return self._ok(self.api.patch(f"/bids/{bid['id']}/", json={"constraint": constraint, "version": bid["version"]}))
+
+    def standing(self, bid_id: int) -> dict:
+        return self._ok(self.api.get(f"/bids/{bid_id}/"))
+
+
+def describe(bid: dict) -> str:
+    if not bid["matches"]:
+        return f"bid {bid['id']} v{bid['version']} ({bid['state']}): matches no open offer yet"
+    parts = [f"offer {m['offer']} at {m['value']}{' (best)' if m['best'] else ''}" for m in bid["matches"]]
+    return f"bid {bid['id']} v{bid['version']} ({bid['state']}): " + ", ".join(parts)
+
+
+async def follow(bot: Bot, bid_id: int, seconds: float) -> dict:
+    standing = bot.standing(bid_id)
+    async with websockets.connect(bot.ws_url) as ws:
+        await ws.send(json.dumps({"action": "subscribe", "stream": "me"}))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while (left := deadline - loop.time()) > 0:
+            try:
+                frame = json.loads(await asyncio.wait_for(ws.recv(), left))
+            except asyncio.TimeoutError:
+                break
+            if frame.get("stream") == "me" and frame.get("type") == "notification":
+                data = frame["data"]
+                print(f"notification #{frame['seq']}: {data['type']} on offer {data.get('offer')}"
+                      f" best value {data.get('best_value')}", flush=True)
+                standing = await asyncio.to_thread(bot.standing, bid_id)
+                print(describe(standing), flush=True)
+    return standing
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--url", default="http://127.0.0.1:8000")
+    parser.add_argument("--user", required=True)
+    parser.add_argument("--password", required=True)
+    parser.add_argument("--market", required=True)
+    parser.add_argument("--constraint", required=True, help="the bid, e.g. 'lot = 10 AND price <= 1.10'")
+    parser.add_argument("--raise-to", help="amend the bid's price bound to this value")
+    parser.add_argument("--watch", type=float, default=10.0, help="seconds to follow the WebSocket")
+    args = parser.parse_args(argv)
+
+    bot = Bot(args.url, args.user, args.password)
+    market = bot.schema(args.market)
+    price = next(a["name"] for a in market["schema"] if a["role"] == "price")
+    print(f"market {market['subject']}: " + ", ".join(f"{a['name']} ({a['type']})" for a in market["schema"])
+          + f"; tick {market['tick']}, {market['pricing']}-price auctions", flush=True)
+    bid = bot.bid(args.market, args.constraint)
+    print(f"placed bid {bid['id']}: {bid['constraint']}", flush=True)
+    if args.raise_to:
+        raised = re.sub(rf"\b{price}\s*(<=|<)\s*[0-9.]+", f"{price} <= {args.raise_to}", args.constraint)
+        bid = bot.amend(bid, raised)
+        print(f"amended to v{bid['version']}: {bid['constraint']}", flush=True)
+    standing = asyncio.run(follow(bot, bid["id"], args.watch))
+    print("final: " + describe(standing), flush=True)
+    return 0 if any(m["best"] for m in standing["matches"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
