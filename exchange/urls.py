@@ -1,10 +1,12 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from exchange.views.dashboard import dashboard
 from exchange.views.health import healthz
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("staff/", dashboard, name="staff-dashboard"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("exchange.api.urls")),
     path("", include("frontend.urls")),

@@ -1,0 +1,217 @@
+"""The staff console: closing with a confirmation page, cancelling, the schema editor, the dashboard."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from exchange.models import Market, Offer, Trade
+from exchange.services.matching import matching_cycle_run
+from exchange.services.orders import bid_place, offer_publish
+from tests.factories import StaffFactory, UserFactory, pencils_market
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("strategy")]
+
+
+@pytest.fixture
+def staff_client(client):
+    client.force_login(StaffFactory(is_superuser=True))
+    return client
+
+
+def test_close_action_confirms_the_winner_then_closes(staff_client):
+    market = pencils_market(pricing="second")
+    offer = offer_publish(
+        seller=UserFactory(), market=market, constraint="lot = 100 AND price >= 1.00"
+    )
+    bid_place(buyer=UserFactory(username="alice"), market=market, constraint="price <= 1.40")
+    bid_place(buyer=UserFactory(username="bob"), market=market, constraint="price <= 1.20")
+    matching_cycle_run()
+    form = {"action": "close_auctions", "_selected_action": [offer.pk]}
+
+    confirm = staff_client.post("/admin/exchange/offer/", form)
+    page = confirm.content.decode()
+    assert confirm.status_code == 200
+    assert "by alice" in page and "1.40" in page and "1.21" in page
+    assert Offer.objects.get(pk=offer.pk).state == "open"
+
+    done = staff_client.post("/admin/exchange/offer/", {**form, "confirm": "yes"}, follow=True)
+    assert "Closed 1 auction(s): 1 sold, 0 unsold." in done.content.decode()
+    trade = Trade.objects.get(offer=offer)
+    assert (trade.buyer.username, trade.price, trade.quantity) == (
+        "alice",
+        Decimal("1.21"),
+        Decimal(100),
+    )
+
+
+def test_cancel_action(staff_client):
+    offer = offer_publish(
+        seller=UserFactory(), market=pencils_market(), constraint="lot = 1 AND price = 1.00"
+    )
+    staff_client.post(
+        "/admin/exchange/offer/", {"action": "cancel_offers", "_selected_action": [offer.pk]}
+    )
+    assert Offer.objects.get(pk=offer.pk).state == "cancelled"
+
+
+def schema_rows(rows):
+    data = {"schema-rows": str(len(rows))}
+    for i, row in enumerate(rows):
+        for key, value in row.items():
+            if isinstance(value, bool):
+                if value:
+                    data[f"schema-{i}-{key}"] = "on"
+            else:
+                data[f"schema-{i}-{key}"] = value or ""
+    return data
+
+
+def test_schema_editor_creates_a_market(staff_client):
+    rows = [
+        {
+            "name": "lot",
+            "type": "int",
+            "label": "Lot",
+            "unit": "",
+            "required_on_offer": True,
+            "required_on_bid": False,
+            "role": "quantity",
+        },
+        {
+            "name": "price",
+            "type": "decimal",
+            "label": "Price",
+            "unit": "EUR",
+            "required_on_offer": True,
+            "required_on_bid": True,
+            "role": "price",
+        },
+    ]
+    response = staff_client.post(
+        "/admin/exchange/market/add/",
+        {
+            "subject": "office.supplies.erasers",
+            "title": "Erasers",
+            "description": "",
+            "tick": "0.05",
+            "pricing": "first",
+            **schema_rows(rows),
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    market = Market.objects.get(subject="office.supplies.erasers")
+    assert [a["name"] for a in market.schema] == ["lot", "price"]
+    assert market.schema[1]["unit"] == "EUR"
+
+
+def test_schema_editor_refuses_a_schema_without_price(staff_client):
+    rows = [
+        {
+            "name": "lot",
+            "type": "int",
+            "label": "Lot",
+            "unit": "",
+            "required_on_offer": True,
+            "required_on_bid": False,
+            "role": "quantity",
+        }
+    ]
+    response = staff_client.post(
+        "/admin/exchange/market/add/",
+        {
+            "subject": "office.supplies.rulers",
+            "title": "Rulers",
+            "description": "",
+            "tick": "0.01",
+            "pricing": "first",
+            **schema_rows(rows),
+        },
+    )
+    assert response.status_code == 200
+    assert "Exactly one attribute must have the role price" in response.content.decode()
+    assert not Market.objects.filter(subject="office.supplies.rulers").exists()
+
+
+def test_schema_change_keeps_attributes_that_live_orders_use(staff_client):
+    market = pencils_market()
+    offer_publish(seller=UserFactory(), market=market, constraint="lot = 1 AND price = 1.00")
+    rows = [
+        {
+            "name": "price",
+            "type": "decimal",
+            "label": "Price",
+            "unit": "",
+            "required_on_offer": True,
+            "required_on_bid": True,
+            "role": "price",
+        }
+    ]
+    response = staff_client.post(
+        f"/admin/exchange/market/{market.pk}/change/",
+        {
+            "title": "Pencils",
+            "description": "",
+            "tick": "0.01",
+            "pricing": "first",
+            **schema_rows(rows),
+        },
+    )
+    assert response.status_code == 200
+    assert "lot (int)" in response.content.decode()
+    assert [a["name"] for a in Market.objects.get(pk=market.pk).schema] == ["lot", "price"]
+
+
+def test_adding_an_attribute_widens_active_bids(staff_client):
+    market = pencils_market()
+    bid = bid_place(buyer=UserFactory(), market=market, constraint="price <= 1.00")
+    rows = [dict(a) for a in market.schema] + [
+        {
+            "name": "grade",
+            "type": "string",
+            "label": "Grade",
+            "unit": "",
+            "required_on_offer": False,
+            "required_on_bid": False,
+            "role": None,
+        }
+    ]
+    response = staff_client.post(
+        f"/admin/exchange/market/{market.pk}/change/",
+        {
+            "title": "Pencils",
+            "description": "",
+            "tick": "0.01",
+            "pricing": "first",
+            **schema_rows(rows),
+        },
+    )
+    assert response.status_code == 302
+    bid.refresh_from_db()
+    assert bid.constraint_text == "price <= 1.00 AND int lot = * AND string grade = *"
+
+
+def test_dashboard_shows_cycle_health_and_winner_to_be(staff_client):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    market = pencils_market()
+    offer_publish(
+        seller=UserFactory(),
+        market=market,
+        constraint="lot = 5 AND price >= 1.00",
+        closes_at=timezone.now() + dt.timedelta(hours=1),
+    )
+    bid_place(buyer=UserFactory(username="carol"), market=market, constraint="price <= 1.10")
+    matching_cycle_run()
+    page = staff_client.get("/staff/").content.decode()
+    assert "2 change(s)" in page
+    assert "by carol" in page and "1.10" in page
+    assert "4 undelivered notification(s)" in page  # nothing was pushed: the test never commits
+
+
+def test_dashboard_is_staff_only(client):
+    client.force_login(UserFactory())
+    assert client.get("/staff/").status_code == 302
