@@ -7,6 +7,7 @@ commit their rows (``transactional_db``).
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -48,7 +49,7 @@ class Process:
 
     def stop(self) -> None:
         if self.popen.poll() is None:
-            self.popen.terminate()
+            os.killpg(self.popen.pid, signal.SIGTERM)
             try:
                 self.popen.wait(timeout=20)
             except subprocess.TimeoutExpired:
@@ -56,8 +57,9 @@ class Process:
                 self.popen.wait(timeout=10)
 
     def kill(self) -> None:
+        """SIGKILL the process and everything it started (its own process group)."""
         if self.popen.poll() is None:
-            self.popen.kill()
+            os.killpg(self.popen.pid, signal.SIGKILL)
             self.popen.wait(timeout=10)
 
     def tail(self, lines: int = 40) -> str:
@@ -85,7 +87,7 @@ class LiveStack:
     def spawn(self, name: str, argv: list[str]) -> Process:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_dir / f"{name}.log"
-        handle = log.open("w")
+        handle = log.open("a")
         popen = subprocess.Popen(
             argv,
             cwd=ROOT,
@@ -93,6 +95,7 @@ class LiveStack:
             stdout=handle,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group, so a kill reaches its children
         )
         process = Process(name, popen, log)
         self.processes[name] = process
@@ -137,10 +140,33 @@ class LiveStack:
 
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if app.control.ping(timeout=0.5):
+            # Only this run's worker counts: other runs may share the broker.
+            if app.control.ping(
+                destination=[f"test-{os.getpid()}@{socket.gethostname()}"], timeout=0.5
+            ):
                 return
             self._check_alive("worker")
         raise RuntimeError("the Celery worker did not answer:\n" + self.processes["worker"].tail())
+
+    def start_beat(self) -> None:
+        schedule = self.log_dir / f"celerybeat-{os.getpid()}"
+        self.spawn(
+            "beat",
+            [
+                str(BIN / "celery"),
+                "-A",
+                "exchange",
+                "beat",
+                "--loglevel",
+                "INFO",
+                "--schedule",
+                str(schedule),
+            ],
+        )
+
+    def restart_worker(self) -> None:
+        self.processes.pop("worker").stop()
+        self.start_worker()
 
     def _check_alive(self, name: str) -> None:
         process = self.processes[name]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -40,6 +41,13 @@ def error_body(
 def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, ExchangeError):
         return Response({"error": exc.as_dict()}, status=exc.status)
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        # The database is unreachable (restarting, say): a clear, retryable answer, not a 500.
+        return Response(
+            error_body("unavailable", "The exchange's database is unavailable; retry shortly."),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": "2"},
+        )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):

@@ -28,7 +28,7 @@ def _redis() -> redis.Redis:
 
 
 def _key(stream: str) -> str:
-    return f"intersect:presence:{stream}"
+    return f"{settings.PRESENCE_PREFIX}:{stream}"
 
 
 async def presence_join(stream: str, channel: str, name: str) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from exchange.market_rules import price_text
 from exchange.models import Bid, Notification, Offer
+from exchange.services.side_effects import after_commit
 
 if TYPE_CHECKING:
     from exchange.services.matching import Best
@@ -102,7 +102,7 @@ def notifications_push_on_commit(notes: Iterable[Notification]) -> None:
     """After commit, push the rows over Channels (a beat sweep pushes what a crash left)."""
     ids = [n.pk for n in notes]
     if ids:
-        transaction.on_commit(lambda: notifications_push(ids=ids))
+        after_commit("pushing notifications", lambda: notifications_push(ids=ids))
 
 
 def notifications_push(*, ids: list[int] | None = None) -> int:

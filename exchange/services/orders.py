@@ -19,6 +19,7 @@ from exchange.market_rules import OrderConstraint, Side, order_constraint
 from exchange.models import BestOffer, Bid, Market, Offer, OrderChange
 from exchange.selectors.markets import market_schema
 from exchange.services.notifications import offer_event
+from exchange.services.side_effects import after_commit
 
 
 def _rules(market: Market, side: Side, constraint: Any) -> OrderConstraint:
@@ -32,7 +33,7 @@ def order_changed(side: str, order_id: int) -> None:
     from exchange.tasks import matching_cycle
 
     OrderChange.objects.create(side=side, order_id=order_id)
-    matching_cycle.delay_on_commit()
+    after_commit("triggering a matching cycle", matching_cycle.delay)
 
 
 def _check_closes_at(closes_at: dt.datetime | None) -> None:

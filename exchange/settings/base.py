@@ -113,6 +113,18 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A web request that enqueues a task must not hang while Redis is away: try briefly, then
+# leave the work to the sweep (the change is already committed).
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.5,
+    "interval_max": 0.5,
+}
+CELERY_REDIS_SOCKET_TIMEOUT = 5
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 5, "socket_connect_timeout": 2}
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "sweep": {"task": "exchange.sweep", "schedule": 5.0},
     "close-due-offers": {"task": "exchange.close_due_offers", "schedule": 10.0},
@@ -127,6 +139,9 @@ CHANNEL_LAYERS = {
         "CONFIG": {"hosts": [REDIS_URL], "prefix": "intersect"},
     }
 }
+
+# Redis key prefix of the WebSocket presence sets (who watches a stream).
+PRESENCE_PREFIX = "intersect:presence"
 
 SPARK_MASTER = env("SPARK_MASTER", "local[2]")
 

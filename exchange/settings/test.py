@@ -26,3 +26,12 @@ WHITENOISE_AUTOREFRESH = True
 # Connections opened by worker threads (database_sync_to_async) close after each use, so no
 # session lingers on the test database when the run ends.
 DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
+
+# Several test runs may share the test services (two terminals, parallel helpers): each run
+# gets its own test database, Celery queue and channel-layer prefix. The processes a run starts
+# (uvicorn, the Celery worker, beat) inherit the run id through the environment.
+TEST_RUN = os.environ.setdefault("INTERSECT_TEST_RUN", str(os.getpid()))
+DATABASES["default"]["TEST"] = {"NAME": f"test_intersect_{TEST_RUN}"}  # noqa: F405
+CELERY_TASK_DEFAULT_QUEUE = f"intersect-{TEST_RUN}"
+CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"intersect-{TEST_RUN}"  # noqa: F405
+PRESENCE_PREFIX = f"intersect-{TEST_RUN}:presence"
