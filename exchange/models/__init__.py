@@ -1,3 +1,4 @@
+from .analytics import MarketDay
 from .idempotency import IdempotencyKey
 from .markets import Market
 from .matching import BestOffer, BestOfferChange, MatchingCycle, OfferBidMatch, OrderChange
@@ -11,6 +12,7 @@ __all__ = [
     "Bid",
     "IdempotencyKey",
     "Market",
+    "MarketDay",
     "MatchingCycle",
     "Notification",
     "Offer",

@@ -121,7 +121,10 @@ def offer_close(*, offer_id: int, staff: AbstractBaseUser | None) -> CloseResult
     with transaction.atomic():
         cycle_lock()
         offer = (
-            Offer.objects.select_for_update().select_related("market").filter(pk=offer_id).first()
+            Offer.objects.select_for_update(no_key=True, of=("self",))
+            .select_related("market")
+            .filter(pk=offer_id)
+            .first()
         )
         if offer is None:
             raise NotFound("not_found", f"There is no offer {offer_id}.")
@@ -137,7 +140,7 @@ def offer_close(*, offer_id: int, staff: AbstractBaseUser | None) -> CloseResult
         offer.save(update_fields=["state", "updated_at"])
         touched = {offer.pk}
         if terms.bid is not None:
-            bid = Bid.objects.select_for_update().get(pk=terms.bid.pk)
+            bid = Bid.objects.select_for_update(no_key=True).get(pk=terms.bid.pk)
             bid.state = Bid.State.FILLED
             bid.save(update_fields=["state", "updated_at"])
             agreement = terms.agreed_constraint or ""

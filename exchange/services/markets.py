@@ -94,7 +94,7 @@ def market_update(
     type, and the tick only changes while the market has no live orders; new attributes,
     labels, units, the required flags and the pricing rule can change at any time."""
     with transaction.atomic():
-        market = Market.objects.select_for_update().get(pk=market_id)
+        market = Market.objects.select_for_update(no_key=True).get(pk=market_id)
         live = market_has_live_orders(market)
         fields = []
         if title is not None:
@@ -176,7 +176,9 @@ def _bids_widen(market: Market, added: list) -> None:
     from matching.model import Constraint, Disjunct, Wildcard
 
     for bid in (
-        Bid.objects.select_for_update().filter(market=market, state=Bid.State.ACTIVE).order_by("pk")
+        Bid.objects.select_for_update(no_key=True)
+        .filter(market=market, state=Bid.State.ACTIVE)
+        .order_by("pk")
     ):
         constraint = matching.parse(bid.constraint_text)
         widened = Constraint(

@@ -191,7 +191,7 @@ def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
     now = timezone.now()
     rows = {
         row.offer_id: row
-        for row in BestOffer.objects.select_for_update()
+        for row in BestOffer.objects.select_for_update(no_key=True)
         .filter(offer_id__in=offer_ids)
         .order_by("pk")
     }

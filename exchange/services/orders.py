@@ -88,7 +88,11 @@ def bid_place(*, buyer: AbstractBaseUser, market: Market, constraint: Any) -> Bi
 
 def _locked(model: type[Offer] | type[Bid], order_id: int) -> Offer | Bid:
     try:
-        return model.objects.select_for_update().select_related("market").get(pk=order_id)
+        return (
+            model.objects.select_for_update(no_key=True, of=("self",))
+            .select_related("market")
+            .get(pk=order_id)
+        )
     except model.DoesNotExist:
         raise NotFound("not_found", f"There is no {model.__name__.lower()} {order_id}.") from None
 
