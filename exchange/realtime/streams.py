@@ -28,20 +28,38 @@ def frame(*, stream: str, type: str, seq: int | None, data: Any) -> dict[str, An
     return {"stream": stream, "type": type, "seq": seq, "data": data}
 
 
-def stream_publish(*, stream: str, type: str, seq: int | None, data: Any) -> None:
-    """Send one frame to every client subscribed to public ``stream`` (call after commit)."""
-    async_to_sync(get_channel_layer().group_send)(
-        group_for(stream),
-        {"type": "stream.frame", "frame": frame(stream=stream, type=type, seq=seq, data=data)},
-    )
+def public_message(*, stream: str, type: str, seq: int | None, data: Any) -> tuple[str, dict]:
+    """A frame for every client subscribed to public ``stream``: (group, channel message)."""
+    return group_for(stream), {
+        "type": "stream.frame",
+        "frame": frame(stream=stream, type=type, seq=seq, data=data),
+    }
 
 
-def user_wake(*, user_id: int, seq: int) -> None:
+def wake_message(*, user_id: int, seq: int) -> tuple[str, dict]:
     """Tell a user's connections that personal notifications up to ``seq`` are committed.
 
     The connections read them from the outbox themselves, in id order, so that each client
     gets every notification exactly once and in order whatever the order of the wake-ups.
     """
-    async_to_sync(get_channel_layer().group_send)(
-        user_group(user_id), {"type": "user.wake", "seq": seq}
-    )
+    return user_group(user_id), {"type": "user.wake", "seq": seq}
+
+
+def group_send_all(messages: list[tuple[str, dict]]) -> None:
+    """Send messages to groups in order, in one trip to the event loop (call after commit)."""
+
+    async def send() -> None:
+        layer = get_channel_layer()
+        for group, message in messages:
+            await layer.group_send(group, message)
+
+    if messages:
+        async_to_sync(send)()
+
+
+def stream_publish(*, stream: str, type: str, seq: int | None, data: Any) -> None:
+    group_send_all([public_message(stream=stream, type=type, seq=seq, data=data)])
+
+
+def user_wake(*, user_id: int, seq: int) -> None:
+    group_send_all([wake_message(user_id=user_id, seq=seq)])

@@ -111,26 +111,27 @@ def notifications_push(*, ids: list[int] | None = None) -> int:
     Public rows go to the market's and the offer's streams; personal rows wake the
     recipient's connections, which then read their notifications from the outbox.
     """
-    from exchange.realtime.streams import stream_publish, user_wake
+    from exchange.realtime.streams import group_send_all, public_message, wake_message
 
     pending = Notification.objects.filter(delivered_at=None).select_related("market").order_by("id")
     if ids is not None:
         pending = pending.filter(id__in=ids)
     notes = list(pending[:5000])
+    messages = []
     woken: dict[int, int] = {}
     for note in notes:
         if note.recipient_id is None:
-            stream_publish(
-                stream=f"market:{note.market.subject}", type=note.type, seq=note.pk, data=note.data
-            )
+            streams = [f"market:{note.market.subject}"]
             if note.offer_id is not None:
-                stream_publish(
-                    stream=f"offer:{note.offer_id}", type=note.type, seq=note.pk, data=note.data
-                )
+                streams.append(f"offer:{note.offer_id}")
+            messages += [
+                public_message(stream=s, type=note.type, seq=note.pk, data=note.data)
+                for s in streams
+            ]
         else:
             woken[note.recipient_id] = max(woken.get(note.recipient_id, 0), note.pk)
-    for user_id, seq in woken.items():
-        user_wake(user_id=user_id, seq=seq)
+    messages += [wake_message(user_id=user_id, seq=seq) for user_id, seq in woken.items()]
+    group_send_all(messages)
     if notes:
         Notification.objects.filter(pk__in=[n.pk for n in notes], delivered_at=None).update(
             delivered_at=timezone.now()
