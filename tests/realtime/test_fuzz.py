@@ -1,0 +1,62 @@
+"""Random WebSocket frames: every one gets an answer, the connection stays up, nothing changes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from channels.testing.websocket import WebsocketCommunicator
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from exchange.asgi import application
+from exchange.models import Bid, Market, Notification, Offer
+from tests.factories import pencils_market
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+frames = st.one_of(
+    st.text(min_size=1, max_size=200),  # (the test communicator cannot send an empty frame)
+    json_values.map(json.dumps),
+    st.fixed_dictionaries(
+        {"action": st.sampled_from(["subscribe", "unsubscribe", "resume", "presence", "dance"])},
+        optional={"stream": st.one_of(st.text(max_size=40), st.sampled_from(
+            ["me", "system", "market:office.supplies.pencils", "offer:1", "offer:-1", "market:"])),
+            "after": json_values},
+    ).map(json.dumps),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(batch=st.lists(frames, min_size=1, max_size=8))
+def test_random_frames_get_answers_and_change_nothing(batch):
+    if not Market.objects.exists():
+        pencils_market()
+    before = (Offer.objects.count(), Bid.objects.count(), Notification.objects.count())
+
+    async def scenario():
+        ws = WebsocketCommunicator(application, "/ws/")
+        connected, _ = await ws.connect()
+        assert connected
+        replies = []
+        for frame in batch:
+            await ws.send_to(text_data=frame)
+            replies.append(json.loads(await ws.receive_from(timeout=5)))
+        # still usable afterwards
+        await ws.send_to(text_data=json.dumps({"action": "subscribe", "stream": "system"}))
+        last = json.loads(await ws.receive_from(timeout=5))
+        await ws.disconnect()
+        return replies, last
+
+    replies, last = asyncio.run(scenario())
+    assert all(isinstance(r, dict) and r.get("type") in {"error", "subscribed", "unsubscribed", "presence"}
+               for r in replies), replies
+    assert all(set(r) == {"type", "code", "message"} for r in replies if r["type"] == "error")
+    assert last == {"type": "subscribed", "stream": "system"}
+    assert (Offer.objects.count(), Bid.objects.count(), Notification.objects.count()) == before
