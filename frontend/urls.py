@@ -1,6 +1,21 @@
 from django.urls import path
 
-from . import views
+from .views import accounts, markets, orders
 
 app_name = "frontend"
-urlpatterns = [path("", views.home, name="home")]
+urlpatterns = [
+    path("", markets.home, name="home"),
+    path("register/", accounts.register, name="register"),
+    path("login/", accounts.LoginView.as_view(), name="login"),
+    path("logout/", accounts.LogoutView.as_view(), name="logout"),
+    path("account/", accounts.account, name="account"),
+    path("account/token/", accounts.token_create, name="token-create"),
+    path("account/token/revoke/", accounts.token_delete, name="token-revoke"),
+    path("markets/<str:subject>/", markets.market_detail, name="market"),
+    path("markets/<str:subject>/post/", markets.market_post, name="market-post"),
+    path("markets/<str:subject>/check/", markets.market_check, name="market-check"),
+    path("markets/<str:subject>/preview/", markets.market_preview, name="market-preview"),
+    path("offers/<str:offer_id>/", orders.offer_detail, name="offer"),
+    path("offers/<str:offer_id>/withdraw/", orders.offer_withdraw_view, name="offer-withdraw"),
+    path("bids/<str:bid_id>/withdraw/", orders.bid_withdraw_view, name="bid-withdraw"),
+]

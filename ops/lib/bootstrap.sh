@@ -47,10 +47,49 @@ bootstrap_venv() {
   fi
 }
 
+# Front-end libraries of the web UI, served by the app itself (never from a CDN). `npm ci` runs
+# only when frontend/package-lock.json (or the list below) changed or a copied file is missing;
+# then just the files the pages load are copied to frontend/static/vendor/ (gitignored).
+VENDOR_FILES=(
+  "htmx.org/dist/htmx.min.js:htmx.min.js"
+  "htmx.org/LICENSE:htmx.LICENSE.txt"
+  "lightweight-charts/dist/lightweight-charts.standalone.production.mjs:lightweight-charts.mjs"
+  "lightweight-charts/LICENSE:lightweight-charts.LICENSE.txt"
+)
+
+vendor_current() {  # vendor_current STAMP WANT: installed from this lock file, nothing missing
+  local item
+  [ "$(cat "$1" 2>/dev/null)" = "$2" ] || return 1
+  for item in "${VENDOR_FILES[@]}"; do
+    [ -f "$ROOT/frontend/static/vendor/${item##*:}" ] || return 1
+  done
+}
+
+bootstrap_frontend() {
+  local dir="$ROOT/frontend" vendor="$ROOT/frontend/static/vendor" stamp want item
+  want="$( { cat "$dir/package-lock.json"; printf '%s\n' "${VENDOR_FILES[@]}"; } | sha256sum | cut -c1-16)"
+  stamp="$dir/node_modules/.intersect-vendor"
+  vendor_current "$stamp" "$want" && return 0
+  command -v npm >/dev/null 2>&1 || bootstrap_apt nodejs npm
+  say "installing front-end libraries (frontend/package-lock.json changed or first run)"
+  mkdir -p "$ROOT/.data"
+  if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >"$ROOT/.data/npm-ci.log" 2>&1; then
+    tail -n 30 "$ROOT/.data/npm-ci.log" >&2
+    echo "npm ci failed; the whole log is in .data/npm-ci.log" >&2
+    return 1
+  fi
+  mkdir -p "$vendor"
+  for item in "${VENDOR_FILES[@]}"; do
+    cp "$dir/node_modules/${item%%:*}" "$vendor/${item##*:}"
+  done
+  echo "$want" > "$stamp"
+}
+
 # bootstrap [--browser]: everything ops/run needs, plus the browser for ops/test.
 bootstrap() {
   local packages=("${APT_PACKAGES[@]}")
   [ "${1:-}" = "--browser" ] && packages+=("${BROWSER_PACKAGES[@]}")
   bootstrap_apt "${packages[@]}"
   bootstrap_venv
+  bootstrap_frontend
 }

@@ -1,0 +1,157 @@
+// Wires each page: its live connection, live values, regions, charts, notifications and
+// posting forms. Pages declare what they follow in data-* attributes (see base.html).
+
+import { Live, Regions } from "intersect/live";
+import { noteText } from "intersect/notes";
+
+document.documentElement.classList.add("js");
+
+const body = document.body;
+const statusEl = document.getElementById("live-status");
+const toasts = document.getElementById("toasts");
+const unread = document.getElementById("unread");
+let charts = null;
+
+function loadCharts() {
+  if (!document.querySelector("[data-chart]")) return;
+  charts = import("intersect/charts").then((module) => {
+    module.mountCharts();
+    return module;
+  });
+}
+
+function setStatus(state, delay) {
+  if (!statusEl) return;
+  statusEl.dataset.state = state;
+  const label = statusEl.querySelector(".label");
+  if (state === "open") label.textContent = "Live";
+  else if (state === "connecting") label.textContent = "Connecting…";
+  else label.textContent = delay ? `Reconnecting in ${Math.max(1, Math.round(delay / 1000))} s…` : "Reconnecting…";
+}
+
+function flash(el) {
+  el.classList.remove("flash");
+  void el.offsetWidth; // restart the animation
+  el.classList.add("flash");
+}
+
+// A best_offer frame: patch the offer's best value and bid count wherever they show.
+function patchBest(data) {
+  if (data.offer == null) return;
+  for (const el of document.querySelectorAll(`[data-best-value="${data.offer}"]`)) {
+    const text = data.best_value ?? "—";
+    if (el.textContent !== text) {
+      el.textContent = text;
+      flash(el);
+    }
+  }
+  if (data.matching_bids == null) return;
+  for (const el of document.querySelectorAll(`[data-bid-count="${data.offer}"]`)) {
+    const text = String(data.matching_bids);
+    if (el.textContent !== text) {
+      el.textContent = text;
+      flash(el);
+    }
+  }
+}
+
+function toast(text, tone) {
+  if (!toasts) return;
+  const item = document.createElement("div");
+  item.className = `toast toast-${tone}`;
+  item.setAttribute("role", tone === "bad" ? "alert" : "status");
+  item.innerHTML = '<p></p><button type="button" class="toast-close" aria-label="Dismiss">✕</button>';
+  item.querySelector("p").textContent = text;
+  item.querySelector("button").addEventListener("click", () => item.remove());
+  toasts.prepend(item);
+  while (toasts.children.length > 4) toasts.lastElementChild.remove();
+  setTimeout(() => item.remove(), 9000);
+}
+
+function addNote(frame, text, tone) {
+  const list = document.getElementById("notes-list");
+  if (list && !document.getElementById(`note-${frame.seq}`)) {
+    const item = document.createElement("li");
+    item.id = `note-${frame.seq}`;
+    item.className = `note note-${tone} note-new`;
+    item.dataset.type = frame.data.type;
+    const span = document.createElement("span");
+    span.className = "note-text";
+    span.textContent = text;
+    const time = document.createElement("time");
+    const now = new Date();
+    time.dateTime = now.toISOString();
+    time.textContent = "just now";
+    item.append(span, " ", time);
+    list.prepend(item);
+    document.getElementById("notes-empty")?.setAttribute("hidden", "");
+  } else if (unread) {
+    unread.textContent = String(Number(unread.textContent || 0) + 1);
+    unread.hidden = false;
+  }
+}
+
+const regions = new Regions({
+  onSwap: async (swapped) => {
+    if (swapped.some((el) => el.querySelector('script[type="application/json"]'))) {
+      if (!charts) loadCharts();
+      (await charts)?.refreshCharts();
+    }
+  },
+});
+
+function onFrame(frame) {
+  if (frame.type === "error") {
+    console.warn("live:", frame.code, frame.message);
+    return;
+  }
+  if (!frame.stream || frame.data == null) return; // subscribed / unsubscribed
+  if (frame.stream === "me" && frame.type === "notification") {
+    const kind = frame.data.type;
+    const [text, tone] = noteText(kind, frame.data);
+    if (kind === "best_offer") patchBest(frame.data);
+    addNote(frame, text, tone);
+    toast(text, tone);
+    regions.request([`me:${kind}`]);
+    return;
+  }
+  if (frame.type === "best_offer") patchBest(frame.data);
+  regions.request([frame.type]);
+}
+
+function start() {
+  loadCharts();
+  import("intersect/posting").then((m) => m.setupPosting());
+  let streams = [];
+  try {
+    streams = JSON.parse(body.dataset.streams || "[]") || [];
+  } catch {
+    streams = [];
+  }
+  const live = new Live({
+    streams,
+    me: body.dataset.me === "1",
+    after: Number(body.dataset.meSeq || 0),
+    onFrame,
+    onStatus: setStatus,
+    onSynced: () => regions.request("*"),
+  });
+  if (!streams.length && body.dataset.me !== "1") {
+    statusEl?.setAttribute("hidden", "");
+  }
+  live.start();
+  window.intersect = { live, regions };
+
+  for (const input of document.querySelectorAll("[data-select-on-focus]")) {
+    input.addEventListener("focus", () => input.select());
+  }
+}
+
+// htmx swaps new content in (the token box): wire its inputs too.
+document.addEventListener("htmx:afterSwap", (event) => {
+  for (const input of event.target.querySelectorAll?.("[data-select-on-focus]") || []) {
+    input.addEventListener("focus", () => input.select());
+  }
+});
+
+start();

@@ -1,0 +1,141 @@
+// Charts with TradingView Lightweight Charts (served from /static/vendor/, no CDN).
+//
+// An element [data-chart="candles"|"line"][data-source="<json script id>"] draws the data of
+// that <script type="application/json">: candles and volume of a market's trades, or an
+// offer's best bid over time. When a live region swaps in fresh data, refresh() redraws.
+
+import {
+  CandlestickSeries,
+  ColorType,
+  createChart,
+  HistogramSeries,
+  LineSeries,
+  LineType,
+} from "lightweight-charts";
+
+const UP = "#15803d";
+const DOWN = "#b91c1c";
+const mounted = new Map(); // element -> { chart, series }
+
+function read(id) {
+  const script = document.getElementById(id);
+  if (!script) return null;
+  try {
+    return JSON.parse(script.textContent);
+  } catch {
+    return null;
+  }
+}
+
+function priceFormat(data) {
+  const precision = Number.isInteger(data?.precision) ? data.precision : 2;
+  return { type: "price", precision, minMove: 10 ** -precision };
+}
+
+function baseChart(el, secondsVisible) {
+  return createChart(el, {
+    autoSize: true,
+    layout: {
+      background: { type: ColorType.Solid, color: "#ffffff" },
+      textColor: "#475569",
+      fontFamily: getComputedStyle(document.body).fontFamily,
+      fontSize: 12,
+    },
+    grid: { vertLines: { color: "#eef2f7" }, horzLines: { color: "#eef2f7" } },
+    rightPriceScale: { borderColor: "#e2e8f0" },
+    timeScale: { borderColor: "#e2e8f0", timeVisible: true, secondsVisible },
+    crosshair: { mode: 0 },
+    handleScroll: { mouseWheel: false, pressedMouseMove: true },
+    handleScale: { mouseWheel: false, pinch: true },
+  });
+}
+
+function candles(el, data) {
+  const chart = baseChart(el, (data.interval || 60) < 60);
+  const price = chart.addSeries(CandlestickSeries, {
+    upColor: UP,
+    downColor: DOWN,
+    borderUpColor: UP,
+    borderDownColor: DOWN,
+    wickUpColor: UP,
+    wickDownColor: DOWN,
+    priceFormat: priceFormat(data),
+  });
+  price.priceScale().applyOptions({ scaleMargins: { top: 0.1, bottom: 0.22 } });
+  const volume = chart.addSeries(HistogramSeries, {
+    priceScaleId: "volume",
+    priceFormat: { type: "volume" },
+    lastValueVisible: false,
+    priceLineVisible: false,
+  });
+  volume.priceScale().applyOptions({ scaleMargins: { top: 0.84, bottom: 0 } });
+  const entry = { chart, kind: "candles", set: null };
+  entry.set = (d) => {
+    const rows = d.candles || [];
+    chart.applyOptions({ timeScale: { secondsVisible: (d.interval || 60) < 60 } });
+    price.setData(rows.map(({ time, open, high, low, close }) => ({ time, open, high, low, close })));
+    volume.setData(
+      rows.map((c) => ({
+        time: c.time,
+        value: c.volume,
+        color: c.close >= c.open ? "rgba(21,128,61,.35)" : "rgba(185,28,28,.35)",
+      })),
+    );
+    chart.timeScale().fitContent();
+  };
+  entry.set(data);
+  return entry;
+}
+
+function line(el, data) {
+  const chart = baseChart(el, true);
+  const series = chart.addSeries(LineSeries, {
+    color: "#2563eb",
+    lineWidth: 2,
+    lineType: LineType.WithSteps,
+    pointMarkersVisible: true,
+    priceFormat: priceFormat(data),
+  });
+  const entry = { chart, kind: "line", set: null };
+  entry.set = (d) => {
+    const points = (d.points || []).map((p) =>
+      p.value == null ? { time: p.time } : { time: p.time, value: p.value },
+    );
+    // The best value holds until it changes: carry the last one on to now.
+    const last = points[points.length - 1];
+    const now = Math.floor(Date.now() / 1000);
+    if (last && "value" in last && now > last.time) points.push({ time: now, value: last.value });
+    series.setData(points);
+    chart.timeScale().fitContent();
+  };
+  entry.set(data);
+  return entry;
+}
+
+function hasData(kind, data) {
+  return kind === "candles" ? data?.candles?.length > 0 : data?.points?.length > 0;
+}
+
+function draw(el) {
+  const kind = el.dataset.chart;
+  const data = read(el.dataset.source);
+  const empty = el.querySelector(".chart-empty");
+  if (!hasData(kind, data)) {
+    if (empty) empty.hidden = false;
+    return;
+  }
+  if (empty) empty.hidden = true;
+  const entry = mounted.get(el);
+  if (entry) {
+    entry.set(data);
+  } else {
+    mounted.set(el, kind === "candles" ? candles(el, data) : line(el, data));
+  }
+  el.dataset.drawn = String((kind === "candles" ? data.candles : data.points).length);
+}
+
+export function mountCharts(root = document) {
+  for (const el of root.querySelectorAll("[data-chart][data-source]")) draw(el);
+}
+
+export const refreshCharts = mountCharts;

@@ -1,0 +1,98 @@
+"""Registering, logging in and out, and the "My account" page with its API token."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import UserCreationForm
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from exchange.selectors import ui
+from frontend.notifications import note_text
+from frontend.tokens import token_get, token_regenerate, token_revoke
+
+from .common import is_htmx, live_context, login_required, offer_row, terms, trade_row
+
+
+def _next(request: HttpRequest) -> str:
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        return target
+    return "/"
+
+
+def register(request: HttpRequest) -> HttpResponse:
+    if request.user.is_authenticated:
+        return redirect("frontend:account")
+    form = UserCreationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, f"Welcome, {user.get_username()}. Your account is ready.")
+        return redirect(_next(request))
+    return render(
+        request,
+        "frontend/register.html",
+        {"form": form, "next": _next(request), **live_context(request, [])},
+        status=400 if form.errors else 200,
+    )
+
+
+class LoginView(auth_views.LoginView):
+    template_name = "frontend/login.html"
+    redirect_authenticated_user = True
+    next_page = "frontend:home"
+
+    def get_context_data(self, **kwargs):
+        return {**super().get_context_data(**kwargs), **live_context(self.request, [])}
+
+
+class LogoutView(auth_views.LogoutView):
+    next_page = "/"
+
+
+@login_required
+def account(request: HttpRequest, new_token: str | None = None) -> HttpResponse:
+    user = request.user
+    open_offers = ui.user_open_offer_ids(user=user)
+    live = live_context(request, [f"offer:{pk}" for pk in open_offers])  # before the data
+    offers = ui.user_offers(user=user)
+    bids = ui.user_bids(user=user)
+    notes = []
+    for note in ui.user_notifications(user=user):
+        text, tone = note_text(note.type, note.data)
+        notes.append({"note": note, "text": text, "tone": tone})
+    context = {
+        "offers": [{**offer_row(o, request), "trade": getattr(o, "trade", None)} for o in offers],
+        "bids": [{**b, "terms": terms(b["bid"].constraint_text, b["bid"].market)} for b in bids],
+        "trades": [trade_row(t, request) for t in ui.user_trades(user=user)],
+        "notes": notes,
+        "token": token_get(user=user),
+        "new_token": new_token,
+        **live,
+    }
+    return render(request, "frontend/account.html", context)
+
+
+@require_POST
+@login_required
+def token_create(request: HttpRequest) -> HttpResponse:
+    token = token_regenerate(user=request.user)
+    if not is_htmx(request):
+        messages.success(request, "A new API token is ready; the old one no longer works.")
+    return account(request, new_token=token.key)
+
+
+@require_POST
+@login_required
+def token_delete(request: HttpRequest) -> HttpResponse:
+    revoked = token_revoke(user=request.user)
+    if is_htmx(request):
+        return account(request)
+    if revoked:
+        messages.success(request, "Your API token is revoked: requests with it are refused.")
+    return redirect("/account/#token")

@@ -1,0 +1,192 @@
+"""Markets: the subject tree with search, a market's page, and posting offers and bids."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from exchange.api.errors import error_body
+from exchange.errors import ExchangeError
+from exchange.market_rules import MarketSchema
+from exchange.models import Market
+from exchange.selectors import ui
+from exchange.selectors.markets import market_schema
+from exchange.services.orders import bid_place, offer_publish
+from frontend.posting import PostingForm
+from frontend.readable import readable
+
+from .common import is_htmx, live_context, login_required, offer_row, price_precision, trade_row
+
+MAX_CHECK_BYTES = 20_000
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    query = request.GET.get("q", "")[:200]
+    context = {"tree": ui.market_tree(query=query), "query": query}
+    if is_htmx(request):
+        return render(request, "frontend/_market_tree.html", context)
+    return render(request, "frontend/home.html", {**context, **live_context(request, [])})
+
+
+def _market(subject: str) -> tuple[Market, MarketSchema]:
+    market = ui.market_get(subject=subject)
+    if market is None:
+        raise Http404("There is no such market.")
+    return market, market_schema(market=market)
+
+
+def _forms(market: Market, schema: MarketSchema, bound: PostingForm | None) -> dict:
+    forms = {
+        side: PostingForm(market=market, schema=schema, side=side) for side in ("offer", "bid")
+    }
+    if bound is not None:
+        forms[bound.side] = bound
+    return {"offer_form": forms["offer"], "bid_form": forms["bid"]}
+
+
+def _market_context(
+    request: HttpRequest, market: Market, schema: MarketSchema, bound: PostingForm | None = None
+) -> dict:
+    live = live_context(request, [f"market:{market.subject}"])  # before the data: see there
+    side = bound.side if bound else request.GET.get("side", "offer")
+    offers = ui.market_open_offers(market=market)
+    return {
+        "market": market,
+        "schema": schema,
+        "breadcrumbs": breadcrumbs(market.subject),
+        "offers": [offer_row(o, request, schema) for o in offers],
+        "trades": [trade_row(t, request) for t in ui.market_recent_trades(market=market)],
+        "chart": {**ui.market_candles(market=market), "precision": price_precision(market)},
+        "side": side if side in ("offer", "bid") else "offer",
+        **_forms(market, schema, bound),
+        **live,
+    }
+
+
+def breadcrumbs(subject: str) -> list[dict[str, str]]:
+    """The subject's tokens with their paths: office › supplies › pencils."""
+    tokens = subject.split(".")
+    return [{"token": t, "path": ".".join(tokens[: i + 1])} for i, t in enumerate(tokens)]
+
+
+@require_GET
+def market_detail(request: HttpRequest, subject: str) -> HttpResponse:
+    market, schema = _market(subject)
+    return render(request, "frontend/market.html", _market_context(request, market, schema))
+
+
+@login_required
+def market_post(request: HttpRequest, subject: str) -> HttpResponse:
+    """Post an offer or place a bid from the generated form (or its advanced box).
+
+    GET shows the form on a page of its own; a POST with an error shows it again with the
+    error and, for the constraint text, its position.
+    """
+    market, schema = _market(subject)
+    side = request.POST.get("side") or request.GET.get("side") or "offer"
+    if side not in ("offer", "bid"):
+        side = "offer"
+    if request.method != "POST":
+        form = PostingForm(market=market, schema=schema, side=side)
+        return render(request, "frontend/post.html", _post_context(request, market, form))
+    form = PostingForm(market=market, schema=schema, side=side, data=request.POST)
+    if request.POST.get("add_tier"):
+        return render(request, "frontend/post.html", _post_context(request, market, form))
+    source = form.source()
+    closes_at = form.closes_at_value()
+    if source is not None and not form.has_errors:
+        try:
+            if side == "offer":
+                offer = offer_publish(
+                    seller=request.user, market=market, constraint=source, closes_at=closes_at
+                )
+                messages.success(
+                    request,
+                    f"Offer #{offer.pk} is published. Matching bids show up here as they come.",
+                )
+                return redirect("frontend:offer", offer_id=offer.pk)
+            bid = bid_place(buyer=request.user, market=market, constraint=source)
+            messages.success(
+                request,
+                f"Bid #{bid.pk} is placed. Its standing on each matching offer updates below.",
+            )
+            return redirect(reverse("frontend:account") + f"#bid-{bid.pk}")
+        except ExchangeError as exc:
+            form.error = exc.message
+            form.error_position = exc.position
+            form.error_text = source
+    context = _post_context(request, market, form)
+    return render(request, "frontend/post.html", context, status=400)
+
+
+def _post_context(request: HttpRequest, market: Market, form: PostingForm) -> dict:
+    return {
+        "market": market,
+        "schema": form.schema,
+        "form": form,
+        "breadcrumbs": breadcrumbs(market.subject),
+        **live_context(request, []),
+    }
+
+
+def _json_body(request: HttpRequest) -> dict | None:
+    if len(request.body) > MAX_CHECK_BYTES:
+        return None
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+@require_POST
+def market_check(request: HttpRequest, subject: str) -> JsonResponse:
+    """Check a constraint against the market's rules without posting it (the advanced box
+    calls this as you type). The answer has the API's shapes: the canonical text, or
+    ``{"error": {"code", "message", "position"?}}`` with status 400."""
+    market = ui.market_get(subject=subject)
+    if market is None:
+        return JsonResponse(error_body("not_found", "There is no such market."), status=404)
+    body = _json_body(request)
+    if body is None or body.get("side") not in ("offer", "bid") or "constraint" not in body:
+        return JsonResponse(
+            error_body(
+                "bad_request", 'Send {"side": "offer" or "bid", "constraint": "<text>"} as JSON.'
+            ),
+            status=400,
+        )
+    try:
+        checked = ui.constraint_check(market=market, side=body["side"], source=body["constraint"])
+    except ExchangeError as exc:
+        return JsonResponse({"error": exc.as_dict()}, status=400)
+    schema = market_schema(market=market)
+    terms = readable(checked.constraint, schema=schema, tick=market.tick)
+    return JsonResponse({"constraint": checked.text, "tiers": terms.lines})
+
+
+@require_POST
+def market_preview(request: HttpRequest, subject: str) -> HttpResponse:
+    """What the form fields post, as canonical text and tiers, or what is wrong (an htmx
+    fragment under the form)."""
+    market, schema = _market(subject)
+    side = request.POST.get("side", "offer")
+    if side not in ("offer", "bid"):
+        side = "offer"
+    form = PostingForm(market=market, schema=schema, side=side, data=request.POST)
+    text = form.form_text()
+    context: dict = {"form": form, "text": text, "market": market}
+    if text is not None:
+        try:
+            checked = ui.constraint_check(market=market, side=side, source=text)
+            context["canonical"] = checked.text
+            context["terms"] = readable(checked.constraint, schema=schema, tick=market.tick)
+        except ExchangeError as exc:
+            context["error"] = exc.message
+            context["position"] = exc.position
+    return render(request, "frontend/_preview.html", context)

@@ -1,0 +1,86 @@
+"""An offer's page, and withdrawing one's own offers and bids."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from exchange.api.views import whole_number
+from exchange.errors import ExchangeError
+from exchange.models import Offer
+from exchange.selectors import ui
+from exchange.selectors.markets import market_schema
+from exchange.selectors.orders import bid_get, trade_party
+from exchange.services.orders import bid_withdraw, offer_withdraw
+
+from .common import live_context, login_required, offer_row, price_precision, trade_row
+from .markets import breadcrumbs
+
+
+def _id(value: str) -> int:
+    number = whole_number(value)
+    if number is None:
+        raise Http404
+    return number
+
+
+@require_GET
+def offer_detail(request: HttpRequest, offer_id: str) -> HttpResponse:
+    pk = _id(offer_id)
+    live = live_context(request, [f"offer:{pk}"])  # before the data: see live_context
+    offer = ui.offer_page_get(offer_id=pk)
+    if offer is None:
+        raise Http404("There is no such offer.")
+    schema = market_schema(market=offer.market)
+    trade = getattr(offer, "trade", None) if offer.state == Offer.State.CLOSED else None
+    history = ui.offer_best_history(offer=offer)
+    context = {
+        "market": offer.market,
+        "breadcrumbs": breadcrumbs(offer.market.subject),
+        "extra_crumb": f"Offer #{offer.pk}",
+        "row": offer_row(offer, request, schema),
+        "offer": offer,
+        "history": history,
+        "history_chart": {"points": history, "precision": price_precision(offer.market)},
+        "my_bids": ui.offer_bids_of_user(offer=offer, user=request.user),
+        "trade": trade_row(trade, request) if trade is not None else None,
+        "trade_party": trade is not None and trade_party(trade, request.user),
+        **live,
+    }
+    return render(request, "frontend/offer.html", context)
+
+
+def _back(request: HttpRequest, default: str) -> HttpResponse:
+    target = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        return redirect(target)
+    return redirect(default)
+
+
+@require_POST
+@login_required
+def offer_withdraw_view(request: HttpRequest, offer_id: str) -> HttpResponse:
+    pk = _id(offer_id)
+    try:
+        offer_withdraw(seller=request.user, offer_id=pk)
+        messages.success(request, f"Offer #{pk} is withdrawn.")
+    except ExchangeError as exc:
+        messages.error(request, exc.message)
+    return _back(request, f"/offers/{pk}/")
+
+
+@require_POST
+@login_required
+def bid_withdraw_view(request: HttpRequest, bid_id: str) -> HttpResponse:
+    pk = _id(bid_id)
+    if bid_get(user=request.user, bid_id=pk) is None:
+        raise Http404
+    try:
+        bid_withdraw(buyer=request.user, bid_id=pk)
+        messages.success(request, f"Bid #{pk} is withdrawn.")
+    except ExchangeError as exc:
+        messages.error(request, exc.message)
+    return _back(request, "/account/#bids")

@@ -1,0 +1,126 @@
+"""Real headless Chromium (the system's, driven by Playwright) against the live stack."""
+
+from __future__ import annotations
+
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ARTIFACTS
+from tests.livestack import ROOT
+from tests.stack.conftest import clean_engine  # noqa: F401 - the committed tests' fixture
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SCREENSHOTS = ARTIFACTS / "screenshots"
+DOCS_IMG = ROOT / "docs" / "img"
+PASSWORD = "pw-for-tests-1"  # tests.factories.UserFactory's
+WAIT_MS = 45_000  # generous: two cores, a worker and other suites share the machine
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Chromium for one test module. Playwright's sync API keeps an event loop running in
+    this thread, which Django's async-safety check takes for async code; the test's own ORM
+    calls between browser steps are plain synchronous code, so the check is lifted while the
+    module runs, and the loop ends with it (other suites keep the check)."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (ops/test installs it)")
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                yield chromium
+            finally:
+                chromium.close()
+    finally:
+        if before is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
+
+
+@pytest.fixture
+def new_page(browser, live_stack):
+    """Pages in contexts of their own (separate cookies: one per user), closed afterwards.
+    Uncaught page errors are collected in ``new_page.errors``."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=WAIT_MS)
+    contexts = []
+    errors: list[str] = []
+
+    def make(*, width: int = 1280, height: int = 900):
+        context = browser.new_context(
+            base_url=live_stack.url, viewport={"width": width, "height": height}
+        )
+        context.set_default_timeout(WAIT_MS)
+        contexts.append(context)
+        page = context.new_page()
+        page.on("pageerror", lambda exc: errors.append(f"{page.url}: {exc}"))
+        if os.environ.get("DEBUG_BROWSER"):  # print every frame and console line
+            page.on("console", lambda m: print("console", page.url, m.type, m.text))
+            page.on(
+                "websocket",
+                lambda ws: ws.on("framereceived", lambda f: print("ws <", page.url, f)),
+            )
+        return page
+
+    make.errors = errors
+    yield make
+    for context in contexts:
+        context.close()
+
+
+def off_loop(fn, /, *args, **kwargs):
+    """Run ``fn`` in a thread of its own and return its result: services push to Channels
+    with async_to_sync after commit, which refuses a thread with a running event loop (and
+    Playwright's sync API runs one in the test's thread)."""
+    from django.db import connection
+
+    def call():
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(call).result()
+
+
+def login(page, username: str, password: str = PASSWORD) -> None:
+    page.goto("/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(re.compile(r"^(?!.*/login/)"))
+
+
+def screenshot(page, name: str, *, docs: str | None = None, full_page: bool = True) -> Path:
+    """Save a screenshot in test-artifacts/screenshots/. With ``docs``, also as
+    docs/img/<docs>.png for the README, when that file is missing or UPDATE_DOCS_IMG=1 (so a
+    test run does not rewrite committed pictures)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page, animations="disabled")
+    if docs:
+        target = DOCS_IMG / f"{docs}.png"
+        if not target.exists() or os.environ.get("UPDATE_DOCS_IMG") == "1":
+            DOCS_IMG.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    return path
