@@ -173,6 +173,11 @@ def price_quantum(tick: Decimal) -> Decimal:
     return Decimal(1).scaleb(min(0, tick.normalize().as_tuple().exponent))  # type: ignore[arg-type]
 
 
+def tick_text(tick: Decimal) -> str:
+    """A tick as people write it: 0.01, 1, 10 (not 0.0100000000 or 1E+1)."""
+    return format(tick.normalize(), "f")
+
+
 def price_text(value: Decimal | None, tick: Decimal) -> str | None:
     """A price as a decimal string with the market's number of places (``1.10``)."""
     return None if value is None else format(Decimal(value).quantize(price_quantum(tick)), "f")
@@ -200,7 +205,7 @@ def _snap_price(
         if bound is not None and Decimal(bound) % tick != 0:
             raise InvalidInput(
                 "off_tick",
-                f"The price {bound} is not on this market's tick of {tick}: use a multiple of {tick}.",
+                f"The price {bound} is not on this market's tick of {tick_text(tick)}: use a multiple of {tick_text(tick)}.",
                 field="constraint",
                 position=where,
             )
@@ -317,7 +322,7 @@ def order_constraint(
     if not unique:
         raise InvalidInput(
             "unsatisfiable",
-            f"No price on this market's tick of {tick} satisfies the constraint.",
+            f"No price on this market's tick of {tick_text(tick)} satisfies the constraint.",
             field="constraint",
         )
     constraint = Constraint(unique)

@@ -34,12 +34,12 @@ def note_text(kind: str, data: dict[str, Any]) -> tuple[str, str]:
     if kind == "best_bid":
         return f"{bid} is now the best bid on {offer} at {data.get('best_value')}.", "good"
     if kind == "outbid":
-        if data.get("status") == "outbid":
-            best = data.get("best_value")
-            tail = f": the best bid is now {best}" if best else ""
-            return f"{bid} was outbid on {offer}{tail}.", "bad"
+        best = data.get("best_value")
+        tail = f": the best bid is now {best}" if best else ""
+        return f"{bid} was outbid on {offer}{tail}.", "bad"
+    if kind == "offer_ended":
         if data.get("status") == "closed":
-            return f"{offer[0].upper()}{offer[1:]} closed.", "info"
+            return f"{offer[0].upper()}{offer[1:]} closed to another bid.", "info"
         return (
             f"{offer[0].upper()}{offer[1:]} is {data.get('status')}: {bid} no longer matches it.",
             "info",

@@ -9,7 +9,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from exchange.market_rules import price_text
+from exchange.market_rules import price_text, tick_text
 from exchange.models import Bid, Market, Notification, Offer, Trade
 
 
@@ -65,7 +65,7 @@ class MarketSerializer(serializers.ModelSerializer):
         ]
 
     def get_tick(self, market: Market) -> str:
-        return format(market.tick.normalize(), "f")
+        return tick_text(market.tick)
 
 
 class MarketCreateRequest(serializers.Serializer):
@@ -77,6 +77,16 @@ class MarketCreateRequest(serializers.Serializer):
     pricing = serializers.ChoiceField(
         choices=Market.Pricing.choices, required=False, default="first"
     )
+
+
+class CheckRequest(serializers.Serializer):
+    side = serializers.ChoiceField(choices=["offer", "bid"])
+    constraint = ConstraintField()
+
+
+class CheckResponse(serializers.Serializer):
+    constraint = serializers.CharField()
+    constraint_json = serializers.JSONField()
 
 
 class OfferCreateRequest(serializers.Serializer):

@@ -8,6 +8,7 @@ urlpatterns = [
     path("auth/token/", views.TokenView.as_view(), name="token"),
     path("markets/", views.MarketList.as_view(), name="markets"),
     path("markets/<str:subject>/", views.MarketDetail.as_view(), name="market"),
+    path("markets/<str:subject>/check/", views.MarketCheck.as_view(), name="market-check"),
     path("offers/", views.OfferList.as_view(), name="offers"),
     path("offers/<str:offer_id>/", views.OfferDetail.as_view(), name="offer"),
     path("offers/<str:offer_id>/withdraw/", views.OfferWithdraw.as_view(), name="offer-withdraw"),

@@ -16,9 +16,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from exchange.errors import InvalidInput
+from exchange.market_rules import order_constraint
 from exchange.models import Market, Offer
 from exchange.selectors import orders as order_selectors
-from exchange.selectors.markets import market_list
+from exchange.selectors.markets import market_list, market_schema
 from exchange.services import closing, markets, orders
 
 from . import serializers as s
@@ -104,6 +105,27 @@ class MarketDetail(APIView):
         if market is None:
             raise Http404
         return Response(s.MarketSerializer(market).data)
+
+
+class MarketCheck(APIView):
+    """Apply a market's rules to a constraint without posting it: the canonical text, or the
+    error with its position (what posting would answer)."""
+
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(request=s.CheckRequest, responses=s.CheckResponse)
+    def post(self, request, subject: str):
+        market = Market.objects.filter(subject=subject).first()
+        if market is None:
+            raise Http404
+        data = _valid(s.CheckRequest, request)
+        rules = order_constraint(
+            schema=market_schema(market=market),
+            tick=market.tick,
+            side=data["side"],
+            source=data["constraint"],
+        )
+        return Response({"constraint": rules.text, "constraint_json": rules.json})
 
 
 class OfferList(generics.ListAPIView):

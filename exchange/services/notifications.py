@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from django.utils import timezone
 
 from exchange.market_rules import price_text
-from exchange.models import Bid, Notification, Offer
+from exchange.models import Bid, Notification, Offer, Trade
 from exchange.services.side_effects import after_commit
 
 if TYPE_CHECKING:
@@ -68,13 +68,18 @@ def best_offer_notifications(*, offer: Offer, old: Best, new: Best) -> list[Noti
             )
         )
     if old.bid_id is not None and old.bid_id != new.bid_id and old.bid_id in buyers:
-        status = "outbid" if offer.state == Offer.State.OPEN else offer.state
+        if offer.state == Offer.State.OPEN:
+            kind, status = "outbid", "outbid"
+        elif Trade.objects.filter(offer=offer, bid_id=old.bid_id).exists():
+            return notes  # the winner hears of its trade instead
+        else:
+            kind, status = "offer_ended", offer.state
         notes.append(
             Notification(
                 market=market,
                 offer=offer,
                 recipient_id=buyers[old.bid_id],
-                type="outbid",
+                type=kind,
                 data={**public, "bid": old.bid_id, "status": status},
             )
         )

@@ -107,10 +107,20 @@ def memory_matcher(pubs: Parsed, subs: Parsed) -> set[tuple[str, str]]:
     return {(pub_ids[p], sub_ids[s]) for p, s in store.match_all()}
 
 
+def spark_matcher(pubs: Parsed, subs: Parsed) -> set[tuple[str, str]]:
+    """The Spark batch matcher (SPEC 7) on ``SPARK_MASTER``; no database."""
+    from django.conf import settings
+
+    from matching.spark import match_parsed
+
+    return match_parsed(pubs, subs, master=settings.SPARK_MASTER)
+
+
 MATCHERS: dict[str, Matcher] = {
     "paper": database_matcher("paper"),
     "range": database_matcher("range"),
     "memory": memory_matcher,
+    "spark": spark_matcher,
 }
 
 # Strategies whose constraints must also fit the PostgreSQL store's index limits.
