@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import matching
 from matching.model import Attribute, Constraint, Disjunct, Interval, Type, Wildcard
+from matching.store import StoreLimitError, check_storable
 
 from .errors import InvalidInput
 
@@ -326,6 +327,14 @@ def order_constraint(
             field="constraint",
         )
     constraint = Constraint(unique)
+    try:
+        check_storable(constraint)
+    except StoreLimitError as exc:
+        raise InvalidInput(
+            "too_large",
+            f"The constraint holds a value too large to index: {exc}.",
+            field="constraint",
+        ) from exc
     return OrderConstraint(constraint, matching.to_text(constraint), matching.to_json(constraint))
 
 

@@ -99,6 +99,8 @@ DATABASES = {
     "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
 }
 DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
+# Let psycopg prepare statements run repeatedly (the matching cycle's store queries).
+DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 5
 
 REDIS_URL = env("REDIS_URL", f"redis://127.0.0.1:{DEV_REDIS_PORT}/0")
 

@@ -5,7 +5,8 @@
 publications and subscriptions, and match. Strategies:
 
 * ``paper``: the design of seed 000 (``paper.py``);
-* ``range``: ranges, cubes and GiST (``ranges.py``);
+* ``range``: range and box values, GiST and B-tree joins, shapes for wildcards
+  (``ranges.py``);
 * ``memory``: the plain-Python oracle, no database (``memory.py``).
 
 Nothing here imports Django; a store takes a psycopg 3 connection or a conninfo

@@ -156,14 +156,21 @@ class DatabaseStore(ConstraintStore):
             self.conn.close()
 
     def analyze(self) -> None:
-        with self.atomic() as cur:
-            self._analyze(cur)
+        """Refresh the planner statistics; in autocommit mode also VACUUM.
 
-    def _analyze(self, cur: psycopg.Cursor[Any]) -> None:
+        VACUUM marks the pages all-visible, which lets the covering indexes answer
+        without visiting the tables (index-only scans). It cannot run inside a
+        transaction, so on the caller's transaction only ANALYZE runs and autovacuum
+        does the rest later.
+        """
+        with self.cursor() as cur:
+            self._analyze(cur, vacuum=self.conn.autocommit)
+
+    def _analyze(self, cur: psycopg.Cursor[Any], *, vacuum: bool = False) -> None:
         cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", [self.namespace])
         tables = [self.q(name) for (name,) in cur.fetchall()]
         if tables:
-            cur.execute(f"ANALYZE {', '.join(tables)}")
+            cur.execute(f"{'VACUUM (ANALYZE)' if vacuum else 'ANALYZE'} {', '.join(tables)}")
 
     def _exists(self, cur: psycopg.Cursor[Any]) -> bool:
         cur.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [self.namespace])
@@ -201,7 +208,8 @@ class DatabaseStore(ConstraintStore):
         """COPY both sides; a side that was empty gets its indexes built after its rows.
 
         Building an index once over all rows is much cheaper than maintaining it row by
-        row; the statistics are refreshed at the end either way.
+        row. ``analyze`` runs at the end (after the load's own transaction, in
+        autocommit mode, so that it can VACUUM as well).
         """
         with self.atomic() as cur:
             cur.execute("SELECT current_setting('maintenance_work_mem')")
@@ -222,7 +230,10 @@ class DatabaseStore(ConstraintStore):
                 for index in rebuild:
                     cur.execute(self._index_sql(index))
             cur.execute("SELECT set_config('maintenance_work_mem', %s, true)", [previous])
-            self._analyze(cur)
+            if not self.conn.autocommit:
+                self._analyze(cur)
+        if self.conn.autocommit:
+            self.analyze()
 
     # -- helpers for the strategies -------------------------------------------------------
 

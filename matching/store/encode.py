@@ -7,8 +7,8 @@ Both strategies read the same normalized ``Constraint`` (the invariants of
   (``=``, ``<``, ``<=``, ``>``, ``>=`` and the four range operators);
 * ``range_text`` writes an interval as a PostgreSQL range literal, every bound
   double-quoted so that no string, however odd, changes the literal's structure;
-* ``box_text``, ``point_text`` and ``cube_text`` write geometric operands with
-  ``repr`` of the floats, which PostgreSQL reads back to the same double;
+* ``box_text`` and ``point_text`` write geometric operands with ``repr`` of the
+  floats, which PostgreSQL reads back to the same double;
 * ``check_storable`` rejects what an index entry could not hold (see ``LIMITS``).
 """
 
@@ -50,6 +50,16 @@ TYPES: tuple[Type, ...] = (
 )
 
 WILDCARD_OP = "*"
+
+# The PostgreSQL type holding a single value of each ordered type.
+SCALAR_SQL_TYPES: dict[Type, str] = {
+    Type.INT: "int8",
+    Type.DECIMAL: "numeric",
+    Type.FLOAT: "float8",
+    Type.DATE: "date",
+    Type.TIMESTAMP: "timestamptz",
+    Type.STRING: 'text COLLATE "C"',
+}
 
 # Operators of point and box predicates, as stored in the ``op`` column.
 GEOMETRIC_OPS: dict[type, str] = {
@@ -141,16 +151,6 @@ def point_text(p: Point) -> str:
 
 def box_text(b: Box) -> str:
     return f"({b.x1!r},{b.y1!r}),({b.x2!r},{b.y2!r})"
-
-
-def cube_point_text(p: Point) -> str:
-    """A point as a zero-volume 2-D cube."""
-    return f"({p.x!r}, {p.y!r})"
-
-
-def cube_box_text(b: Box) -> str:
-    """A box as a 2-D cube: lower-left corner, upper-right corner."""
-    return f"({b.x1!r}, {b.y1!r}),({b.x2!r}, {b.y2!r})"
 
 
 def check_storable(constraint: Constraint) -> None:

@@ -40,18 +40,17 @@ from matching.model import Interval, PointEq, PointWithin, Type, Wildcard
 
 from .base import DisjunctPair, Item, check_ids
 from .database import SIDES, DatabaseStore, Index, Side, chunked
-from .encode import TYPES, box_text, check_storable, operator, point_text, value_text
+from .encode import (
+    SCALAR_SQL_TYPES,
+    TYPES,
+    box_text,
+    check_storable,
+    operator,
+    point_text,
+    value_text,
+)
 from .rules import TABLE_NAMES, intermediate_query
 from .sql import bump_counters, copy_rows
-
-SQL_TYPES: dict[Type, str] = {
-    Type.INT: "int8",
-    Type.DECIMAL: "numeric",
-    Type.FLOAT: "float8",
-    Type.DATE: "date",
-    Type.TIMESTAMP: "timestamptz",
-    Type.STRING: 'text COLLATE "C"',
-}
 
 # A TRUNCATE costs milliseconds whatever the size (it makes new files), a DELETE of the
 # few rows a small batch leaves is far cheaper; above this size TRUNCATE wins.
@@ -108,7 +107,7 @@ class PaperStore(DatabaseStore):
                 elif t is Type.BOX:
                     values = "val box"
                 else:
-                    values = f"val {SQL_TYPES[t]}, val2 {SQL_TYPES[t]}"
+                    values = f"val {SCALAR_SQL_TYPES[t]}, val2 {SCALAR_SQL_TYPES[t]}"
                 statements.append(
                     f"CREATE TABLE {self.table(t, side)} ("
                     f"{_ID[side]} int8 NOT NULL, {_DISJUNCT[side]} int4 NOT NULL, "

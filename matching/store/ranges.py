@@ -1,39 +1,47 @@
-"""The ``range`` strategy: predicates as range and cube values, one GiST join per type.
+"""The ``range`` strategy: predicates as range and box values, index joins per type.
 
 Storage. A predicate on an ordered type is one PostgreSQL range value (int8range,
 numrange, ``floatrange``, daterange, tstzrange, ``textrange`` with the "C"
-collation; the last two are range types created in the store's schema), kept in
-``<type>_pubs(id, disjunct_id, field, val)`` with a GiST index on ``(field, val)``
-(btree_gist supplies the ``field`` part). Whether two predicates intersect is then
-``&&``, decided by the index.
+collation; the last two are range types created in the store's schema) in
+``<type>_pubs(id, disjunct_id, shape, field, pt, val)``; whether two predicates
+intersect is ``&&``. Single values (``lot = 5``, the commonest predicate by far) also
+keep the value itself in ``pt``. Two indexes share the work, both covering
+``(id, disjunct_id, shape)`` so that scans need not visit the table:
 
-Points and boxes are ``cube`` values (2-D), because PostgreSQL's own point and box
-operators compare with a tolerance of 1e-6 while ``cube`` compares exactly:
+* a GiST index on ``(val, field)`` over the intervals only (``WHERE pt IS NULL``);
+  the value leads because GiST splits pages on the first column, and ranges spread
+  far better than field names;
+* a B-tree on ``(field, pt)`` over the single values, which finds an equal value
+  (or the values inside an interval) in a few comparisons where a GiST probe costs
+  tens of microseconds, and makes equalities hash-joinable for large batches.
 
-* a point predicate ``= p`` is the degenerate cube at p, ``WITHIN B`` the cube B;
-  two point predicates intersect iff their cubes overlap (``&&``, edges included);
-* a box predicate keeps its operator and its operand box as a cube. Per SPEC 3.2
-  every operator pair is one relation between the two operands: they overlap
-  (``&&``), one contains the other (``@>``/``<@``), they are equal (``=``), or
-  "always" for two of OVERLAPS/CONTAINS. The box query therefore has one
-  index-driven branch per relation. (Encoding each operator as a region of 4-D
-  box space needs half-infinite regions, on which a GiST index cannot prune.)
+Points and boxes are native ``box`` values (a point ``= p`` is the box (p, p),
+``WITHIN B`` is B) with a GiST index on ``(val, field)``. PostgreSQL's geometric
+operators compare with a tolerance of 1e-6, so every geometric test is the
+indexable operator followed by the exact test on the corners (``rules``). Two
+point predicates intersect iff their boxes share a point. A box predicate keeps
+its operator; by SPEC 3.2 each operator pair is one relation between the two
+operand boxes (share a point, one inside the other, equal) or "always".
+
+So each type contributes a few index-driven branches to one statement, one per kind
+of pair that occurs (tracked in ``used_operators`` as the paper tracks operators),
+never a join that scans a table.
 
 Wildcards and the "always" box pairs never become rows that join with everything.
 They are described per disjunct by its *shape*: the type-qualified field keys
 (``int:lot``) of all its predicates (``fields``), of its wildcards (``wild``), of
 its OVERLAPS/CONTAINS box predicates (``loose``) and of the rest (``tight``).
-Shapes are shared: each master row points to one ``<side>_shapes`` row, and there
-are as many shapes as there are different ways of writing a constraint, not as
-many as constraints.
+Shapes are rows of ``<side>_shapes``, shared by every disjunct written the same way;
+master and predicate rows carry the shape's id.
 
 Publication disjunct dp matches subscription disjunct ds iff every field of dp is
 in ``fields(ds)`` and each field f of dp is *covered* (f is a wildcard in dp or in
 ds, or loose in both) or *hit* (the two predicates on f intersect). Matches come
 from two disjoint sources:
 
-(a) pairs with at least one hit, found by the per-type GiST joins, are counted and
-    kept when hits + covered fields = the predicate count of dp;
+(a) pairs with at least one hit, found by the index joins, counted per pair and
+    kept when the hits are all the fields of dp that are not covered (worked out
+    once per pair of shapes);
 (b) pairs with no hit at all: every tight field of dp is a wildcard of ds, every
     loose field of dp is a wildcard or loose in ds, and ds has every wildcard field
     of dp. This is decided between shapes alone (a scan of the small shape table)
@@ -51,16 +59,13 @@ import json
 import uuid
 from collections import Counter
 from collections.abc import Iterable
-from functools import cache
-from typing import Any, Literal
+from typing import Any
 
 import psycopg
 
 from matching.model import (
     BoxContains,
-    BoxEq,
     BoxOverlaps,
-    BoxWithin,
     Disjunct,
     Interval,
     PointEq,
@@ -73,21 +78,17 @@ from .base import DisjunctPair, Item, check_ids
 from .database import SIDES, DatabaseStore, Index, Side, chunked
 from .encode import (
     GEOMETRIC_OPS,
+    SCALAR_SQL_TYPES,
     TYPES,
+    box_text,
     check_storable,
-    cube_box_text,
-    cube_point_text,
     field_key,
     range_text,
+    value_text,
 )
-from .rules import BOX_RELATIONS, EQUAL, PUB_INSIDE, SHARE, SUB_INSIDE, TABLE_NAMES
+from .range_query import INTERVAL, POINT_VALUE, Combinations, Scope, match_sql
+from .rules import TABLE_NAMES
 from .sql import bump_counters, copy_rows
-
-Scope = Literal["all", "publications", "subscriptions"]
-Combinations = tuple[tuple[Type, tuple[tuple[str, str], ...]], ...]
-
-# The operator recorded in used_operators for range and point rows, which meet by overlap.
-OVERLAP = "&&"
 
 RANGE_TYPES: dict[Type, str] = {
     Type.INT: "int8range",
@@ -100,14 +101,12 @@ RANGE_TYPES: dict[Type, str] = {
 
 _LOOSE = (BoxOverlaps, BoxContains)
 
-# The box branches: the operator relating the operands, and the operator pairs it serves.
-_BOX_BRANCHES: dict[str, str] = {
-    SHARE: "s.val OPERATOR({cube}.&&) p.val",
-    PUB_INSIDE: "s.val OPERATOR({cube}.@>) p.val",
-    SUB_INSIDE: "s.val OPERATOR({cube}.<@) p.val",
-    EQUAL: "s.val OPERATOR({cube}.=) p.val",
-}
+# What the match reads from a predicate row, carried in its indexes so that scans
+# need not visit the table (once VACUUM has marked the pages all-visible).
+_COVERING = "INCLUDE (id, disjunct_id, shape)"
 
+
+# -- shapes ------------------------------------------------------------------------------
 
 # The role of a field in a disjunct, as the shape records it.
 _TIGHT, _WILD, _LOOSE_ROLE = 0, 1, 2
@@ -136,44 +135,55 @@ def _role(pred: Any) -> int:
     return _LOOSE_ROLE if kind in _LOOSE else _TIGHT
 
 
-def _value(t: Type, pred: Any) -> str:
-    """A non-wildcard predicate as the text of its ``val`` column."""
+def _shape_of(disjunct: Disjunct, cache: dict[tuple[tuple[str, int], ...], Shape]) -> Shape:
+    # Disjuncts differ in values far more often than in shape: look the shape up by
+    # its signature instead of sorting and hashing for every disjunct.
+    signature = tuple((field_key(a), _role(pred)) for a, pred in disjunct.items)
+    shape = cache.get(signature)
+    if shape is None:
+        shape = Shape(signature)
+        if len(cache) < 100_000:
+            cache[signature] = shape
+    return shape
+
+
+# -- rows --------------------------------------------------------------------------------
+
+
+def _row(t: Type, i: int, j: int, key: int, name: str, pred: Any) -> tuple[Any, ...]:
+    """A non-wildcard predicate as a row of its type table (values as text)."""
     kind = type(pred)
     if kind is Interval:
-        return range_text(t, pred)
+        single = pred.lo is not None and pred.lo == pred.hi
+        pt = value_text(t, pred.lo) if single else None
+        return (i, j, key, name, POINT_VALUE if single else INTERVAL, pt, range_text(t, pred))
     if kind is PointEq:
-        return cube_point_text(pred.point)
+        p = pred.point
+        return (i, j, key, name, INTERVAL, f"({p.x!r},{p.y!r}),({p.x!r},{p.y!r})")
     if kind is PointWithin:
-        return cube_box_text(pred.box)
-    assert kind in (BoxEq, BoxOverlaps, BoxContains, BoxWithin)
-    return cube_box_text(pred.box)
+        return (i, j, key, name, INTERVAL, box_text(pred.box))
+    return (i, j, key, name, GEOMETRIC_OPS[kind], box_text(pred.box))
+
+
+def _columns(t: Type) -> list[str]:
+    if t.ordered:
+        return ["id", "disjunct_id", "shape", "field", "pt", "val"]
+    if t is Type.BOX:
+        return ["id", "disjunct_id", "shape", "field", "op", "val"]
+    return ["id", "disjunct_id", "shape", "field", "val"]
 
 
 class RangeStore(DatabaseStore):
     strategy = "range"
-    extensions = ("btree_gist", "cube")
+    extensions = ("btree_gist",)
 
     def table(self, t: Type, side: Side) -> str:
         return self.q(f"{TABLE_NAMES[t]}_{side}s")
 
-    def _cube(self, cur: psycopg.Cursor[Any]) -> str:
-        schema = getattr(self, "_cube_schema", None)
-        if schema is None:
-            schema = self._cube_schema = self.extension_schema(cur, "cube")
-        return f'"{schema}"'
-
-    def _val_type(self, t: Type, cube: str) -> str:
-        if t in RANGE_TYPES:
-            name = RANGE_TYPES[t]
-            return self.q(name) if name in ("floatrange", "textrange") else name
-        return f"{cube}.cube"
-
     def _ddl(self) -> list[str]:
-        # Called inside create(), after the extensions exist.
-        with self.cursor() as cur:
-            cube = self._cube(cur)
         statements = [
-            f"CREATE TYPE {self.q('floatrange')} AS RANGE (subtype = float8, subtype_diff = float8mi)",
+            f"CREATE TYPE {self.q('floatrange')} AS RANGE"
+            " (subtype = float8, subtype_diff = float8mi)",
             f'CREATE TYPE {self.q("textrange")} AS RANGE (subtype = text, collation = "C")',
             f"CREATE TABLE {self.q('used_operators')} (type text NOT NULL, side text NOT NULL,"
             " op text NOT NULL, n int8 NOT NULL, PRIMARY KEY (type, side, op))",
@@ -181,19 +191,28 @@ class RangeStore(DatabaseStore):
         for side in SIDES:
             statements.append(
                 f"CREATE TABLE {self.master(side)} (id int8 NOT NULL, disjunct_id int4 NOT NULL,"
-                " count int4 NOT NULL, shape uuid NOT NULL)"
+                " count int4 NOT NULL, shape int4 NOT NULL)"
             )
             statements.append(
-                f"CREATE TABLE {self.q(f'{side}_shapes')} (key uuid PRIMARY KEY,"
+                f"CREATE TABLE {self.q(f'{side}_shapes')} ("
+                "id int4 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key uuid NOT NULL UNIQUE,"
                 " fields text[] NOT NULL, wild text[] NOT NULL, loose text[] NOT NULL,"
                 " tight text[] NOT NULL, n int8 NOT NULL)"
             )
             for t in TYPES:
-                op = "op text NOT NULL, " if t is Type.BOX else ""
+                if t.ordered:
+                    name = RANGE_TYPES[t]
+                    if name in ("floatrange", "textrange"):
+                        name = self.q(name)
+                    values = f"pt {SCALAR_SQL_TYPES[t]}, val {name} NOT NULL"
+                elif t is Type.BOX:
+                    values = "op text NOT NULL, val box NOT NULL"
+                else:
+                    values = "val box NOT NULL"
                 statements.append(
                     f"CREATE TABLE {self.table(t, side)} (id int8 NOT NULL,"
-                    f' disjunct_id int4 NOT NULL, shape uuid NOT NULL, field text COLLATE "C" NOT NULL,'
-                    f" {op}val {self._val_type(t, cube)} NOT NULL)"
+                    ' disjunct_id int4 NOT NULL, shape int4 NOT NULL, field text COLLATE "C"'
+                    f" NOT NULL, {values})"
                 )
         return statements
 
@@ -207,9 +226,19 @@ class RangeStore(DatabaseStore):
             indexes.append(Index(side, f"{side}_master_shape_idx", "(shape)", master))
             for t in TYPES:
                 name, table = f"{TABLE_NAMES[t]}_{side}s", self.table(t, side)
-                indexes.append(
-                    Index(side, f"{name}_field_val_idx", "USING gist (field, val)", table)
-                )
+                if t.ordered:
+                    indexes.append(
+                        Index(
+                            side,
+                            f"{name}_pt_idx",
+                            f"(field, pt) {_COVERING} WHERE pt IS NOT NULL",
+                            table,
+                        )
+                    )
+                    gist = f"USING gist (val, field) {_COVERING} WHERE pt IS NULL"
+                else:
+                    gist = f"USING gist (val, field) {_COVERING}"
+                indexes.append(Index(side, f"{name}_val_idx", gist, table))
                 indexes.append(Index(side, f"{name}_id_idx", "(id)", table))
         return indexes
 
@@ -217,64 +246,63 @@ class RangeStore(DatabaseStore):
 
     def _write(self, cur: psycopg.Cursor[Any], side: Side, items: Iterable[Item]) -> int:
         used: Counter[tuple[str, str, str]] = Counter()
-        shapes: dict[uuid.UUID, Shape] = {}
-        shape_counts: Counter[uuid.UUID] = Counter()
         cache: dict[tuple[tuple[str, int], ...], Shape] = {}
+        ids: dict[uuid.UUID, int] = {}
         total = 0
         for chunk in chunked(items):
             check_ids(i for i, _ in chunk)
-            masters: list[tuple[int, int, int, uuid.UUID]] = []
-            rows: dict[Type, list[tuple[Any, ...]]] = {}
-            for i, constraint in chunk:
+            for _, constraint in chunk:
                 check_storable(constraint)
+            # Shapes first: the rows name them by the id the shape table gives them.
+            shaped = [
+                [_shape_of(disjunct, cache) for disjunct in constraint.disjuncts]
+                for _, constraint in chunk
+            ]
+            counts = Counter(shape for shapes in shaped for shape in shapes)
+            ids.update(self._add_shapes(cur, side, list(counts.items())))
+            masters: list[tuple[int, int, int, int]] = []
+            rows: dict[Type, list[tuple[Any, ...]]] = {}
+            for (i, constraint), shapes in zip(chunk, shaped, strict=True):
                 for j, disjunct in enumerate(constraint.disjuncts):
-                    shape = _shape_of(disjunct, cache)
-                    shapes[shape.key] = shape
-                    shape_counts[shape.key] += 1
-                    masters.append((i, j, len(disjunct.items), shape.key))
+                    shape_id = ids[shapes[j].key]
+                    masters.append((i, j, len(disjunct.items), shape_id))
                     for attribute, pred in disjunct.items:
                         if type(pred) is Wildcard:
                             continue
                         t = attribute.type
-                        if t is Type.BOX:
-                            op = GEOMETRIC_OPS[type(pred)]
-                            row: tuple[Any, ...] = (
-                                i,
-                                j,
-                                shape.key,
-                                attribute.name,
-                                op,
-                                _value(t, pred),
-                            )
-                        else:
-                            op = OVERLAP
-                            row = (i, j, shape.key, attribute.name, _value(t, pred))
+                        row = _row(t, i, j, shape_id, attribute.name, pred)
+                        used[(t.value, side, row[4])] += 1
+                        if t is not Type.BOX:
+                            row = row[:4] + row[5:]  # the kind is bookkeeping, not a column
                         rows.setdefault(t, []).append(row)
-                        used[(t.value, side, op)] += 1
             copy_rows(cur, self.master(side), ["id", "disjunct_id", "count", "shape"], masters)
             for t, type_rows in rows.items():
-                columns = ["id", "disjunct_id", "shape", "field", "op", "val"]
-                if t is not Type.BOX:
-                    columns.remove("op")
-                copy_rows(cur, self.table(t, side), columns, type_rows)
+                copy_rows(cur, self.table(t, side), _columns(t), type_rows)
             total += len(chunk)
-        self._add_shapes(cur, side, [(shapes[k], n) for k, n in shape_counts.items()])
         bump_counters(cur, self.q("used_operators"), ["type", "side", "op"], used)
         return total
 
     def _add_shapes(
         self, cur: psycopg.Cursor[Any], side: Side, counted: list[tuple[Shape, int]]
-    ) -> None:
+    ) -> dict[uuid.UUID, int]:
+        """Count disjuncts into their shapes (created as needed); returns the shapes' ids."""
         if not counted:
-            return
+            return {}
         table = self.q(f"{side}_shapes")
         counted.sort(key=lambda sn: sn[0].key)  # a fixed lock order between writers
         cur.executemany(
             f"INSERT INTO {table} AS t (key, fields, wild, loose, tight, n)"
             " VALUES (%s, %s::text[], %s::text[], %s::text[], %s::text[], %s)"
-            " ON CONFLICT (key) DO UPDATE SET n = t.n + EXCLUDED.n",
+            " ON CONFLICT (key) DO UPDATE SET n = t.n + EXCLUDED.n RETURNING key, id",
             [(s.key, s.fields, s.wild, s.loose, s.tight, n) for s, n in counted],
+            returning=True,
         )
+        ids = {}
+        while True:
+            for key, shape_id in cur.fetchall():
+                ids[key] = shape_id
+            if not cur.nextset():
+                return ids
 
     def _delete(self, cur: psycopg.Cursor[Any], side: Side, ids: list[int]) -> None:
         cur.execute(
@@ -284,19 +312,22 @@ class RangeStore(DatabaseStore):
         removed: Counter[tuple[str, str, str]] = Counter()
         for (type_name,) in cur.fetchall():
             t = Type(type_name)
-            op = "op" if t is Type.BOX else f"'{OVERLAP}'"
+            if t.ordered:
+                kind = f"CASE WHEN pt IS NULL THEN '{INTERVAL}' ELSE '{POINT_VALUE}' END"
+            else:
+                kind = "op" if t is Type.BOX else f"'{INTERVAL}'"
             cur.execute(
                 f"WITH d AS (DELETE FROM {self.table(t, side)} WHERE id = ANY(%s::int8[])"
-                f" RETURNING {op} AS op) SELECT op, count(*) FROM d GROUP BY op",
+                f" RETURNING {kind} AS op) SELECT op, count(*) FROM d GROUP BY op",
                 [ids],
             )
-            for op_name, n in cur.fetchall():
-                removed[(t.value, side, op_name)] -= n
+            for op, n in cur.fetchall():
+                removed[(t.value, side, op)] -= n
         shapes = self.q(f"{side}_shapes")
         cur.execute(
             f"WITH d AS (DELETE FROM {self.master(side)} WHERE id = ANY(%s::int8[])"
             " RETURNING shape), c AS (SELECT shape, count(*) AS n FROM d GROUP BY shape)"
-            f" UPDATE {shapes} t SET n = t.n - c.n FROM c WHERE t.key = c.shape",
+            f" UPDATE {shapes} t SET n = t.n - c.n FROM c WHERE t.id = c.shape",
             [ids],
         )
         cur.execute(f"DELETE FROM {shapes} WHERE n <= 0")
@@ -305,10 +336,10 @@ class RangeStore(DatabaseStore):
     # -- matching -------------------------------------------------------------------------
 
     def combinations(self, cur: psycopg.Cursor[Any]) -> Combinations:
-        """Per type with rows on both sides, the (pub op, sub op) pairs present.
+        """Per type with rows on both sides, the (pub kind, sub kind) pairs present.
 
-        Only these can produce hits; for boxes the pairs also decide which of the
-        relation branches the query needs (the paper's optimisation of section 5).
+        Only these can produce hits, and each needs its own branch of the query
+        (the paper's optimisation of section 5, applied to branches).
         """
         cur.execute(f"SELECT type, side, op FROM {self.q('used_operators')} WHERE n > 0")
         ops: dict[tuple[str, str], list[str]] = {}
@@ -327,103 +358,10 @@ class RangeStore(DatabaseStore):
 
     def match_sql(self, cur: psycopg.Cursor[Any], scope: Scope) -> str:
         """The one statement that matches a scope (ids in the ``%(ids)s`` parameter)."""
-        return _match_sql(self.namespace, self._cube(cur), self.combinations(cur), scope)
+        return match_sql(self.namespace, self.combinations(cur), scope)
 
     def _match(self, scope: Scope, ids: list[int]) -> set[DisjunctPair]:
-        # Read-only, and one statement once the types are known: no transaction of its own.
+        # Read-only, and one statement once the kinds are known: no transaction of its own.
         with self.cursor() as cur:
             cur.execute(self.match_sql(cur, scope), {"ids": ids})
             return set(cur.fetchall())
-
-
-def _shape_of(disjunct: Disjunct, cache: dict[tuple[tuple[str, int], ...], Shape]) -> Shape:
-    # Disjuncts differ in values far more often than in shape: look the shape up by
-    # its signature instead of sorting and hashing for every disjunct.
-    signature = tuple((field_key(a), _role(pred)) for a, pred in disjunct.items)
-    shape = cache.get(signature)
-    if shape is None:
-        shape = Shape(signature)
-        if len(cache) < 100_000:
-            cache[signature] = shape
-    return shape
-
-
-def _hit_branches(
-    namespace: str, cube: str, t: Type, pairs: tuple[tuple[str, str], ...], where: str
-) -> list[str]:
-    ns = f'"{namespace}"'
-    name = TABLE_NAMES[t]
-    head = (
-        "SELECT p.id AS p_id, p.disjunct_id AS p_disjunct_id, p.shape AS p_shape,"
-        " s.id AS s_id, s.disjunct_id AS s_disjunct_id, s.shape AS s_shape\n"
-        f"  FROM {ns}.{name}_pubs p JOIN {ns}.{name}_subs s ON s.field = p.field AND "
-    )
-    if t.ordered:
-        return [f"{head}s.val && p.val{where}"]
-    if t is Type.POINT:
-        return [f"{head}s.val OPERATOR({cube}.&&) p.val{where}"]
-    branches = []
-    for relation, test in _BOX_BRANCHES.items():
-        served = [pair for pair in pairs if BOX_RELATIONS[pair] == relation]
-        if not served:
-            continue
-        listed = ", ".join(f"('{a}', '{b}')" for a, b in served)
-        condition = f"(p.op, s.op) IN ({listed})"
-        clause = f"{where}\n    AND {condition}" if where else f"\n  WHERE {condition}"
-        branches.append(f"{head}{test.format(cube=cube)}{clause}")
-    return branches
-
-
-@cache
-def _match_sql(namespace: str, cube: str, combinations: Combinations, scope: Scope) -> str:
-    ns = f'"{namespace}"'
-    where = {
-        "all": "",
-        "publications": "\n  WHERE p.id = ANY(%(ids)s::int8[])",
-        "subscriptions": "\n  WHERE s.id = ANY(%(ids)s::int8[])",
-    }[scope]
-    shape_where = {
-        "all": "",
-        "publications": "\nWHERE pm.id = ANY(%(ids)s::int8[])",
-        "subscriptions": "\nWHERE sm.id = ANY(%(ids)s::int8[])",
-    }[scope]
-    # (b): disjunct pairs that match with no hit, decided between shapes.
-    covered_only = (
-        "SELECT pm.id, pm.disjunct_id, sm.id, sm.disjunct_id\n"
-        f"FROM {ns}.pub_master pm\n"
-        f"JOIN {ns}.pub_shapes ps ON ps.key = pm.shape\n"
-        f"JOIN {ns}.sub_shapes ss ON ss.wild @> ps.tight AND ss.fields @> ps.wild"
-        " AND (ss.wild || ss.loose) @> ps.loose\n"
-        f"JOIN {ns}.sub_master sm ON sm.shape = ss.key"
-        f"{shape_where}"
-    )
-    branches = [
-        branch
-        for t, pairs in combinations
-        for branch in _hit_branches(namespace, cube, t, pairs, where)
-    ]
-    if not branches:
-        return covered_only
-    hits = "\n  UNION ALL\n  ".join(branches)
-    # (a): disjunct pairs with at least one hit, kept when hits + covered = count(dp). The
-    # type rows carry their disjunct's shape, so no master row is read for a candidate.
-    return (
-        f"WITH hits AS (\n  {hits}\n),\n"
-        "counted AS (\n"
-        "  SELECT p_id, p_disjunct_id, p_shape, s_id, s_disjunct_id, s_shape, count(*) AS hits\n"
-        "  FROM hits GROUP BY p_id, p_disjunct_id, p_shape, s_id, s_disjunct_id, s_shape\n)\n"
-        "SELECT c.p_id, c.p_disjunct_id, c.s_id, c.s_disjunct_id\n"
-        "FROM counted c\n"
-        f"JOIN {ns}.pub_shapes ps ON ps.key = c.p_shape\n"
-        f"JOIN {ns}.sub_shapes ss ON ss.key = c.s_shape\n"
-        "WHERE ss.fields @> ps.fields\n"
-        "  AND c.hits + cardinality(ps.wild) + CASE\n"
-        "    WHEN cardinality(ss.wild) = 0\n"
-        "     AND (cardinality(ps.loose) = 0 OR cardinality(ss.loose) = 0) THEN 0\n"
-        "    ELSE (SELECT count(*) FROM unnest(ps.fields) f\n"
-        "          WHERE NOT f = ANY(ps.wild)\n"
-        "            AND (f = ANY(ss.wild) OR (f = ANY(ps.loose) AND f = ANY(ss.loose))))\n"
-        "  END = cardinality(ps.fields)\n"
-        "UNION ALL\n"
-        f"{covered_only}"
-    )

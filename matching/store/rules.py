@@ -20,7 +20,7 @@ the coordinates decide.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 
 from matching.model import Type
 
@@ -140,28 +140,38 @@ def _exact_inside(inner: str, outer: str, inner_is_point: bool) -> str:
     return f"{ox1} <= {ix1} AND {ix2} <= {ox2} AND {oy1} <= {iy1} AND {iy2} <= {oy2}"
 
 
+def box_relation(relation: str, a: str, b: str) -> str:
+    """``relation`` between box expressions ``a`` (publication) and ``b`` (subscription).
+
+    The indexable operator first, then the exact test on the corners.
+    """
+    if relation == ALWAYS:
+        return "TRUE"
+    if relation == EQUAL:
+        corners = zip(_box_corners(a), _box_corners(b), strict=True)
+        return f"{a} ~= {b} AND " + " AND ".join(f"{x} = {y}" for x, y in corners)
+    if relation == PUB_INSIDE:
+        return f"{a} <@ {b} AND " + _exact_inside(a, b, False)
+    if relation == SUB_INSIDE:
+        return f"{b} <@ {a} AND " + _exact_inside(b, a, False)
+    ax1, ay1, ax2, ay2 = _box_corners(a)
+    bx1, by1, bx2, by2 = _box_corners(b)
+    return f"{a} && {b} AND {ax1} <= {bx2} AND {bx1} <= {ax2} AND {ay1} <= {by2} AND {by1} <= {ay2}"
+
+
 def geometric_condition(t: Type, pub_op: str, sub_op: str) -> str:
     """The condition for a point or box operator pair, on ``p``/``s`` operand columns."""
     point = t is Type.POINT
     relations = POINT_RELATIONS if point else BOX_RELATIONS
     relation = relations[(pub_op, sub_op)]
     a, b = f"p.{operand_column(t, pub_op)}", f"s.{operand_column(t, sub_op)}"
-    a_point = point and pub_op == "="
-    b_point = point and sub_op == "="
-    if relation == ALWAYS:
-        return "TRUE"
+    if not point or relation == SHARE:  # WITHIN/WITHIN on points compares two boxes
+        return box_relation(relation, a, b)
     if relation == EQUAL:
-        if point:
-            return f"{a} ~= {b} AND {a}[0] = {b}[0] AND {a}[1] = {b}[1]"
-        corners = zip(_box_corners(a), _box_corners(b), strict=True)
-        return f"{a} ~= {b} AND " + " AND ".join(f"{x} = {y}" for x, y in corners)
+        return f"{a} ~= {b} AND {a}[0] = {b}[0] AND {a}[1] = {b}[1]"
     if relation == PUB_INSIDE:
-        return f"{a} <@ {b} AND " + _exact_inside(a, b, a_point)
-    if relation == SUB_INSIDE:
-        return f"{b} <@ {a} AND " + _exact_inside(b, a, b_point)
-    ax1, ay1, ax2, ay2 = _box_corners(a)
-    bx1, by1, bx2, by2 = _box_corners(b)
-    return f"{a} && {b} AND {ax1} <= {bx2} AND {bx1} <= {ax2} AND {ay1} <= {by2} AND {by1} <= {ay2}"
+        return f"{a} <@ {b} AND " + _exact_inside(a, b, True)
+    return f"{b} <@ {a} AND " + _exact_inside(b, a, True)
 
 
 def operand_column(t: Type, op: str) -> str:
@@ -178,7 +188,7 @@ def condition(t: Type, pub_op: str, sub_op: str) -> str:
     return geometric_condition(t, pub_op, sub_op)
 
 
-@cache
+@lru_cache(maxsize=1024)
 def intermediate_query(namespace: str, t: Type, pub_op: str, sub_op: str, scope: str) -> str:
     """One query of the sequence: count the intersecting predicate pairs of one combination.
 

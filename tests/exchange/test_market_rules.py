@@ -137,3 +137,9 @@ def test_bad_schemas_are_refused(schema, message):
     with pytest.raises(InvalidInput) as caught:
         schema_parse(schema)
     assert message in caught.value.message
+
+
+def test_values_too_large_to_index_are_refused():
+    with pytest.raises(InvalidInput) as caught:
+        offer("lot = 1 AND price = 1.00 AND grade = '" + "x" * 5000 + "'")
+    assert caught.value.code == "too_large"

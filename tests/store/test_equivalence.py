@@ -224,3 +224,44 @@ def test_values_at_the_edges_of_their_domains(make_store: MakeStore, strategy: s
     expected = oracle(pub_items, sub_items)
     assert {(q[0], q[2]) for q in expected} >= {(i, i) for i in range(1, 11)}
     assert store.match_all(disjuncts=True) == expected
+
+
+@pytest.mark.parametrize("strategy", DB_STRATEGIES)
+def test_single_values_and_intervals_of_every_ordered_type_in_every_scope(
+    make_store: MakeStore, strategy: str
+) -> None:
+    # Single values, bounded intervals and intervals unbounded on either side, on
+    # each side: every kind of pair the range strategy joins differently.
+    values = {
+        "int": ["1", "2", "3"],
+        "decimal": ["1.5", "2.5", "3.5"],
+        "float": ["1e0", "2e0", "3e0"],
+        "date": ["DATE '2026-01-01'", "DATE '2026-01-02'", "DATE '2026-01-03'"],
+        "timestamp": [
+            "TIMESTAMP '2026-01-01T00:00:00Z'",
+            "TIMESTAMP '2026-01-01T00:00:01Z'",
+            "TIMESTAMP '2026-01-01T00:00:02Z'",
+        ],
+        "string": ["'a'", "'b'", "'c'"],
+    }
+    texts = []
+    for t, (lo, mid, hi) in values.items():
+        texts += [f"{t} v = {v}" for v in (lo, mid, hi)]
+        texts += [f"{t} v IN ({lo}, {hi})", f"{t} v BETWEEN {lo} AND {mid}"]
+        texts += [f"{t} v > {mid}", f"{t} v >= {mid}", f"{t} v < {mid}", f"{t} v <= {lo}"]
+    items = [(i, matching.parse(text)) for i, text in enumerate(texts)]
+    expected = oracle(items, items)
+    store = make_store(strategy)
+    store.add_publications(items)
+    store.add_subscriptions(items)
+
+    assert store.match_all(disjuncts=True) == expected
+    per_type = len(texts) // len(values)
+    for start in range(0, len(items), per_type):
+        batch = set(range(start, start + per_type))
+        assert store.match_publications(batch, disjuncts=True) == {
+            q for q in expected if q[0] in batch
+        }
+        assert store.match_subscriptions(batch, disjuncts=True) == {
+            q for q in expected if q[2] in batch
+        }

@@ -63,10 +63,9 @@ def test_matching_a_publication_reads_no_wildcard_subscription_that_cannot_match
         assert store.match_publications([1]) == {(1, 1), (1, 2), (1, 3)}
         read.append(rows_read(plan, _sub_side))
 
-    # Then the rows read on the subscription side stay the same few (the matching
-    # subscriptions and a shape or two), with 6,000 and with 60,000 hopeless ones
-    assert read[0] == read[1]
-    assert read[1] < 20
+    # Then the rows read on the subscription side stay a few (the matching subscriptions,
+    # the shapes), with 6,000 hopeless ones and with 66,000: they do not grow with them
+    assert max(read) < 20, read
 
 
 def test_matching_a_subscription_reads_no_publication_that_cannot_match(
@@ -90,8 +89,7 @@ def test_matching_a_subscription_reads_no_publication_that_cannot_match(
             plan = plan_of(cur, store.match_sql(cur, "subscriptions"), {"ids": [1]})
         assert store.match_subscriptions([1]) == {(2, 1)}
         read.append(rows_read(plan, _pub_side))
-    assert read[0] == read[1]
-    assert read[1] < 20
+    assert max(read) < 20, read
 
 
 def test_the_paper_strategy_joins_every_wildcard_row(make_store: MakeStore) -> None:

@@ -47,6 +47,7 @@ _DJANGO_OPTIONS = {
     "cursor_factory",
     "isolation_level",
     "pool",
+    "prepare_threshold",
     "server_side_binding",
 }
 
