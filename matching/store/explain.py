@@ -9,7 +9,7 @@ It loads the subscriptions of the workload (seed 000, section 5) into a scratch
 store per strategy with ``bulk_load``, adds the publications, prints the plan of
 every statement the match of those publications runs (``EXPLAIN (ANALYZE,
 BUFFERS)``, so the statements really run), the number of matches and the median
-time of a few further matches, and drops the scratch stores. ``docs/strategies.md``
+time of a few further matches, and drops the scratch stores. ``docs/matching.md``
 shows its output.
 
 The helpers ``plan_of`` and ``rows_read`` are also what the tests use to check the
