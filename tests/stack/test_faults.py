@@ -127,6 +127,8 @@ def restart_postgres():
     data = ROOT / ".data" / "test" / "pg"
     if (link := ROOT / ".data" / "test" / "pg.link").exists():
         data = link.resolve() / "pg"
+    if not (data / "postmaster.pid").exists():
+        pytest.skip("the test PostgreSQL was not started by this checkout's ops/services")
     # -l and no pipes: the new postmaster must not inherit this process's stdout.
     subprocess.run(
         [
