@@ -59,10 +59,17 @@ def describe(bid: dict) -> str:
     return f"bid {bid['id']} v{bid['version']} ({bid['state']}): " + ", ".join(parts)
 
 
-async def follow(bot: Bot, bid_id: int, seconds: float) -> dict:
-    standing = bot.standing(bid_id)
+async def trade(bot: Bot, market: str, constraint: str, raised: str | None, seconds: float) -> dict:
+    """Follow ``me`` first (so no notification slips by), then bid, amend, and listen."""
     async with websockets.connect(bot.ws_url) as ws:
         await ws.send(json.dumps({"action": "subscribe", "stream": "me"}))
+        json.loads(await ws.recv())  # {"type": "subscribed", "stream": "me"}
+        bid = await asyncio.to_thread(bot.bid, market, constraint)
+        print(f"placed bid {bid['id']}: {bid['constraint']}", flush=True)
+        if raised is not None:
+            bid = await asyncio.to_thread(bot.amend, bid, raised)
+            print(f"amended to v{bid['version']}: {bid['constraint']}", flush=True)
+        standing = await asyncio.to_thread(bot.standing, bid["id"])
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         while (left := deadline - loop.time()) > 0:
@@ -74,7 +81,7 @@ async def follow(bot: Bot, bid_id: int, seconds: float) -> dict:
                 data = frame["data"]
                 print(f"notification #{frame['seq']}: {data['type']} on offer {data.get('offer')}"
                       f" best value {data.get('best_value')}", flush=True)
-                standing = await asyncio.to_thread(bot.standing, bid_id)
+                standing = await asyncio.to_thread(bot.standing, bid["id"])
                 print(describe(standing), flush=True)
     return standing
 
@@ -95,13 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     price = next(a["name"] for a in market["schema"] if a["role"] == "price")
     print(f"market {market['subject']}: " + ", ".join(f"{a['name']} ({a['type']})" for a in market["schema"])
           + f"; tick {market['tick']}, {market['pricing']}-price auctions", flush=True)
-    bid = bot.bid(args.market, args.constraint)
-    print(f"placed bid {bid['id']}: {bid['constraint']}", flush=True)
+    raised = None
     if args.raise_to:
         raised = re.sub(rf"\b{price}\s*(<=|<)\s*[0-9.]+", f"{price} <= {args.raise_to}", args.constraint)
-        bid = bot.amend(bid, raised)
-        print(f"amended to v{bid['version']}: {bid['constraint']}", flush=True)
-    standing = asyncio.run(follow(bot, bid["id"], args.watch))
+    standing = asyncio.run(trade(bot, args.market, args.constraint, raised, args.watch))
     print("final: " + describe(standing), flush=True)
     return 0 if any(m["best"] for m in standing["matches"]) else 1
 
