@@ -48,3 +48,7 @@ def close_due_offers() -> int:
     from exchange.services.closing import offers_close_due
 
     return len(offers_close_due())
+
+
+# The nightly analytics task lives with the analytics; importing it registers it with Celery.
+from exchange.analytics import tasks as _analytics_tasks  # noqa: E402,F401

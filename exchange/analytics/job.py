@@ -42,7 +42,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -214,8 +214,11 @@ def compute(frames: Mapping[str, DataFrame], day: dt.date) -> DataFrame:
     return result
 
 
-def _quantize(value: Decimal | None) -> Decimal | None:
-    return None if value is None else value.quantize(PRICE_PLACES, rounding=ROUND_HALF_EVEN)
+def _ratio(numerator: Decimal, denominator: Decimal) -> Decimal:
+    """``numerator / denominator`` to the exchange's 10 places, half-even, at any size."""
+    with localcontext() as context:
+        context.prec = 100  # beyond numeric(38, 10) sums: the quotient is rounded once
+        return (numerator / denominator).quantize(PRICE_PLACES, rounding=ROUND_HALF_EVEN)
 
 
 def finish(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -231,7 +234,7 @@ def finish(row: Mapping[str, Any]) -> dict[str, Any]:
         "trades": trades,
         "volume": volume,
         "notional": notional,
-        "vwap": _quantize(notional / volume) if volume else None,
+        "vwap": _ratio(notional, volume) if volume else None,
         "open": row["open"],
         "high": row["high"],
         "low": row["low"],

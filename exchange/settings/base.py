@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -130,6 +131,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 5, "socket_connect_timeout"
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "sweep": {"task": "exchange.sweep", "schedule": 5.0},
     "close-due-offers": {"task": "exchange.close_due_offers", "schedule": 10.0},
+    # The day before's market analytics (SPEC 7), after the day's last matching cycles.
+    "spark-analytics": {"task": "exchange.spark_analytics", "schedule": crontab(minute=30, hour=0)},
 }
 
 # The constraint store strategy the exchange matches with (SPEC 4): "range" or "paper".
