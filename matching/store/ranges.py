@@ -341,27 +341,61 @@ class RangeStore(DatabaseStore):
         Only these can produce hits, and each needs its own branch of the query
         (the paper's optimisation of section 5, applied to branches).
         """
-        cur.execute(f"SELECT type, side, op FROM {self.q('used_operators')} WHERE n > 0")
-        ops: dict[tuple[str, str], list[str]] = {}
-        for type_name, side, op in cur.fetchall():
-            ops.setdefault((type_name, side), []).append(op)
-        result = []
-        for t in TYPES:
-            pairs = tuple(
-                (a, b)
-                for a in sorted(ops.get((t.value, "pub"), []))
-                for b in sorted(ops.get((t.value, "sub"), []))
-            )
-            if pairs:
-                result.append((t, pairs))
-        return tuple(result)
+        cur.execute(self._kinds_sql())
+        return _combinations_of(cur.fetchall())
+
+    def _kinds_sql(self) -> str:
+        return f"SELECT type, side, op FROM {self.q('used_operators')} WHERE n > 0"
 
     def match_sql(self, cur: psycopg.Cursor[Any], scope: Scope) -> str:
         """The one statement that matches a scope (ids in the ``%(ids)s`` parameter)."""
         return match_sql(self.namespace, self.combinations(cur), scope)
 
     def _match(self, scope: Scope, ids: list[int]) -> set[DisjunctPair]:
-        # Read-only, and one statement once the kinds are known: no transaction of its own.
+        """One round trip when the kinds present are those of the previous match.
+
+        The statement depends on the kinds present, which change rarely. So the match
+        statement of the kinds last seen in this namespace is sent together with the
+        query of the kinds now present, in one pipeline; if they are still the same,
+        its answer stands, otherwise the match is run again with the statement for the
+        kinds now present. The kinds are read after the match, so a kind added before
+        the match's snapshot is always noticed. Read-only: no transaction of its own.
+        """
+        key = (self.conn.info.host, self.conn.info.port, self.conn.info.dbname, self.namespace)
+        known = _KNOWN_KINDS.get(key)
         with self.cursor() as cur:
-            cur.execute(self.match_sql(cur, scope), {"ids": ids})
+            if known is not None:
+                with self.cursor() as kinds_cur:
+                    with self.conn.pipeline():
+                        cur.execute(match_sql(self.namespace, known, scope), {"ids": ids})
+                        kinds_cur.execute(self._kinds_sql())
+                    rows = cur.fetchall()
+                    present = _combinations_of(kinds_cur.fetchall())
+                if present == known:
+                    return set(rows)
+            else:
+                present = self.combinations(cur)
+            _KNOWN_KINDS[key] = present
+            cur.execute(match_sql(self.namespace, present, scope), {"ids": ids})
             return set(cur.fetchall())
+
+
+# The kinds each namespace had at its last match, per database: a guess that every match
+# checks (see ``RangeStore._match``), so a stale entry costs one more statement, no more.
+_KNOWN_KINDS: dict[tuple[str, int | str, str, str], Combinations] = {}
+
+
+def _combinations_of(rows: list[tuple[str, str, str]]) -> Combinations:
+    ops: dict[tuple[str, str], list[str]] = {}
+    for type_name, side, op in rows:
+        ops.setdefault((type_name, side), []).append(op)
+    result = []
+    for t in TYPES:
+        pairs = tuple(
+            (a, b)
+            for a in sorted(ops.get((t.value, "pub"), []))
+            for b in sorted(ops.get((t.value, "sub"), []))
+        )
+        if pairs:
+            result.append((t, pairs))
+    return tuple(result)

@@ -1,0 +1,556 @@
+"""The Markdown report of a run: targets, Figures 4 to 7 beside the paper, plans, method."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ops.benchmarks import paper
+from ops.benchmarks.plots import plot_all
+from ops.benchmarks.tables import (
+    LABELS,
+    STRATEGIES,
+    batch,
+    experiments,
+    find,
+    load_phases,
+    median,
+)
+
+DASH = "–"
+
+
+def _s(seconds: float | None, digits: int = 1) -> str:
+    return DASH if seconds is None else f"{seconds:,.{digits}f}"
+
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None:
+        return DASH
+    ms = seconds * 1000
+    return f"{ms:,.2f}" if ms < 100 else f"{ms:,.0f}"
+
+
+def _rate(value: float | None) -> str:
+    return DASH if value is None else f"{value:,.0f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    if a is None or b is None or b == 0:
+        return DASH
+    return f"{a / b:,.1f}×"
+
+
+def _range_split(e: dict[str, Any]) -> dict[str, float] | None:
+    """``range``'s one statement split like the paper's phases, from its EXPLAIN ANALYZE.
+
+    The ``counted`` CTE (hits found through the indexes and counted per disjunct pair) is
+    the intermediate answer; the rest of the execution is the final aggregation. In ms.
+    """
+    statements = e.get("plans", {}).get("range:1")
+    if not statements:
+        return None
+    plan = statements[0][1]
+    m = re.search(r"CTE counted\s*\n\s*->\s*[^\n]*?actual time=[0-9.]+\.\.([0-9.]+)", plan)
+    execution = _timing(plan, "Execution")
+    if m is None or execution is None:
+        return None
+    intermediate = float(m.group(1))
+    return {"intermediate": intermediate, "final": max(execution - intermediate, 0.0)}
+
+
+def _timing(text: str, what: str) -> float | None:
+    m = re.search(rf"{what} Time: ([0-9.]+) ms", text)
+    return float(m.group(1)) if m else None
+
+
+class Report:
+    def __init__(self, results: dict[str, Any]) -> None:
+        self.r = results
+        self.lines: list[str] = []
+        self.sizes = sorted(results["settings"]["sizes"])
+        self.large = max(self.sizes)
+        self.batch_subs = results["settings"]["batch_subs"]
+
+    def add(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+    # -- sections -----------------------------------------------------------------------
+
+    def header(self) -> None:
+        r, m = self.r, self.r["machine"]
+        mode = "full run" if r["mode"] == "full" else "quick smoke run (tiny sizes)"
+        self.add(
+            "# Benchmarks: seed 000's experiments, reproduced",
+            "",
+            f"Written by `ops/bench` ({mode}) on {m['date']} at commit `{m['commit']}`; "
+            f"the run took {r['duration'] / 60:.1f} minutes. Do not edit by hand: run "
+            "`ops/bench` again (see *Method* at the end).",
+            "",
+            "| | this run | the paper (seed 000, section 5) |",
+            "|---|---|---|",
+            f"| machine | {m['cpu']}, {m['cores']} cores, {m['memory_gib']:g} GiB RAM | "
+            f"{paper.PAPER_MACHINE} |",
+            f"| software | PostgreSQL {m['postgresql']}, Python {m['python']} (psycopg 3), "
+            f"Spark `{m['spark_master']}` | PostgreSQL 8.0.1, Java 1.4.2 |",
+            f"| load average (1 min) | {m['load_average_start']:.1f} at the start, "
+            f"{m.get('load_average_end', float('nan')):.1f} at the end | |",
+            f"| repeats | median of {self._repeats_text()} | mean of 3 runs, warm cache |",
+            "",
+        )
+        if m["load_average_start"] > m["cores"]:
+            self.add(
+                f"The machine was shared with other work during the run (load average "
+                f"{m['load_average_start']:.1f} on {m['cores']} cores), so every time below "
+                "is longer than it would be on an idle machine, the CPU-bound phases (decoding, "
+                "encoding, index builds) the most.",
+                "",
+            )
+
+    def _repeats_text(self) -> str:
+        b = self.r["settings"]["budget"]
+        warm = b.get("warm", 1)
+        return (
+            f"at least {b['least']} timed runs (more while they fit in {b['seconds']:g} s, "
+            f"up to {b['most']}; {b['least_slow']} when one run takes over {b['slow']:g} s), "
+            f"after up to {warm} untimed warm-up runs (at least one; more while they take "
+            f"under {b.get('warm_seconds', 0):g} s)"
+        )
+
+    def targets(self) -> None:
+        self.add("## Targets (SPEC 9)", "")
+        self.add(
+            "| target | measured | paper (2006) | verdict |",
+            "|---|---|---|---|",
+        )
+        self.misses: list[str] = []
+        one = find(self.r, 5, "fixed", 1_000_000)
+        if one:
+            rng, pap = median(one, "range"), median(one, "paper")
+            self._target(
+                "one publication against 1,000,000 subscriptions (fixed), `range` median "
+                f"≤ {paper.TARGET_ONE_PUB_MS:g} ms",
+                f"`range` {_ms(rng)} ms (`paper` {_ms(pap)} ms)",
+                "17 ms",
+                rng * 1000 if rng is not None else None,
+                paper.TARGET_ONE_PUB_MS,
+                "ms",
+                "one_pub",
+            )
+            for strategy in STRATEGIES:
+                if strategy not in one["loads"]:
+                    continue
+                load = one["loads"][strategy]
+                decode = load["decode_subs"] + load["decode_pubs"]
+                self._target(
+                    f"loading 1,000,000 subscriptions incl. indexes and statistics, "
+                    f"`{strategy}`, ≤ {paper.TARGET_LOAD_S:g} s",
+                    f"{_s(load['total'])} s from the text files "
+                    f"({_s(load['total'] - decode)} s without decoding the text)",
+                    "1,239 s incl. generation; 789 s copy + indexes + statistics",
+                    load["total"],
+                    paper.TARGET_LOAD_S,
+                    "s",
+                    f"load_{strategy}",
+                )
+        else:
+            self.add(
+                "| one publication / loading at 1,000,000 subscriptions | not measured in this "
+                "run | | |"
+            )
+        fixed6 = find(self.r, 6, "fixed", 100_000)
+        if fixed6:
+            best = max(
+                (b["batch"] / b["times"]["range"]["median"], b["batch"])
+                for b in fixed6["batches"]
+                if "range" in b["times"]
+            )
+            self._target(
+                "batched matching, fixed, 100,000 subscriptions, `range` ≥ "
+                f"{paper.TARGET_THROUGHPUT:,.0f} publications/s",
+                f"{_rate(best[0])} publications/s (batches of {best[1]:,})",
+                "thousands",
+                best[0],
+                paper.TARGET_THROUGHPUT,
+                "publications/s",
+                "throughput",
+                higher=True,
+            )
+        else:
+            self.add("| batched matching at 100,000 subscriptions | not measured in this run | | |")
+        for kind in ("large_intermediate", "geometric"):
+            e = find(self.r, 5, kind, 1_000_000)
+            if e is None:
+                self.add(f"| {LABELS[kind]} at 1,000,000 | not measured in this run | | |")
+                continue
+            pap, rng = median(e, "paper"), median(e, "range")
+            speedup = pap / rng if pap and rng else None
+            self._target(
+                f"{LABELS[kind]}, 1,000,000 subscriptions: `range` ≥ "
+                f"{paper.TARGET_SPEEDUP:g}× faster than `paper`",
+                f"{_ratio(pap, rng)} (`paper` {_ms(pap)} ms, `range` {_ms(rng)} ms)",
+                "(no `range` in the paper)",
+                speedup,
+                paper.TARGET_SPEEDUP,
+                "×",
+                f"speedup_{kind}",
+                higher=True,
+            )
+        self.add("")
+
+    def _target(
+        self,
+        what: str,
+        measured: str,
+        published: str,
+        value: float | None,
+        target: float,
+        unit: str,
+        key: str,
+        *,
+        higher: bool = False,
+    ) -> None:
+        if value is None:
+            verdict = "not measured"
+        elif (value >= target) if higher else (value <= target):
+            verdict = "**met**"
+        else:
+            factor = target / value if higher else value / target
+            verdict = f"**missed**, by {factor:,.1f}× ({value:,.3g} {unit} for {target:,.3g})"
+            self.misses.append(key)
+        self.add(f"| {what} | {measured} | {published} | {verdict} |")
+
+    def correctness(self) -> None:
+        checked = oracle = 0
+        bad: list[str] = []
+        for e in self.r["experiments"]:
+            if e.get("skipped"):
+                continue
+            for b in e["batches"]:
+                checked += 1
+                if b["oracle"] is not None:
+                    oracle += 1
+                if not b["identical"] or b["oracle"] is False:
+                    bad.append(f"{e['kind']} {e['subs']:,} subs, batch {b['batch']}")
+        verdict = (
+            "**identical pairs**: yes"
+            if not bad
+            else "**identical pairs**: NO, they differ for " + "; ".join(bad)
+        )
+        self.add(
+            "## Correctness",
+            "",
+            f"{verdict}. Every timed match ({checked} batch configurations, every repeat) "
+            "returned the same pairs under `paper` and `range`; "
+            f"{oracle} of them were also checked against the plain-Python oracle "
+            "(`matching.matches` over every pair, where publications × subscriptions × terms "
+            "stays under a few million).",
+            "",
+        )
+        skipped = [e for e in self.r["experiments"] if e.get("skipped")]
+        if skipped:
+            self.add(
+                "Not run (past the time budget): "
+                + "; ".join(f"{s['kind']} at {s['subs']:,}" for s in skipped)
+                + ".",
+                "",
+            )
+
+    def figure4(self) -> None:
+        sizes = sorted(e["subs"] for e in experiments(self.r, 5) if e["kind"] == "fixed")
+        if not sizes:
+            return
+        self.add(
+            "## Figure 4: preprocessing and matching, fixed workload, one publication",
+            "",
+            "Seconds. *Generation* is the Spark job writing Parquet and text; *decode* reads "
+            "the text back into constraints (the paper counts its parsing under generation); "
+            "*encode + COPY* is the store's bulk write; *index creation* builds each side's "
+            "indexes after its rows; *statistics* is `VACUUM (ANALYZE)`. `range` runs its "
+            "match as one statement: its two phases, in brackets, are read from that "
+            "statement's EXPLAIN ANALYZE (the `counted` CTE, then the rest), not timed apart.",
+            "",
+        )
+        head = ["phase"]
+        for subs in sizes:
+            head += [f"paper 2006, {subs:,}", f"`paper`, {subs:,}", f"`range`, {subs:,}"]
+        self.add("| " + " | ".join(head) + " |", "|" + "---|" * len(head))
+        rows = [
+            ("subscription generation (Spark)", "subs_generation", "subs_generation"),
+            ("subscription decode (parse)", "subs_decode", None),
+            ("subscription encode + COPY", "subs_copy", "subs_copy"),
+            ("publication generation (Spark)", "pubs_generation", "pubs_generation"),
+            ("publication decode + encode + COPY", "pubs_copy", "pubs_copy"),
+            ("index creation", "indexes", "indexes"),
+            ("statistics (histograms)", "statistics", "statistics"),
+        ]
+        data = {}
+        for subs in sizes:
+            e = find(self.r, 5, "fixed", subs)
+            assert e is not None
+            data[subs] = (e, {s: load_phases(e, s) for s in STRATEGIES if s in e["loads"]})
+        for label, ours, theirs in rows:
+            cells = [label]
+            for subs in sizes:
+                _, phases = data[subs]
+                published = paper.FIGURE_4[theirs].get(subs) if theirs else None
+                cells.append(_s(published, 2) if published is not None else DASH)
+                for s in STRATEGIES:
+                    cells.append(_s(phases[s][ours], 2) if s in phases else DASH)
+            self.add("| " + " | ".join(cells) + " |")
+        cells = ["**preprocessing total**"]
+        for subs in sizes:
+            _, phases = data[subs]
+            published = paper.FIGURE_4["preprocessing_total"].get(subs)
+            cells.append(_s(published, 1) if published else DASH)
+            for s in STRATEGIES:
+                cells.append(f"**{_s(sum(phases[s].values()), 1)}**" if s in phases else DASH)
+        self.add("| " + " | ".join(cells) + " |")
+        published_keys = {"intermediate": "intermediate_answer", "final": "final_aggregation"}
+        for label, key in (
+            ("intermediate answer", "intermediate"),
+            ("final aggregation", "final"),
+        ):
+            cells = [label]
+            for subs in sizes:
+                e, _ = data[subs]
+                b = batch(e, 1)
+                cells.append(_s(paper.FIGURE_4[published_keys[key]].get(subs), 3))
+                ph = b["phases"].get(key) if b else None
+                cells.append(_s(ph["median"], 4) if ph else DASH)
+                split = _range_split(e)
+                cells.append(f"({_s(split[key] / 1000, 4)})" if split else DASH)
+            self.add("| " + " | ".join(cells) + " |")
+        cells = ["**matching total**"]
+        for subs in sizes:
+            e, _ = data[subs]
+            cells.append(_s(paper.FIGURE_4["matching_total"].get(subs), 3))
+            for s in STRATEGIES:
+                cells.append(f"**{_s(median(e, s), 4)}**")
+        self.add("| " + " | ".join(cells) + " |", "", "![Figure 4](img/bench-fig4.png)", "")
+
+    def figure5(self) -> None:
+        exps = experiments(self.r, 5)
+        if not exps:
+            return
+        self.add(
+            "## Figure 5: one publication against N subscriptions",
+            "",
+            "Median milliseconds of `match_publications([1])`. The paper plots these "
+            "without printing values; its column gives what its text says.",
+            "",
+            "| workload | subscriptions | `paper` ms | `range` ms | `paper` / `range` | pairs "
+            "| paper 2006 |",
+            "|---|---|---|---|---|---|---|",
+        )
+        order = list(LABELS)
+        for e in sorted(exps, key=lambda e: (order.index(e["kind"]), e["subs"])):
+            pap, rng = median(e, "paper"), median(e, "range")
+            b = batch(e, 1)
+            self.add(
+                f"| {LABELS[e['kind']]} | {e['subs']:,} | {_ms(pap)} | {_ms(rng)} | "
+                f"{_ratio(pap, rng)} | {b['pairs'] if b else DASH} | "
+                f"{paper.FIGURE_5_SHAPE[e['kind']]} |"
+            )
+        self.add("", "![Figure 5](img/bench-fig5.png)", "")
+
+    def figure6_7(self) -> None:
+        exps = experiments(self.r, 6)
+        if not exps:
+            return
+        self.add(
+            "## Figure 6: batches of publications",
+            "",
+            "One workload per kind, generated for its largest batch (the paper's parameters "
+            "computed for that many publications); the batch of size B is its publications "
+            "1..B, matched in one call. Median milliseconds.",
+            "",
+            "| workload | subscriptions | batch | `paper` ms | `range` ms | `paper` / `range` "
+            "| pairs | paper 2006 |",
+            "|---|---|---|---|---|---|---|---|",
+        )
+        order = list(LABELS)
+        exps = sorted(exps, key=lambda e: (order.index(e["kind"]), e["subs"]))
+        for e in exps:
+            for b in e["batches"]:
+                pap = b["times"].get("paper", {}).get("median")
+                rng = b["times"].get("range", {}).get("median")
+                self.add(
+                    f"| {LABELS[e['kind']]} | {e['subs']:,} | {b['batch']:,} | {_ms(pap)} | "
+                    f"{_ms(rng)} | {_ratio(pap, rng)} | {b['pairs']} | "
+                    f"{paper.FIGURE_6_SHAPE[e['kind']]} |"
+                )
+        for e in exps:
+            if e.get("left_out"):
+                n = e["workload"]["parameters"].get("terms")
+                self.add(
+                    "",
+                    f"{LABELS[e['kind']]} at {e['subs']:,}: batches of "
+                    f"{', '.join(f'{b:,}' for b in e['left_out'])} were not run: each of the "
+                    f"batch's publications meets half of the subscriptions on each of its "
+                    f"terms ({n} for the largest batch run), so the intermediate answer grows "
+                    "as batch × terms × subscriptions / 2, beyond "
+                    f"{self.r['settings'].get('limit', 0):,} predicate pairs.",
+                )
+        self.add("", "![Figure 6](img/bench-fig6.png)", "")
+        self.add(
+            "## Figure 7: throughput of batched matching",
+            "",
+            "Publications per second: the batch size over its median match time (matching "
+            "only: parsing and storing the publications are not included, as in the paper).",
+            "",
+            "| workload | subscriptions | batch | `paper` publications/s | `range` publications/s "
+            "| paper 2006 |",
+            "|---|---|---|---|---|---|",
+        )
+        for e in exps:
+            for b in e["batches"]:
+                pap = b["times"].get("paper", {}).get("median")
+                rng = b["times"].get("range", {}).get("median")
+                self.add(
+                    f"| {LABELS[e['kind']]} | {e['subs']:,} | {b['batch']:,} | "
+                    f"{_rate(b['batch'] / pap if pap else None)} | "
+                    f"{_rate(b['batch'] / rng if rng else None)} | "
+                    f"{paper.FIGURE_7_SHAPE[e['kind']]} |"
+                )
+        self.add("", "![Figure 7](img/bench-fig7.png)", "")
+
+    def misses_explained(self) -> None:
+        """For each missed target, the measured facts that say where the time went."""
+        if not getattr(self, "misses", None):
+            return
+        self.add("## Where the missed targets lose their time", "")
+        for key in self.misses:
+            if key == "one_pub":
+                e = find(self.r, 5, "fixed", 1_000_000)
+                assert e is not None
+                self.add(
+                    f"* **One publication at 1,000,000 (fixed)**: {self._plan_facts(e, 'range', 1)}"
+                )
+            elif key.startswith("load_"):
+                strategy = key.removeprefix("load_")
+                e = find(self.r, 5, "fixed", 1_000_000)
+                assert e is not None
+                load = e["loads"][strategy]
+                parts = {
+                    "decoding the text": load["decode_subs"] + load["decode_pubs"],
+                    "encoding + COPY": load["copy_subs"] + load["copy_pubs"],
+                    "index creation": load["indexes"],
+                    "statistics": load["statistics"],
+                }
+                worst = max(parts, key=lambda k: parts[k])
+                self.add(
+                    f"* **Loading 1,000,000 subscriptions, `{strategy}`**: "
+                    + ", ".join(f"{k} {_s(v)} s" for k, v in parts.items())
+                    + f". The largest part is {worst}; decoding and encoding are Python "
+                    "code run once per constraint and per predicate, so they are also the "
+                    "parts that a busy CPU stretches the most."
+                )
+            elif key == "throughput":
+                e = find(self.r, 6, "fixed", 100_000)
+                assert e is not None
+                top = max(b["batch"] for b in e["batches"])
+                self.add(
+                    f"* **Batched matching at 100,000 (fixed)**: {self._plan_facts(e, 'range', top)}"
+                )
+            elif key.startswith("speedup_"):
+                kind = key.removeprefix("speedup_")
+                e = find(self.r, 5, kind, 1_000_000)
+                assert e is not None
+                self.add(
+                    f"* **{LABELS[kind]} at 1,000,000**: `paper`: {self._plan_facts(e, 'paper', 1)} "
+                    f"`range`: {self._plan_facts(e, 'range', 1)}"
+                )
+        self.add("")
+
+    def _plan_facts(self, e: dict[str, Any], strategy: str, size: int) -> str:
+        statements = e.get("plans", {}).get(f"{strategy}:{size}")
+        client = median(e, strategy, size)
+        if not statements:
+            return f"median {_ms(client)} ms from the client (no plan recorded)."
+        planning = sum(_timing(p, "Planning") or 0 for _, p in statements)
+        execution = sum(_timing(p, "Execution") or 0 for _, p in statements)
+        rest = (client or 0) * 1000 - planning - execution
+        return (
+            f"median {_ms(client)} ms from the client; under EXPLAIN ANALYZE its "
+            f"{len(statements)} statement(s) took {planning:.2f} ms to plan and "
+            f"{execution:.2f} ms to execute, leaving about {max(rest, 0):.2f} ms of round "
+            "trips and client work (see *Plans*)."
+        )
+
+    def plans(self) -> None:
+        shown = []
+        for e in self.r["experiments"]:
+            if e.get("skipped") or not e.get("plans"):
+                continue
+            for key, statements in e["plans"].items():
+                strategy, size = key.split(":")
+                shown.append((e, strategy, int(size), statements))
+        if not shown:
+            return
+        self.add(
+            "## Plans",
+            "",
+            "`EXPLAIN (ANALYZE, BUFFERS)` of each statement of one match (taken after the "
+            "timed runs; EXPLAIN's own instrumentation makes these times somewhat longer).",
+            "",
+        )
+        for e, strategy, size, statements in shown:
+            planning = sum(_timing(p, "Planning") or 0 for _, p in statements)
+            execution = sum(_timing(p, "Execution") or 0 for _, p in statements)
+            self.add(
+                f"<details><summary>{LABELS[e['kind']]}, {e['subs']:,} subscriptions, batch of "
+                f"{size:,}, <code>{strategy}</code>: {len(statements)} statement(s), planning "
+                f"{planning:.2f} ms, execution {execution:.2f} ms</summary>",
+                "",
+            )
+            for sql, plan in statements:
+                self.add("```sql", sql.strip(), "```", "```", plan.strip(), "```", "")
+            self.add("</details>", "")
+
+    def method(self) -> None:
+        s = self.r["settings"]
+        self.add(
+            "## Method",
+            "",
+            "* `ops/bench` (the full run) or `ops/bench --quick --out DIR` (a smoke run, also "
+            "run by the test suite). The raw numbers of the last full run are in "
+            "`test-artifacts/bench/results.json`; `ops/bench --from-json FILE` renders them "
+            "again.",
+            f"* Database `{s['database']}`; the stores live in their own schemas, loaded by "
+            "`matching.workload.load_workload` (the store's `bulk_load`: COPY, then each side's "
+            "indexes, then `VACUUM (ANALYZE)`) and dropped after each experiment.",
+            f"* Workloads: `manage.py workload generate` (Spark), seed {s['seed']}, the "
+            "parameters of seed 000 section 5 (see `matching/workload/parameters.py`). "
+            f"Figures 4 and 5 at {', '.join(f'{n:,}' for n in s['sizes'])} subscriptions and "
+            "one publication; Figures 6 and 7 at "
+            f"{', '.join(f'{n:,}' for n in s['batch_subs'])} subscriptions with batches of "
+            f"{', '.join(str(b) for b in s['batches'])} publications.",
+            "* Matching time is the wall-clock time of `match_publications(ids)` from the "
+            "client, round trips included; `paper`'s intermediate answer and final aggregation "
+            "are timed by running the same statements one phase at a time.",
+            "* Correctness: the two strategies must return the same pairs for every timed "
+            "match, each repeat what the first run returned, and the oracle agrees where it "
+            "is affordable; otherwise the run exits 1.",
+            "",
+        )
+
+    def render(self) -> str:
+        self.header()
+        self.targets()
+        self.correctness()
+        self.figure4()
+        self.figure5()
+        self.figure6_7()
+        self.misses_explained()
+        self.plans()
+        self.method()
+        return "\n".join(self.lines).rstrip() + "\n"
+
+
+def write_report(results: dict[str, Any], out: Path) -> Path:
+    plot_all(results, out / "img")
+    path = out / "benchmarks.md"
+    path.write_text(Report(results).render())
+    return path

@@ -1,0 +1,250 @@
+"""ops/bench: seed 000's Figures 4 to 7 on this machine, both strategies side by side.
+
+    ops/bench                 the full run (100,000 and 1,000,000 subscriptions), writes
+                              docs/benchmarks.md and docs/img/bench-*.png
+    ops/bench --quick --out DIR    a smoke run at tiny sizes, report and plots into DIR
+    ops/bench --from-json FILE [--out DIR]    re-render a report from a previous run
+
+The database is ``--dsn``, else ``BENCH_DATABASE_URL``, else ``DATABASE_URL``, else the
+development cluster of ``ops/services``. The stores live in the schemas
+``<prefix>_paper`` and ``<prefix>_range`` (``--namespace-prefix``, default ``bench``),
+which are replaced at each load and dropped after each experiment. Workloads are
+generated with Spark (``SPARK_MASTER``, default ``local[2]``) into a temporary directory.
+
+Figures 4 and 5 use workloads of one publication (the paper's parameters computed for
+one publication); Figures 6 and 7 use one workload per kind generated for the largest
+batch, whose first B publications form the batch of size B. The run exits 1 if any two
+strategies, any two repeats or the oracle disagree on any timed match.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import psycopg  # noqa: E402
+
+from matching.workload import KINDS, Workload, generate, terms  # noqa: E402
+from ops.benchmarks import machine  # noqa: E402
+from ops.benchmarks.experiments import Budget, Context, run_experiment  # noqa: E402
+
+DEV_DATABASE_URL = "postgres://intersect:intersect@127.0.0.1:55432/intersect"
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x.replace("_", "")) for x in text.split(",") if x)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="ops/bench", description=__doc__.split("\n")[0] if __doc__ else None
+    )
+    ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
+    ap.add_argument("--out", type=Path, help="where the report and plots go (default docs/)")
+    ap.add_argument("--dsn", help="PostgreSQL conninfo (default: BENCH_DATABASE_URL, ...)")
+    ap.add_argument("--namespace-prefix", default="bench")
+    ap.add_argument("--sizes", type=_ints, help="subscriptions for Figures 4 and 5")
+    ap.add_argument("--batch-subs", type=_ints, help="subscriptions for Figures 6 and 7")
+    ap.add_argument("--batches", type=_ints, help="batch sizes for Figures 6 and 7")
+    ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--seed", type=int, default=20061129)
+    ap.add_argument("--work", type=Path, help="where workloads are generated (default: a temp dir)")
+    ap.add_argument("--keep-data", action="store_true", help="keep the generated workloads")
+    ap.add_argument(
+        "--deadline",
+        type=float,
+        help="minutes after which experiments not yet started are skipped (default: none)",
+    )
+    ap.add_argument("--from-json", type=Path, help="only render the report of a previous run")
+    ap.add_argument(
+        "--limit",
+        type=int,
+        default=15_000_000,
+        help="largest intermediate answer (predicate pairs) a batch may need (default 15M)",
+    )
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes = args.sizes or (200,)
+        args.batch_subs = args.batch_subs or (200,)
+        args.batches = args.batches or (1, 4, 16)
+        args.budget = Budget(least=2, most=4, seconds=0.2, warm=3)
+    else:
+        args.sizes = args.sizes or (100_000, 1_000_000)
+        args.batch_subs = args.batch_subs or (100_000,)
+        args.batches = args.batches or (1, 3, 10, 30, 100, 300, 1000)
+        args.budget = Budget()
+    args.kinds = tuple(k for k in args.kinds.split(",") if k)
+    for kind in args.kinds:
+        if kind not in KINDS:
+            ap.error(f"unknown kind {kind}")
+    return args
+
+
+def database_url(args: argparse.Namespace) -> str:
+    return (
+        args.dsn
+        or os.environ.get("BENCH_DATABASE_URL")
+        or os.environ.get("DATABASE_URL")
+        or DEV_DATABASE_URL
+    )
+
+
+def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The experiments in the order they run: the cheap and decisive ones first."""
+    steps: list[dict[str, Any]] = []
+    small, large = min(args.sizes), max(args.sizes)
+    figure5_order = ["fixed", "geometric", "proportional", "large_intermediate"]
+    kinds5 = [k for k in figure5_order if k in args.kinds]
+    for subs in sorted(args.sizes):
+        if subs == large and large != small:
+            continue
+        for kind in kinds5:
+            steps.append({"figure": 5, "kind": kind, "subs": subs, "pubs": 1})
+    for subs in args.batch_subs:
+        for kind in kinds5:
+            batches = [b for b in args.batches if intermediate_rows(kind, subs, b) <= args.limit]
+            left_out = [b for b in args.batches if b not in batches]
+            steps.append(
+                {
+                    "figure": 6,
+                    "kind": kind,
+                    "subs": subs,
+                    "pubs": max(batches),
+                    "batches": batches,
+                    "left_out": left_out,
+                }
+            )
+    if large != small:
+        for kind in kinds5:
+            steps.append({"figure": 5, "kind": kind, "subs": large, "pubs": 1})
+    return steps
+
+
+def intermediate_rows(kind: str, subs: int, batch: int) -> int:
+    """About how many predicate pairs meet when a batch is matched (the intermediate answer).
+
+    Only the large-intermediate workload has many: each of its n terms meets half of
+    the other side, so a batch of B meets B * n * subs / 2 (n computed for B).
+    """
+    if kind != "large_intermediate":
+        return 0
+    return batch * terms(subs, batch) * subs // 2
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    from matching.spark import spark_session
+    from matching.spark.session import default_master
+
+    started = time.perf_counter()
+    log_lines: list[str] = []
+
+    def log(line: str) -> None:
+        stamp = time.perf_counter() - started
+        text = f"[{stamp:7.1f} s] {line}"
+        log_lines.append(text)
+        print(text, flush=True)
+
+    url = database_url(args)
+    work = args.work or Path(tempfile.mkdtemp(prefix="intersect-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"mode": "quick" if args.quick else "full", "experiments": []}
+    with psycopg.connect(url, autocommit=True) as conn:
+        server = str(conn.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]
+        results["machine"] = machine.describe(server, default_master())
+        results["settings"] = {
+            "sizes": list(args.sizes),
+            "batch_subs": list(args.batch_subs),
+            "batches": list(args.batches),
+            "kinds": list(args.kinds),
+            "seed": args.seed,
+            "limit": args.limit,
+            "budget": vars(args.budget),
+            "database": conn.info.host + ":" + str(conn.info.port) + "/" + conn.info.dbname,
+        }
+        log(f"database {results['settings']['database']}, workloads in {work}")
+        spark_started = time.perf_counter()
+        spark = spark_session()
+        # The first jobs of a JVM run slowly (class loading, JIT): warm up on a tiny
+        # workload so that the first timed generation is not charged for it.
+        generate(spark, Workload("fixed", 10, 1, args.seed), work / "warm-up")
+        shutil.rmtree(work / "warm-up", ignore_errors=True)
+        results["spark_start"] = time.perf_counter() - spark_started
+        log(f"Spark ({default_master()}) started and warmed up in {results['spark_start']:.1f} s")
+        ctx = Context(
+            spark=spark,
+            conn=conn,
+            work=work,
+            namespace_prefix=args.namespace_prefix,
+            strategies=("paper", "range"),
+            budget=args.budget,
+            seed=args.seed,
+            log=log,
+        )
+        try:
+            for step in plan(args):
+                minutes = (time.perf_counter() - started) / 60
+                if args.deadline is not None and minutes > args.deadline:
+                    log(f"skipped (past the {args.deadline:g} min deadline): {step}")
+                    results["experiments"].append({**step, "skipped": True})
+                    continue
+                w = Workload(step["kind"], step["subs"], step["pubs"], args.seed)
+                fixed = step["kind"] == "fixed"
+                if step["figure"] == 5:
+                    exp = run_experiment(ctx, w, [1], paper_phase_times=fixed, explain_batches=(1,))
+                else:
+                    explain = (max(step["batches"]),) if fixed else ()
+                    exp = run_experiment(ctx, w, step["batches"], explain_batches=explain)
+                    if step["left_out"]:
+                        log(
+                            f"  batches {step['left_out']} left out: an intermediate answer of "
+                            f"more than {args.limit:,} rows"
+                        )
+                results["experiments"].append({**step, **exp.as_dict()})
+                if not args.keep_data:
+                    shutil.rmtree(work / f"{w.kind}-{w.subs}-{w.pubs}", ignore_errors=True)
+        finally:
+            if not args.keep_data and args.work is None:
+                shutil.rmtree(work, ignore_errors=True)
+    results["duration"] = time.perf_counter() - started
+    results["machine"]["load_average_end"] = machine.load_average()
+    results["identical"] = all(
+        e.get("identical", True) for e in results["experiments"] if not e.get("skipped")
+    )
+    results["log"] = log_lines
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from ops.benchmarks.report import write_report
+
+    results = json.loads(args.from_json.read_text()) if args.from_json else measure(args)
+    out = args.out or ROOT / "docs"
+    out.mkdir(parents=True, exist_ok=True)
+    if not args.from_json:
+        raw = (
+            out / "results.json" if args.out else ROOT / "test-artifacts" / "bench" / "results.json"
+        )
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(json.dumps(results, indent=1) + "\n")
+        print(f"raw results: {raw}")
+    report = write_report(results, out)
+    print(f"report: {report}")
+    ok = results["identical"]
+    print(f"identical pairs: {'yes' if ok else 'NO'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

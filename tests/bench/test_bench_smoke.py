@@ -1,0 +1,89 @@
+"""``ops/bench --quick``: the benchmark runs end to end, so that it cannot rot.
+
+It asserts what the run did and found, never how fast: the numbers are the benchmark's
+business (``docs/benchmarks.md``), not the test's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench_conninfo(django_db_setup: Any, django_db_blocker: Any) -> str:
+    """The run's test database on the test cluster, as a libpq conninfo string."""
+    from exchange.management.commands.match_files import database_conninfo
+
+    with django_db_blocker.unblock():
+        return database_conninfo()
+
+
+@pytest.mark.timeout(1200)  # a hang guard for a loaded machine, not a speed check
+def test_quick_bench_runs_and_both_strategies_agree(tmp_path: Path, bench_conninfo: str) -> None:
+    prefix = f"bench_{uuid.uuid4().hex[:10]}"
+    env = {**os.environ, "BENCH_DATABASE_URL": bench_conninfo}
+    done = subprocess.run(
+        [
+            str(ROOT / "ops" / "bench"),
+            "--quick",
+            "--out",
+            str(tmp_path),
+            "--namespace-prefix",
+            prefix,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    sys.stdout.write(done.stdout[-4000:])
+    sys.stderr.write(done.stderr[-4000:])
+    assert done.returncode == 0
+    assert "identical pairs: yes" in done.stdout
+
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["identical"] is True
+    ran = [e for e in results["experiments"] if not e.get("skipped")]
+    assert {(e["figure"], e["kind"]) for e in ran} == {
+        (figure, kind)
+        for figure in (5, 6)
+        for kind in ("fixed", "proportional", "large_intermediate", "geometric")
+    }
+    for e in ran:
+        assert set(e["loads"]) == {"paper", "range"}
+        for b in e["batches"]:
+            assert b["identical"] is True
+            assert b["oracle"] is True  # the quick sizes are small enough for the oracle
+            assert set(b["times"]) == {"paper", "range"}
+
+    report = (tmp_path / "benchmarks.md").read_text()
+    for heading in (
+        "## Targets",
+        "## Correctness",
+        "## Figure 4",
+        "## Figure 5",
+        "## Figure 6",
+        "## Figure 7",
+        "## Method",
+    ):
+        assert heading in report
+    assert "**identical pairs**: yes" in report
+    for n in (4, 5, 6, 7):
+        assert (tmp_path / "img" / f"bench-fig{n}.png").stat().st_size > 1000
+
+    with psycopg.connect(bench_conninfo) as conn:
+        left = conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", [prefix + "%"]
+        ).fetchall()
+    assert left == []  # every store the run made was dropped
