@@ -75,7 +75,7 @@ async def trade(bot: Bot, market: str, constraint: str, raised: str | None, seco
         while (left := deadline - loop.time()) > 0:
             try:
                 frame = json.loads(await asyncio.wait_for(ws.recv(), left))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
             if frame.get("stream") == "me" and frame.get("type") == "notification":
                 data = frame["data"]
