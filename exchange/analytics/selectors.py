@@ -1,9 +1,11 @@
-"""Reading the nightly analytics for the staff page."""
+"""Reading the nightly analytics: every market's rows for the staff page, one market's
+public figures for its market page."""
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from decimal import Decimal
 
 from exchange.models import Market, MarketDay
 
@@ -41,3 +43,43 @@ def market_day_series(*, start: dt.date, end: dt.date) -> list[MarketSeries]:
         MarketSeries(market=market, days=days, rows=[found.get(d) for d in days])
         for market, found in by_market.values()
     ]
+
+
+@dataclass(frozen=True)
+class PublicMarketDay:
+    """The figures of one market and UTC day that anyone may see (SPEC 5.6).
+
+    Every one is an aggregate over the day's trades, offers, bids and best values, which
+    are public one by one (trade prices, each open offer's best value and bid count); no
+    bid's constraint and no party's name goes into a ``MarketDay`` row, and only these
+    columns are read from it. See ``docs/spark.md`` for the definitions.
+    """
+
+    day: dt.date
+    trades: int
+    volume: Decimal
+    vwap: Decimal | None
+    open: Decimal | None
+    high: Decimal | None
+    low: Decimal | None
+    close: Decimal | None
+    offers_posted: int
+    offers_sold: int
+    offers_unsold: int
+    bids_posted: int
+    offers_matched: int
+    match_rate: float | None
+    first_match_median_seconds: float | None
+    best_value_offers: int
+    best_value_high: Decimal | None
+    best_value_low: Decimal | None
+    best_value_spread: Decimal | None
+
+
+PUBLIC_FIELDS = tuple(f.name for f in fields(PublicMarketDay))
+
+
+def market_public_days(*, market: Market, limit: int = 30) -> list[PublicMarketDay]:
+    """The market's last ``limit`` computed days, oldest first (one query)."""
+    rows = MarketDay.objects.filter(market=market).order_by("-day").values(*PUBLIC_FIELDS)[:limit]
+    return [PublicMarketDay(**row) for row in list(rows)[::-1]]

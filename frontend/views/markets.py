@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from exchange.analytics.selectors import market_public_days
 from exchange.api.errors import error_body
 from exchange.errors import ExchangeError
 from exchange.market_rules import MarketSchema
@@ -17,6 +18,7 @@ from exchange.models import Market
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
 from exchange.services.orders import bid_place, offer_publish
+from frontend.daily import daily_figures
 from frontend.posting import PostingForm
 from frontend.readable import readable
 
@@ -56,13 +58,17 @@ def _market_context(
     live = live_context(request, [f"market:{market.subject}"])  # before the data: see there
     side = bound.side if bound else request.GET.get("side", "offer")
     offers = ui.market_open_offers(market=market)
+    precision = price_precision(market)
     return {
         "market": market,
         "schema": schema,
         "breadcrumbs": breadcrumbs(market.subject),
         "offers": [offer_row(o, request, schema) for o in offers],
         "trades": [trade_row(t, request) for t in ui.market_recent_trades(market=market)],
-        "chart": {**ui.market_candles(market=market), "precision": price_precision(market)},
+        "chart": {**ui.market_candles(market=market), "precision": precision},
+        "daily": daily_figures(
+            market_public_days(market=market), market=market, precision=precision
+        ),
         "side": side if side in ("offer", "bid") else "offer",
         **_forms(market, schema, bound),
         **live,

@@ -17,6 +17,7 @@ from django.core.management import call_command
 
 from exchange.models import BestOfferChange, Bid, Market, MarketDay, Offer, Trade
 from tests.factories import UserFactory, pencils_market
+from tests.spark.market_days import QUIET
 
 UTC = dt.UTC
 DAY = dt.date(2026, 3, 10)
@@ -196,28 +197,6 @@ PENCILS = {
     "best_value_high": Decimal("1.20"),
     "best_value_low": Decimal("0.90"),
     "best_value_spread": Decimal("0.30"),
-}
-
-QUIET = {
-    "trades": 0,
-    "volume": Decimal(0),
-    "notional": Decimal(0),
-    "vwap": None,
-    "open": None,
-    "high": None,
-    "low": None,
-    "close": None,
-    "offers_posted": 0,
-    "offers_sold": 0,
-    "offers_unsold": 0,
-    "bids_posted": 0,
-    "offers_matched": 0,
-    "match_rate": None,
-    "first_match_median_seconds": None,
-    "best_value_offers": 0,
-    "best_value_high": None,
-    "best_value_low": None,
-    "best_value_spread": None,
 }
 
 

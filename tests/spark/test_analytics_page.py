@@ -4,48 +4,19 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from decimal import Decimal
 from typing import Any
 
 from exchange.analytics.charts import match_rate_chart, price_chart, trades_chart
-from exchange.models import MarketDay
 from tests.factories import StaffFactory, UserFactory, pencils_market
+from tests.spark.market_days import market_day
 
 DAY = dt.date(2026, 3, 10)
-
-
-def _row(market: Any, day: dt.date, **overrides: Any) -> MarketDay:
-    values: dict[str, Any] = {
-        "trades": 2,
-        "volume": Decimal("300"),
-        "notional": Decimal("310"),
-        "vwap": Decimal("1.0333333333"),
-        "open": Decimal("1.00"),
-        "high": Decimal("1.10"),
-        "low": Decimal("0.95"),
-        "close": Decimal("1.05"),
-        "offers_posted": 4,
-        "offers_sold": 2,
-        "offers_unsold": 1,
-        "bids_posted": 5,
-        "offers_matched": 3,
-        "match_rate": 0.75,
-        "first_match_median_seconds": 12.5,
-        "best_value_offers": 2,
-        "best_value_high": Decimal("1.20"),
-        "best_value_low": Decimal("0.90"),
-        "best_value_spread": Decimal("0.30"),
-    }
-    values.update(overrides)
-    return MarketDay.objects.create(
-        market=market, day=day, computed_at=dt.datetime(2026, 3, 11, 0, 30, tzinfo=dt.UTC), **values
-    )
 
 
 def test_staff_see_charts_of_every_market_with_rows(client: Any, db: Any) -> None:
     # Given two days of figures for pencils, one of them without trades
     pencils = pencils_market()
-    _row(
+    market_day(
         pencils,
         DAY - dt.timedelta(days=1),
         trades=0,
@@ -58,7 +29,7 @@ def test_staff_see_charts_of_every_market_with_rows(client: Any, db: Any) -> Non
         close=None,
         offers_sold=0,
     )
-    _row(pencils, DAY)
+    market_day(pencils, DAY)
     client.force_login(StaffFactory())
 
     # When staff open the page for the week ending on DAY
@@ -84,7 +55,7 @@ def test_staff_see_charts_of_every_market_with_rows(client: Any, db: Any) -> Non
 
 
 def test_the_page_defaults_to_the_latest_computed_day(client: Any, db: Any) -> None:
-    _row(pencils_market(), DAY)
+    market_day(pencils_market(), DAY)
     client.force_login(StaffFactory())
 
     page = client.get("/staff/analytics/", {"days": "nonsense"}).content.decode()

@@ -1,8 +1,9 @@
 // Charts with TradingView Lightweight Charts (served from /static/vendor/, no CDN).
 //
-// An element [data-chart="candles"|"line"][data-source="<json script id>"] draws the data of
-// that <script type="application/json">: candles and volume of a market's trades, or an
-// offer's best bid over time. When a live region swaps in fresh data, refresh() redraws.
+// An element [data-chart="candles"|"line"|"lines"][data-source="<json script id>"] draws the
+// data of that <script type="application/json">: candles and volume of a market's trades
+// (or of its days, with the VWAP), an offer's best bid over time, or a market's daily
+// figures as lines. When a live region swaps in fresh data, refresh() redraws.
 
 import {
   CandlestickSeries,
@@ -69,11 +70,23 @@ function candles(el, data) {
     priceLineVisible: false,
   });
   volume.priceScale().applyOptions({ scaleMargins: { top: 0.84, bottom: 0 } });
+  let vwap = null; // daily candles carry the day's VWAP: a line over them
   const entry = { chart, kind: "candles", set: null };
   entry.set = (d) => {
     const rows = d.candles || [];
     chart.applyOptions({ timeScale: { secondsVisible: (d.interval || 60) < 60 } });
     price.setData(rows.map(({ time, open, high, low, close }) => ({ time, open, high, low, close })));
+    if (!vwap && rows.some((c) => c.vwap != null)) {
+      vwap = chart.addSeries(LineSeries, {
+        color: d.vwap_color || "#d97706",
+        lineWidth: 2,
+        pointMarkersVisible: true,
+        lastValueVisible: false,
+        priceLineVisible: false,
+        priceFormat: priceFormat(d),
+      });
+    }
+    vwap?.setData(rows.filter((c) => c.vwap != null).map((c) => ({ time: c.time, value: c.vwap })));
     volume.setData(
       rows.map((c) => ({
         time: c.time,
@@ -112,15 +125,52 @@ function line(el, data) {
   return entry;
 }
 
-function hasData(kind, data) {
-  return kind === "candles" ? data?.candles?.length > 0 : data?.points?.length > 0;
+// Several lines on up to two price scales ("left", "right"), each with its own unit:
+// { series: [{ label, color, scale, unit, precision, points: [{ time, value }] }] }.
+function lines(el, data) {
+  const chart = baseChart(el, false);
+  const all = data.series || [];
+  chart.applyOptions({
+    leftPriceScale: { visible: all.some((s) => s.scale === "left"), borderColor: "#e2e8f0" },
+  });
+  const series = all.map((s) =>
+    chart.addSeries(LineSeries, {
+      color: s.color,
+      lineWidth: 2,
+      pointMarkersVisible: true,
+      priceScaleId: s.scale === "left" ? "left" : "right",
+      lastValueVisible: false,
+      priceLineVisible: false,
+      priceFormat: {
+        type: "custom",
+        minMove: 10 ** -(s.precision ?? 0),
+        formatter: (v) => `${v.toFixed(s.precision ?? 0)}${s.unit || ""}`,
+      },
+    }),
+  );
+  const entry = { chart, kind: "lines", set: null };
+  entry.set = (d) => {
+    (d.series || []).forEach((s, i) => series[i]?.setData(s.points || []));
+    chart.timeScale().fitContent();
+  };
+  entry.set(data);
+  return entry;
+}
+
+const KINDS = { candles, line, lines };
+
+function points(kind, data) {
+  if (kind === "candles") return data?.candles?.length || 0;
+  if (kind === "lines") return (data?.series || []).reduce((n, s) => n + (s.points?.length || 0), 0);
+  return data?.points?.length || 0;
 }
 
 function draw(el) {
   const kind = el.dataset.chart;
   const data = read(el.dataset.source);
   const empty = el.querySelector(".chart-empty");
-  if (!hasData(kind, data)) {
+  const count = KINDS[kind] ? points(kind, data) : 0;
+  if (!count) {
     if (empty) empty.hidden = false;
     return;
   }
@@ -129,9 +179,9 @@ function draw(el) {
   if (entry) {
     entry.set(data);
   } else {
-    mounted.set(el, kind === "candles" ? candles(el, data) : line(el, data));
+    mounted.set(el, KINDS[kind](el, data));
   }
-  el.dataset.drawn = String((kind === "candles" ? data.candles : data.points).length);
+  el.dataset.drawn = String(count);
 }
 
 export function mountCharts(root = document) {
