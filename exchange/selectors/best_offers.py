@@ -49,8 +49,8 @@ def best_offers_verify(*, strategy: str | None = None) -> Verification:
         name = strategy or engine.strategy()
         scratch = engine.scratch_store(name, f"verify_{os.getpid()}_{uuid.uuid4().hex[:8]}")
         try:
-            scratch.add_publications([(o.pk, engine.order_constraint(o)) for o in offers])
-            scratch.add_subscriptions([(b.pk, engine.order_constraint(b)) for b in bids])
+            scratch.add_publications([(o.pk, engine.candidate_constraint(o)) for o in offers])
+            scratch.add_subscriptions([(b.pk, engine.candidate_constraint(b)) for b in bids])
             quads = scratch.match_all(disjuncts=True)
         finally:
             scratch.drop()

@@ -105,8 +105,8 @@ def apply_changes(*, offer_ids: set[int], bid_ids: set[int]) -> tuple[int, list[
     )
     store.delete_publications(sorted(offer_ids))
     store.delete_subscriptions(sorted(bid_ids))
-    store.add_publications([(o.pk, engine.order_constraint(o)) for o in live_offers])
-    store.add_subscriptions([(b.pk, engine.order_constraint(b)) for b in live_bids])
+    store.add_publications([(o.pk, engine.candidate_constraint(o)) for o in live_offers])
+    store.add_subscriptions([(b.pk, engine.candidate_constraint(b)) for b in live_bids])
 
     # Offers whose best bid may change: the changed ones and every offer a changed bid matched.
     affected = set(offer_ids)
@@ -127,16 +127,20 @@ def apply_changes(*, offer_ids: set[int], bid_ids: set[int]) -> tuple[int, list[
 def pair_values(quads: Iterable[tuple[int, int, int, int]]) -> list[OfferBidMatch]:
     """One ``OfferBidMatch`` per (offer, bid): the best value over its matching disjunct pairs.
 
+    ``quads`` are the store's candidate disjunct pairs; the ones that do not match on the
+    full constraints (see ``engine.candidate_constraint``) are dropped here.
+
     The value of a disjunct pair is the highest price both accept: the smaller of the two
     upper bounds of the price (an offer's reserve has none; a bid always has one).
     """
-    by_pair: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-    for p, pd, s, sd in quads:
-        by_pair[(p, s)].append((pd, sd))
-    if not by_pair:
+    quads = list(quads)
+    if not quads:
         return []
-    offers = engine.constraints(Offer, {p for p, _ in by_pair})
-    bids = engine.constraints(Bid, {s for _, s in by_pair})
+    offers = engine.constraints(Offer, {q[0] for q in quads})
+    bids = engine.constraints(Bid, {q[2] for q in quads})
+    by_pair: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for p, pd, s, sd in engine.candidate_pairs(quads, offers, bids):
+        by_pair[(p, s)].append((pd, sd))
     out = []
     for (offer_id, bid_id), disjunct_pairs in by_pair.items():
         offer, price = offers[offer_id]

@@ -15,8 +15,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+import matching
+from exchange import engine
 from exchange.errors import ExchangeError
-from exchange.models import Bid, Offer, Trade
+from exchange.models import Bid, Offer, OfferBidMatch, Trade
 from exchange.selectors.best_offers import best_offers_verify
 from exchange.services.closing import offer_close
 from exchange.services.matching import matching_cycle_run
@@ -127,6 +129,16 @@ class Exchange(RuleBasedStateMachine):
         matching_cycle_run()
         result = best_offers_verify()
         assert result.clean, result
+        # The recomputation shares the store with the cycle; the oracle shares nothing.
+        offers = Offer.objects.filter(state="open").select_related("market")
+        bids = list(Bid.objects.filter(state="active").select_related("market"))
+        expected = {
+            (o.pk, b.pk)
+            for o in offers
+            for b in bids
+            if matching.matches(engine.order_constraint(o), engine.order_constraint(b))
+        }
+        assert set(OfferBidMatch.objects.values_list("offer_id", "bid_id")) == expected
         assert (
             Trade.objects.count()
             == Offer.objects.filter(state="closed", trade__isnull=False).count()
