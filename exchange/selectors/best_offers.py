@@ -51,6 +51,7 @@ def best_offers_verify(*, strategy: str | None = None) -> Verification:
         try:
             scratch.add_publications([(o.pk, engine.candidate_constraint(o)) for o in offers])
             scratch.add_subscriptions([(b.pk, engine.candidate_constraint(b)) for b in bids])
+            scratch.analyze()
             quads = scratch.match_all(disjuncts=True)
         finally:
             scratch.drop()

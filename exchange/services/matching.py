@@ -124,6 +124,32 @@ def apply_changes(*, offer_ids: set[int], bid_ids: set[int]) -> tuple[int, list[
     return len(affected), best_offers_refresh(offer_ids=affected)
 
 
+def engine_rebuild_run(name: str) -> tuple[int, list[Notification]]:
+    """Rebuild store ``name`` from the live orders; if it is the one in use, recompute every
+    match and best offer from it. Takes the cycle lock; returns (offers recomputed, notes)."""
+    with transaction.atomic():
+        cycle_lock()
+        store = engine.store(name)
+        store.drop()
+        store.create()
+        if name != engine.strategy():
+            return 0, []  # a store not in use stays empty until the setting points at it
+        offers = list(Offer.objects.filter(state=Offer.State.OPEN).select_related("market"))
+        bids = list(Bid.objects.filter(state=Bid.State.ACTIVE).select_related("market"))
+        store.add_publications([(o.pk, engine.candidate_constraint(o)) for o in offers])
+        store.add_subscriptions([(b.pk, engine.candidate_constraint(b)) for b in bids])
+        store.analyze()
+        OfferBidMatch.objects.all().delete()
+        OfferBidMatch.objects.bulk_create(
+            pair_values(store.match_all(disjuncts=True)), batch_size=5000
+        )
+        affected = {o.pk for o in offers}
+        affected.update(BestOffer.objects.values_list("offer_id", flat=True))
+        notes = best_offers_refresh(offer_ids=affected)
+        notifications_push_on_commit(notes)
+    return len(affected), notes
+
+
 def pair_values(quads: Iterable[tuple[int, int, int, int]]) -> list[OfferBidMatch]:
     """One ``OfferBidMatch`` per (offer, bid): the best value over its matching disjunct pairs.
 
@@ -204,6 +230,9 @@ def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
     new = best_bids(open_ids)
     notes: list[Notification] = []
     history: list[BestOfferChange] = []
+    created: list[BestOffer] = []
+    updated: list[BestOffer] = []
+    gone: list[int] = []
     for offer_id in sorted(offer_ids):
         offer = offers.get(offer_id)
         if offer is None:
@@ -212,17 +241,17 @@ def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
         old = Best(row.bid_id, row.value, row.matching_bids) if row else NO_BEST
         best = new[offer_id] if offer_id in open_ids else NO_BEST
         if offer_id in open_ids:
-            row = row or BestOffer(offer=offer)
-            if row.pk is None or old != best:
+            if row is None or old != best:
+                row = row or BestOffer(offer=offer)
+                (created if row.pk is None else updated).append(row)
                 row.bid_id, row.value, row.matching_bids = (
                     best.bid_id,
                     best.value,
                     best.matching_bids,
                 )
                 row.changed_at = now
-                row.save()
         elif row is not None:
-            row.delete()
+            gone.append(row.pk)
         if old != best:
             history.append(
                 BestOfferChange(
@@ -234,5 +263,11 @@ def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
                 )
             )
             notes.extend(best_offer_notifications(offer=offer, old=old, new=best))
-    BestOfferChange.objects.bulk_create(history)
-    return Notification.objects.bulk_create(notes)
+    BestOffer.objects.bulk_create(created, batch_size=5000)
+    BestOffer.objects.bulk_update(
+        updated, ["bid", "value", "matching_bids", "changed_at"], batch_size=2000
+    )
+    if gone:
+        BestOffer.objects.filter(pk__in=gone).delete()
+    BestOfferChange.objects.bulk_create(history, batch_size=5000)
+    return Notification.objects.bulk_create(notes, batch_size=5000)
