@@ -9,7 +9,10 @@ Both strategies read the same normalized ``Constraint`` (the invariants of
   double-quoted so that no string, however odd, changes the literal's structure;
 * ``box_text`` and ``point_text`` write geometric operands with ``repr`` of the
   floats, which PostgreSQL reads back to the same double;
-* ``check_storable`` rejects what an index entry could not hold (see ``LIMITS``).
+* ``check_storable`` rejects what an index entry could not hold (see ``LIMITS``);
+* ``value_key`` writes a single value so that equal values (as the semantics compare
+  them: ``1.0`` and ``1.00``, ``0.0`` and ``-0.0``) get the same text, which the
+  ``range`` strategy's whole-disjunct keys are made of.
 """
 
 from __future__ import annotations
@@ -126,6 +129,34 @@ def value_text(t: Type, value: Value) -> str:
         assert isinstance(value, dt.date)
         return value.isoformat()
     raise TypeError(f"{t} has no interval values")
+
+
+def value_key(t: Type, value: Value) -> str:
+    """One text per value of an ordered type: equal values give equal texts, and only they.
+
+    Unlike ``value_text`` it does not keep how a value was written: decimals lose
+    trailing zeros (``1.00`` and ``1.0`` are one value), ``-0.0`` is ``0.0``, and a
+    timestamp is written in UTC.
+    """
+    if t is Type.DECIMAL:
+        assert isinstance(value, Decimal)
+        sign, digits, exponent = value.as_tuple()
+        assert isinstance(exponent, int)  # the language has no NaN or infinity
+        end = len(digits)
+        while end and digits[end - 1] == 0:
+            end -= 1
+            exponent += 1
+        if not end:
+            return "0"
+        # No Decimal context is involved, so no digit is ever rounded away.
+        return ("-" if sign else "") + "".join(map(str, digits[:end])) + f"e{exponent}"
+    if t is Type.FLOAT:
+        number = float(value)  # type: ignore[arg-type]
+        return repr(number) if number else "0.0"
+    if t is Type.TIMESTAMP:
+        assert isinstance(value, dt.datetime)
+        return value.astimezone(dt.UTC).isoformat()
+    return value_text(t, value)
 
 
 def _quote_bound(text: str) -> str:

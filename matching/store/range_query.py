@@ -3,8 +3,10 @@
 One statement per scope and set of kinds present: (a) the hits of every type, each
 pair of kinds a branch that is one index lookup per row of the batch, counted per
 disjunct pair and checked against what the two disjuncts' shapes need; (b) the
-pairs that match without any hit, decided between shapes. ``match_sql`` caches the
-text, which depends only on the namespace, the kinds present and the scope.
+pairs that match without any hit, decided between shapes; (c) whole disjuncts
+against equal whole disjuncts, one index probe each. ``match_sql`` caches the text,
+which depends only on the namespace, the kinds present and the scope;
+``guarded_match_sql`` wraps it with a check that the kinds are still those.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Literal
 
 from matching.model import Type
 
+from .encode import TYPES
 from .rules import BOX_RELATIONS, SHARE, TABLE_NAMES, box_relation
 
 Scope = Literal["all", "publications", "subscriptions"]
@@ -23,6 +26,9 @@ Combinations = tuple[tuple[Type, tuple[tuple[str, str], ...]], ...]
 # predicate (all meet by overlap); box rows record their own operator.
 POINT_VALUE = "="
 INTERVAL = "&&"
+# A single value of a *whole* disjunct (see ``ranges``): one whose predicates are all
+# single values of ordered types, at least two of them.
+WHOLE_VALUE = "=="
 
 # The smallest value of each ordered type, standing in for a missing lower bound.
 _MINIMUM: dict[Type, str] = {
@@ -35,36 +41,61 @@ _MINIMUM: dict[Type, str] = {
 }
 
 
-def _ordered_branch(t: Type, kinds: tuple[str, str], d: str, x: str) -> list[tuple[str, str]]:
-    """(join condition, filter on the driving side) for one pair of kinds.
+def _ordered_parts(
+    t: Type, driving: set[str], searched: set[str], d: str, x: str, scope: Scope
+) -> list[tuple[str, str]]:
+    """(join condition, filter on the driving side) for the kinds present on each side.
 
     ``d`` is the alias of the side whose rows drive the join (the batch), ``x`` the
-    side searched through its indexes; ``kinds`` is (driver kind, searched kind).
+    side searched through its indexes; ``driving`` and ``searched`` are the kinds of
+    rows each side has for this type.
     """
     collate = ' COLLATE "C"' if t is Type.STRING else ""
-    if kinds == (POINT_VALUE, POINT_VALUE):
-        return [(f"{x}.field = {d}.field AND {x}.pt = {d}.pt", f"{d}.pt IS NOT NULL")]
-    if kinds == (POINT_VALUE, INTERVAL):
+    singles = {POINT_VALUE, WHOLE_VALUE}
+    parts: list[tuple[str, str]] = []
+    if driving & singles and searched & singles:
+        equal = f"{x}.field = {d}.field AND {x}.pt = {d}.pt"
+        if WHOLE_VALUE in driving and WHOLE_VALUE in searched:
+            # A row of a whole disjunct skips the rows of its own shape on the other
+            # side: the whole-disjunct probe has answered those pairs. Shape ids are
+            # shared by both sides, so the other side's rows of that shape carry the
+            # same id. Skipping it as two ranges of the index's last column keeps the
+            # probe a B-tree range scan (``<>`` would read the shape's rows and drop
+            # them).
+            if POINT_VALUE in driving:
+                parts.append((equal, f"{d}.pt IS NOT NULL AND NOT {d}.whole"))
+            if scope == "all":
+                parts.append((f"{equal} AND {x}.shape <> {d}.shape", f"{d}.whole"))
+            else:
+                parts.append((f"{equal} AND {x}.shape < {d}.shape", f"{d}.whole"))
+                parts.append((f"{equal} AND {x}.shape > {d}.shape", f"{d}.whole"))
+        else:
+            parts.append((equal, f"{d}.pt IS NOT NULL"))
+    if driving & singles and INTERVAL in searched:
         join = f"{x}.pt IS NULL AND {x}.val @> {d}.pt AND {x}.field = {d}.field"
-        return [(join, f"{d}.pt IS NOT NULL")]
-    if kinds == (INTERVAL, POINT_VALUE):
+        parts.append((join, f"{d}.pt IS NOT NULL"))
+    if INTERVAL in driving and searched & singles:
         # A B-tree range scan over the single values between the interval's bounds,
         # then the exact test (bounds may be open); an unbounded top needs no test.
         low = f"{x}.pt >= (coalesce(lower({d}.val), {_MINIMUM[t]}){collate})"
         exact = f"{d}.val @> {x}.pt"
-        return [
+        parts.append(
             (
                 f"{x}.field = {d}.field AND {low} AND {x}.pt <= (upper({d}.val){collate})"
                 f" AND {exact}",
                 f"{d}.pt IS NULL AND NOT upper_inf({d}.val)",
-            ),
+            )
+        )
+        parts.append(
             (
                 f"{x}.field = {d}.field AND {low} AND {exact}",
                 f"{d}.pt IS NULL AND upper_inf({d}.val)",
-            ),
-        ]
-    join = f"{x}.pt IS NULL AND {x}.val && {d}.val AND {x}.field = {d}.field"
-    return [(join, f"{d}.pt IS NULL")]
+            )
+        )
+    if INTERVAL in driving and INTERVAL in searched:
+        join = f"{x}.pt IS NULL AND {x}.val && {d}.val AND {x}.field = {d}.field"
+        parts.append((join, f"{d}.pt IS NULL"))
+    return parts
 
 
 def _branches(
@@ -81,10 +112,11 @@ def _branches(
     restrict = [] if scope == "all" else [f"{driver}.id = ANY(%(ids)s::int8[])"]
     parts: list[tuple[str, list[str]]] = []
     if t.ordered:
-        for pub_kind, sub_kind in pairs:
-            kinds = (sub_kind, pub_kind) if driver == "s" else (pub_kind, sub_kind)
-            for join, where in _ordered_branch(t, kinds, driver, searched):
-                parts.append((join, [where]))
+        pub_kinds = {a for a, _ in pairs}
+        sub_kinds = {b for _, b in pairs}
+        kinds = (sub_kinds, pub_kinds) if driver == "s" else (pub_kinds, sub_kinds)
+        for join, where in _ordered_parts(t, *kinds, driver, searched, scope):
+            parts.append((join, [where]))
     elif t is Type.POINT:
         parts.append((f"s.field = p.field AND {box_relation(SHARE, 'p.val', 's.val')}", []))
     else:
@@ -104,6 +136,52 @@ def _branches(
     return branches
 
 
+def kinds_sql(namespace: str) -> str:
+    """The kinds present, as one text: ``type side kind`` items joined by commas, sorted."""
+    return (
+        "SELECT coalesce(string_agg(type || ' ' || side || ' ' || op, ','"
+        ' ORDER BY type COLLATE "C", side COLLATE "C", op COLLATE "C"), \'\')'
+        f' FROM "{namespace}".used_operators WHERE n > 0'
+    )
+
+
+def combinations_of(kinds: str) -> Combinations:
+    """Per type with rows on both sides, the (pub kind, sub kind) pairs present."""
+    ops: dict[tuple[str, str], list[str]] = {}
+    for item in filter(None, kinds.split(",")):
+        type_name, side, op = item.split(" ")
+        ops.setdefault((type_name, side), []).append(op)
+    result = []
+    for t in TYPES:
+        pairs = tuple(
+            (a, b)
+            for a in sorted(ops.get((t.value, "pub"), []))
+            for b in sorted(ops.get((t.value, "sub"), []))
+        )
+        if pairs:
+            result.append((t, pairs))
+    return tuple(result)
+
+
+@lru_cache(maxsize=1024)
+def guarded_match_sql(namespace: str, kinds: str, scope: Scope) -> str:
+    """``match_sql`` for the kinds ``kinds`` (as ``kinds_sql`` writes them), checked.
+
+    The statement also reads the kinds present, in its own snapshot: if they are not
+    ``kinds`` it returns one row of NULLs instead of the matches, and the caller
+    reads the kinds again and runs the statement made for them. So one statement, and
+    one round trip, is a whole match while the kinds stay the same.
+    """
+    literal = "'" + kinds.replace("'", "''") + "'"
+    return (
+        f"WITH guard AS (SELECT ({kinds_sql(namespace)}) = {literal} AS same)\n"
+        f"SELECT m.* FROM (\n{match_sql(namespace, combinations_of(kinds), scope)}\n) m\n"
+        "WHERE (SELECT same FROM guard)\n"
+        "UNION ALL\n"
+        "SELECT NULL::int8, NULL::int4, NULL::int8, NULL::int4 FROM guard WHERE NOT same"
+    )
+
+
 @lru_cache(maxsize=1024)
 def match_sql(namespace: str, combinations: Combinations, scope: Scope) -> str:
     ns = f'"{namespace}"'
@@ -113,7 +191,7 @@ def match_sql(namespace: str, combinations: Combinations, scope: Scope) -> str:
         "subscriptions": "\nWHERE sm.id = ANY(%(ids)s::int8[])",
     }[scope]
     # (b): disjunct pairs that match with no hit, decided between shapes.
-    covered_only = (
+    without_hits = (
         "SELECT pm.id, pm.disjunct_id, sm.id, sm.disjunct_id\n"
         f"FROM {ns}.pub_master pm\n"
         f"JOIN {ns}.pub_shapes ps ON ps.id = pm.shape\n"
@@ -122,11 +200,29 @@ def match_sql(namespace: str, combinations: Combinations, scope: Scope) -> str:
         f"JOIN {ns}.sub_master sm ON sm.shape = ss.id"
         f"{shape_where}"
     )
+    if any((WHOLE_VALUE, WHOLE_VALUE) in pairs for _, pairs in combinations):
+        # (c): whole disjuncts against the other side's whole disjuncts of the same
+        # shape (the same fields, all single values) with the same values: one probe
+        # of the (shape, vkey) index per whole disjunct of the batch. The hits of (a)
+        # leave these pairs out (``_ordered_parts``), and (b) never has them (a whole
+        # disjunct has no wildcard), so the three sources stay disjoint.
+        probe_where = {
+            "all": "pm.vkey IS NOT NULL",
+            "publications": "pm.id = ANY(%(ids)s::int8[]) AND pm.vkey IS NOT NULL",
+            "subscriptions": "sm.id = ANY(%(ids)s::int8[]) AND sm.vkey IS NOT NULL",
+        }[scope]
+        without_hits += (
+            "\nUNION ALL\n"
+            "SELECT pm.id, pm.disjunct_id, sm.id, sm.disjunct_id\n"
+            f"FROM {ns}.pub_master pm\n"
+            f"JOIN {ns}.sub_master sm ON sm.shape = pm.shape AND sm.vkey = pm.vkey\n"
+            f"WHERE {probe_where}"
+        )
     branches = [
         branch for t, pairs in combinations for branch in _branches(namespace, t, pairs, scope)
     ]
     if not branches:
-        return covered_only
+        return without_hits
     hits = "\n  UNION ALL\n  ".join(branches)
     # (a): disjunct pairs with at least one hit, kept when hits + covered = count(dp).
     # What a pair needs depends only on the two shapes, so it is worked out once per
@@ -154,5 +250,5 @@ def match_sql(namespace: str, combinations: Combinations, scope: Scope) -> str:
         "FROM counted c JOIN needs n ON n.p_shape = c.p_shape AND n.s_shape = c.s_shape\n"
         "WHERE c.hits = n.hits\n"
         "UNION ALL\n"
-        f"{covered_only}"
+        f"{without_hits}"
     )

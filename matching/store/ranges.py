@@ -3,17 +3,18 @@
 Storage. A predicate on an ordered type is one PostgreSQL range value (int8range,
 numrange, ``floatrange``, daterange, tstzrange, ``textrange`` with the "C"
 collation; the last two are range types created in the store's schema) in
-``<type>_pubs(id, disjunct_id, shape, field, pt, val)``; whether two predicates
-intersect is ``&&``. Single values (``lot = 5``, the commonest predicate by far) also
-keep the value itself in ``pt``. Two indexes share the work, both covering
+``<type>_pubs(id, disjunct_id, shape, field, pt, val, whole)``; whether two
+predicates intersect is ``&&``. Single values (``lot = 5``, the commonest predicate by
+far) also keep the value itself in ``pt``. Two indexes share the work, both covering
 ``(id, disjunct_id, shape)`` so that scans need not visit the table:
 
 * a GiST index on ``(val, field)`` over the intervals only (``WHERE pt IS NULL``);
   the value leads because GiST splits pages on the first column, and ranges spread
   far better than field names;
-* a B-tree on ``(field, pt)`` over the single values, which finds an equal value
-  (or the values inside an interval) in a few comparisons where a GiST probe costs
-  tens of microseconds, and makes equalities hash-joinable for large batches.
+* a B-tree on ``(field, pt, shape)`` over the single values, which finds an equal
+  value (or the values inside an interval) in a few comparisons where a GiST probe
+  costs tens of microseconds, and makes equalities hash-joinable for large batches;
+  ``shape`` last lets a probe skip one shape (below).
 
 Points and boxes are native ``box`` values (a point ``= p`` is the box (p, p),
 ``WITHIN B`` is B) with a GiST index on ``(val, field)``. PostgreSQL's geometric
@@ -32,12 +33,13 @@ They are described per disjunct by its *shape*: the type-qualified field keys
 (``int:lot``) of all its predicates (``fields``), of its wildcards (``wild``), of
 its OVERLAPS/CONTAINS box predicates (``loose``) and of the rest (``tight``).
 Shapes are rows of ``<side>_shapes``, shared by every disjunct written the same way;
-master and predicate rows carry the shape's id.
+master and predicate rows carry the shape's id, which ``shape_ids`` hands out for both
+sides (a shape has the same id on either side).
 
 Publication disjunct dp matches subscription disjunct ds iff every field of dp is
 in ``fields(ds)`` and each field f of dp is *covered* (f is a wildcard in dp or in
 ds, or loose in both) or *hit* (the two predicates on f intersect). Matches come
-from two disjoint sources:
+from three disjoint sources:
 
 (a) pairs with at least one hit, found by the index joins, counted per pair and
     kept when the hits are all the fields of dp that are not covered (worked out
@@ -46,10 +48,22 @@ from two disjoint sources:
     loose field of dp is a wildcard or loose in ds, and ds has every wildcard field
     of dp. This is decided between shapes alone (a scan of the small shape table)
     and then expanded to the disjuncts of the qualifying shapes through an index,
-    so every row it reads is a match.
+    so every row it reads is a match;
+(c) pairs of *whole* disjuncts of one shape. A whole disjunct has two or more
+    predicates, all single values of ordered types (``a = 1 AND s = 'x'``); its
+    shape is marked whole (a shape of its own), its master row keeps ``vkey``, a
+    digest of its values in field order, and its type rows ``whole``. Two whole
+    disjuncts of one shape match iff their values are equal, so one probe of the
+    B-tree on ``<side>_master(shape, vkey)`` finds them all, however many of their
+    predicates meet one by one. The index joins of (a) skip these pairs: a whole
+    row looks up the other side's single values outside its own shape only.
 
 So a wildcard subscription that cannot match a publication is never read while
-matching it: it has no rows in the type tables, and its shape fails (b).
+matching it: it has no rows in the type tables, and its shape fails (b). And a
+whole publication (a conjunction of equalities) reads, of the subscriptions of its
+own shape, only those equal to it, however many agree with it on some fields (the
+paper's "large intermediate" workload); subscriptions with more fields, or with
+ranges, are counted as before.
 """
 
 from __future__ import annotations
@@ -84,9 +98,19 @@ from .encode import (
     check_storable,
     field_key,
     range_text,
+    value_key,
     value_text,
 )
-from .range_query import INTERVAL, POINT_VALUE, Combinations, Scope, match_sql
+from .range_query import (
+    INTERVAL,
+    POINT_VALUE,
+    WHOLE_VALUE,
+    Combinations,
+    Scope,
+    combinations_of,
+    guarded_match_sql,
+    kinds_sql,
+)
 from .rules import TABLE_NAMES
 from .sql import bump_counters, copy_rows
 
@@ -113,18 +137,25 @@ _TIGHT, _WILD, _LOOSE_ROLE = 0, 1, 2
 
 
 class Shape:
-    """The field keys of one disjunct by role; ``key`` identifies the shape."""
+    """The field keys of one disjunct by role; ``key`` identifies the shape.
 
-    __slots__ = ("fields", "wild", "loose", "tight", "key")
+    A *whole* shape is that of a disjunct whose predicates are all single values of
+    ordered types, at least two of them; it is a shape of its own (another key) even
+    where a disjunct with intervals has the same fields.
+    """
 
-    def __init__(self, signature: tuple[tuple[str, int], ...]) -> None:
+    __slots__ = ("fields", "wild", "loose", "tight", "whole", "key")
+
+    def __init__(self, signature: tuple[tuple[str, int], ...], whole: bool) -> None:
         self.fields = sorted(key for key, _ in signature)
         self.wild = sorted(key for key, role in signature if role == _WILD)
         self.loose = sorted(key for key, role in signature if role == _LOOSE_ROLE)
         self.tight = sorted(key for key, role in signature if role == _TIGHT)
-        digest = hashlib.blake2b(
-            json.dumps([self.fields, self.wild, self.loose]).encode(), digest_size=16
-        ).digest()
+        self.whole = whole
+        described: list[Any] = [self.fields, self.wild, self.loose]
+        if whole:
+            described.append("whole")
+        digest = hashlib.blake2b(json.dumps(described).encode(), digest_size=16).digest()
         self.key = uuid.UUID(bytes=digest)
 
 
@@ -135,28 +166,60 @@ def _role(pred: Any) -> int:
     return _LOOSE_ROLE if kind in _LOOSE else _TIGHT
 
 
-def _shape_of(disjunct: Disjunct, cache: dict[tuple[tuple[str, int], ...], Shape]) -> Shape:
+def _single(pred: Any) -> bool:
+    """Whether a predicate is one value of an ordered type (``lot = 5``)."""
+    return type(pred) is Interval and pred.lo is not None and pred.lo == pred.hi
+
+
+def is_whole(disjunct: Disjunct) -> bool:
+    """Two or more predicates, every one a single value of an ordered type."""
+    items = disjunct.items
+    return len(items) > 1 and all(_single(pred) for _, pred in items)
+
+
+_ShapeCache = dict[tuple[tuple[tuple[str, int], ...], bool], Shape]
+
+
+def _shape_of(disjunct: Disjunct, whole: bool, cache: _ShapeCache) -> Shape:
     # Disjuncts differ in values far more often than in shape: look the shape up by
     # its signature instead of sorting and hashing for every disjunct.
     signature = tuple((field_key(a), _role(pred)) for a, pred in disjunct.items)
-    shape = cache.get(signature)
+    shape = cache.get((signature, whole))
     if shape is None:
-        shape = Shape(signature)
+        shape = Shape(signature, whole)
         if len(cache) < 100_000:
-            cache[signature] = shape
+            cache[(signature, whole)] = shape
     return shape
+
+
+def whole_key(disjunct: Disjunct) -> uuid.UUID:
+    """The values of a whole disjunct, in the order of its field keys, as one digest.
+
+    Two whole disjuncts of one shape (the same field keys) get the same key exactly
+    when every value is equal (``value_key`` writes equal values alike), so that
+    equality of keys decides whether they match (up to a collision of 128-bit
+    BLAKE2b digests, the same assumption the shape keys make). Each value is
+    prefixed with its length, so no value can run into the next.
+    """
+    values = sorted((field_key(a), value_key(a.type, pred.lo)) for a, pred in disjunct.items)
+    text = "".join(f"{len(f)}:{f}{len(v)}:{v}" for f, v in values)
+    return uuid.UUID(bytes=hashlib.blake2b(text.encode(), digest_size=16).digest())
 
 
 # -- rows --------------------------------------------------------------------------------
 
 
-def _row(t: Type, i: int, j: int, key: int, name: str, pred: Any) -> tuple[Any, ...]:
-    """A non-wildcard predicate as a row of its type table (values as text)."""
+def _row(t: Type, i: int, j: int, key: int, name: str, pred: Any, whole: bool) -> tuple[Any, ...]:
+    """A non-wildcard predicate as a row of its type table (values as text).
+
+    The fifth item is the row's kind (for ``used_operators``), not a column.
+    """
     kind = type(pred)
     if kind is Interval:
-        single = pred.lo is not None and pred.lo == pred.hi
+        single = _single(pred)
         pt = value_text(t, pred.lo) if single else None
-        return (i, j, key, name, POINT_VALUE if single else INTERVAL, pt, range_text(t, pred))
+        kind_name = (WHOLE_VALUE if whole else POINT_VALUE) if single else INTERVAL
+        return (i, j, key, name, kind_name, pt, range_text(t, pred), whole)
     if kind is PointEq:
         p = pred.point
         return (i, j, key, name, INTERVAL, f"({p.x!r},{p.y!r}),({p.x!r},{p.y!r})")
@@ -167,7 +230,7 @@ def _row(t: Type, i: int, j: int, key: int, name: str, pred: Any) -> tuple[Any, 
 
 def _columns(t: Type) -> list[str]:
     if t.ordered:
-        return ["id", "disjunct_id", "shape", "field", "pt", "val"]
+        return ["id", "disjunct_id", "shape", "field", "pt", "val", "whole"]
     if t is Type.BOX:
         return ["id", "disjunct_id", "shape", "field", "op", "val"]
     return ["id", "disjunct_id", "shape", "field", "val"]
@@ -187,15 +250,18 @@ class RangeStore(DatabaseStore):
             f'CREATE TYPE {self.q("textrange")} AS RANGE (subtype = text, collation = "C")',
             f"CREATE TABLE {self.q('used_operators')} (type text NOT NULL, side text NOT NULL,"
             " op text NOT NULL, n int8 NOT NULL, PRIMARY KEY (type, side, op))",
+            # Shape ids for both sides: a shape has one id whichever side uses it.
+            f"CREATE TABLE {self.q('shape_ids')} ("
+            "id int4 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key uuid NOT NULL UNIQUE)",
         ]
         for side in SIDES:
             statements.append(
                 f"CREATE TABLE {self.master(side)} (id int8 NOT NULL, disjunct_id int4 NOT NULL,"
-                " count int4 NOT NULL, shape int4 NOT NULL)"
+                " count int4 NOT NULL, shape int4 NOT NULL, vkey uuid)"
             )
             statements.append(
                 f"CREATE TABLE {self.q(f'{side}_shapes')} ("
-                "id int4 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key uuid NOT NULL UNIQUE,"
+                "id int4 PRIMARY KEY, key uuid NOT NULL UNIQUE,"
                 " fields text[] NOT NULL, wild text[] NOT NULL, loose text[] NOT NULL,"
                 " tight text[] NOT NULL, n int8 NOT NULL)"
             )
@@ -204,7 +270,7 @@ class RangeStore(DatabaseStore):
                     name = RANGE_TYPES[t]
                     if name in ("floatrange", "textrange"):
                         name = self.q(name)
-                    values = f"pt {SCALAR_SQL_TYPES[t]}, val {name} NOT NULL"
+                    values = f"pt {SCALAR_SQL_TYPES[t]}, val {name} NOT NULL, whole bool NOT NULL"
                 elif t is Type.BOX:
                     values = "op text NOT NULL, val box NOT NULL"
                 else:
@@ -224,6 +290,14 @@ class RangeStore(DatabaseStore):
                 Index(side, f"{side}_master_id_idx", "(id, disjunct_id)", master, unique=True)
             )
             indexes.append(Index(side, f"{side}_master_shape_idx", "(shape)", master))
+            indexes.append(
+                Index(
+                    side,
+                    f"{side}_master_vkey_idx",
+                    "(shape, vkey) INCLUDE (id, disjunct_id) WHERE vkey IS NOT NULL",
+                    master,
+                )
+            )
             for t in TYPES:
                 name, table = f"{TABLE_NAMES[t]}_{side}s", self.table(t, side)
                 if t.ordered:
@@ -231,7 +305,7 @@ class RangeStore(DatabaseStore):
                         Index(
                             side,
                             f"{name}_pt_idx",
-                            f"(field, pt) {_COVERING} WHERE pt IS NOT NULL",
+                            "(field, pt, shape) INCLUDE (id, disjunct_id) WHERE pt IS NOT NULL",
                             table,
                         )
                     )
@@ -246,7 +320,7 @@ class RangeStore(DatabaseStore):
 
     def _write(self, cur: psycopg.Cursor[Any], side: Side, items: Iterable[Item]) -> int:
         used: Counter[tuple[str, str, str]] = Counter()
-        cache: dict[tuple[tuple[str, int], ...], Shape] = {}
+        cache: _ShapeCache = {}
         ids: dict[uuid.UUID, int] = {}
         total = 0
         for chunk in chunked(items):
@@ -255,27 +329,34 @@ class RangeStore(DatabaseStore):
                 check_storable(constraint)
             # Shapes first: the rows name them by the id the shape table gives them.
             shaped = [
-                [_shape_of(disjunct, cache) for disjunct in constraint.disjuncts]
+                [
+                    _shape_of(disjunct, is_whole(disjunct), cache)
+                    for disjunct in constraint.disjuncts
+                ]
                 for _, constraint in chunk
             ]
             counts = Counter(shape for shapes in shaped for shape in shapes)
             ids.update(self._add_shapes(cur, side, list(counts.items())))
-            masters: list[tuple[int, int, int, int]] = []
+            masters: list[tuple[int, int, int, int, uuid.UUID | None]] = []
             rows: dict[Type, list[tuple[Any, ...]]] = {}
             for (i, constraint), shapes in zip(chunk, shaped, strict=True):
                 for j, disjunct in enumerate(constraint.disjuncts):
-                    shape_id = ids[shapes[j].key]
-                    masters.append((i, j, len(disjunct.items), shape_id))
+                    shape = shapes[j]
+                    shape_id = ids[shape.key]
+                    vkey = whole_key(disjunct) if shape.whole else None
+                    masters.append((i, j, len(disjunct.items), shape_id, vkey))
                     for attribute, pred in disjunct.items:
                         if type(pred) is Wildcard:
                             continue
                         t = attribute.type
-                        row = _row(t, i, j, shape_id, attribute.name, pred)
+                        row = _row(t, i, j, shape_id, attribute.name, pred, shape.whole)
                         used[(t.value, side, row[4])] += 1
                         if t is not Type.BOX:
                             row = row[:4] + row[5:]  # the kind is bookkeeping, not a column
                         rows.setdefault(t, []).append(row)
-            copy_rows(cur, self.master(side), ["id", "disjunct_id", "count", "shape"], masters)
+            copy_rows(
+                cur, self.master(side), ["id", "disjunct_id", "count", "shape", "vkey"], masters
+            )
             for t, type_rows in rows.items():
                 copy_rows(cur, self.table(t, side), _columns(t), type_rows)
             total += len(chunk)
@@ -285,24 +366,40 @@ class RangeStore(DatabaseStore):
     def _add_shapes(
         self, cur: psycopg.Cursor[Any], side: Side, counted: list[tuple[Shape, int]]
     ) -> dict[uuid.UUID, int]:
-        """Count disjuncts into their shapes (created as needed); returns the shapes' ids."""
+        """Count disjuncts into their shapes (created as needed); returns the shapes' ids.
+
+        A shape's id comes from ``shape_ids``, which both sides share and which keeps
+        every key it has seen, so the same shape has the same id on both sides.
+        """
         if not counted:
             return {}
-        table = self.q(f"{side}_shapes")
         counted.sort(key=lambda sn: sn[0].key)  # a fixed lock order between writers
-        cur.executemany(
-            f"INSERT INTO {table} AS t (key, fields, wild, loose, tight, n)"
-            " VALUES (%s, %s::text[], %s::text[], %s::text[], %s::text[], %s)"
-            " ON CONFLICT (key) DO UPDATE SET n = t.n + EXCLUDED.n RETURNING key, id",
-            [(s.key, s.fields, s.wild, s.loose, s.tight, n) for s, n in counted],
-            returning=True,
+        keys = [s.key for s, _ in counted]
+        registry = self.q("shape_ids")
+        cur.execute(
+            f"WITH new AS (INSERT INTO {registry} (key)"
+            f" SELECT k FROM unnest(%(keys)s::uuid[]) k"
+            f" WHERE NOT EXISTS (SELECT FROM {registry} r WHERE r.key = k) ORDER BY k"
+            " ON CONFLICT (key) DO NOTHING RETURNING key, id)"
+            f" SELECT key, id FROM new UNION ALL"
+            f" SELECT key, id FROM {registry} WHERE key = ANY(%(keys)s::uuid[])",
+            {"keys": keys},
         )
-        ids = {}
-        while True:
-            for key, shape_id in cur.fetchall():
-                ids[key] = shape_id
-            if not cur.nextset():
-                return ids
+        ids = dict(cur.fetchall())
+        if len(ids) < len(keys):
+            # Another writer added a key after this statement's snapshot was taken.
+            cur.execute(
+                f"SELECT key, id FROM {registry} WHERE key = ANY(%s::uuid[])",
+                [[k for k in keys if k not in ids]],
+            )
+            ids.update(cur.fetchall())
+        cur.executemany(
+            f"INSERT INTO {self.q(f'{side}_shapes')} AS t (id, key, fields, wild, loose, tight, n)"
+            " VALUES (%s, %s, %s::text[], %s::text[], %s::text[], %s::text[], %s)"
+            " ON CONFLICT (key) DO UPDATE SET n = t.n + EXCLUDED.n",
+            [(ids[s.key], s.key, s.fields, s.wild, s.loose, s.tight, n) for s, n in counted],
+        )
+        return ids
 
     def _delete(self, cur: psycopg.Cursor[Any], side: Side, ids: list[int]) -> None:
         cur.execute(
@@ -313,7 +410,10 @@ class RangeStore(DatabaseStore):
         for (type_name,) in cur.fetchall():
             t = Type(type_name)
             if t.ordered:
-                kind = f"CASE WHEN pt IS NULL THEN '{INTERVAL}' ELSE '{POINT_VALUE}' END"
+                kind = (
+                    f"CASE WHEN pt IS NULL THEN '{INTERVAL}'"
+                    f" WHEN whole THEN '{WHOLE_VALUE}' ELSE '{POINT_VALUE}' END"
+                )
             else:
                 kind = "op" if t is Type.BOX else f"'{INTERVAL}'"
             cur.execute(
@@ -341,61 +441,46 @@ class RangeStore(DatabaseStore):
         Only these can produce hits, and each needs its own branch of the query
         (the paper's optimisation of section 5, applied to branches).
         """
-        cur.execute(self._kinds_sql())
-        return _combinations_of(cur.fetchall())
+        return combinations_of(self._kinds(cur))
 
-    def _kinds_sql(self) -> str:
-        return f"SELECT type, side, op FROM {self.q('used_operators')} WHERE n > 0"
+    def _kinds(self, cur: psycopg.Cursor[Any]) -> str:
+        cur.execute(kinds_sql(self.namespace))
+        return str(cur.fetchone()[0])  # type: ignore[index]
 
     def match_sql(self, cur: psycopg.Cursor[Any], scope: Scope) -> str:
         """The one statement that matches a scope (ids in the ``%(ids)s`` parameter)."""
-        return match_sql(self.namespace, self.combinations(cur), scope)
+        return guarded_match_sql(self.namespace, self._kinds(cur), scope)
 
     def _match(self, scope: Scope, ids: list[int]) -> set[DisjunctPair]:
-        """One round trip when the kinds present are those of the previous match.
+        """One statement, and one round trip, while the kinds present stay the same.
 
-        The statement depends on the kinds present, which change rarely. So the match
-        statement of the kinds last seen in this namespace is sent together with the
-        query of the kinds now present, in one pipeline; if they are still the same,
-        its answer stands, otherwise the match is run again with the statement for the
-        kinds now present. The kinds are read after the match, so a kind added before
-        the match's snapshot is always noticed. Read-only: no transaction of its own.
+        The statement depends on the kinds present, which change rarely. So the
+        statement of the kinds last seen in this namespace is run; it checks them in
+        its own snapshot and answers a row of NULLs if they changed, and then the
+        kinds are read again and the statement made for them is run. Statements of
+        a batch scope are prepared on the server at once, so that their plans can be
+        cached: a match of one publication is planned a few times, not every time.
+        Read-only: no transaction of its own.
         """
         key = (self.conn.info.host, self.conn.info.port, self.conn.info.dbname, self.namespace)
-        known = _KNOWN_KINDS.get(key)
+        kinds = _KNOWN_KINDS.get(key)
+        params = {"ids": ids}
+        prepare = None if scope == "all" else True
         with self.cursor() as cur:
-            if known is not None:
-                with self.cursor() as kinds_cur:
-                    with self.conn.pipeline():
-                        cur.execute(match_sql(self.namespace, known, scope), {"ids": ids})
-                        kinds_cur.execute(self._kinds_sql())
-                    rows = cur.fetchall()
-                    present = _combinations_of(kinds_cur.fetchall())
-                if present == known:
+            while True:
+                if kinds is None:
+                    kinds = self._kinds(cur)
+                    _KNOWN_KINDS[key] = kinds
+                cur.execute(
+                    guarded_match_sql(self.namespace, kinds, scope), params, prepare=prepare
+                )
+                rows = cur.fetchall()
+                if not rows or rows[0][0] is not None:
                     return set(rows)
-            else:
-                present = self.combinations(cur)
-            _KNOWN_KINDS[key] = present
-            cur.execute(match_sql(self.namespace, present, scope), {"ids": ids})
-            return set(cur.fetchall())
+                kinds = None
 
 
-# The kinds each namespace had at its last match, per database: a guess that every match
-# checks (see ``RangeStore._match``), so a stale entry costs one more statement, no more.
-_KNOWN_KINDS: dict[tuple[str, int | str, str, str], Combinations] = {}
-
-
-def _combinations_of(rows: list[tuple[str, str, str]]) -> Combinations:
-    ops: dict[tuple[str, str], list[str]] = {}
-    for type_name, side, op in rows:
-        ops.setdefault((type_name, side), []).append(op)
-    result = []
-    for t in TYPES:
-        pairs = tuple(
-            (a, b)
-            for a in sorted(ops.get((t.value, "pub"), []))
-            for b in sorted(ops.get((t.value, "sub"), []))
-        )
-        if pairs:
-            result.append((t, pairs))
-    return tuple(result)
+# The kinds each namespace had at its last match, per database (as ``kinds_sql`` writes
+# them): a guess that every match checks (see ``RangeStore._match``), so a stale entry
+# costs one more statement, no more.
+_KNOWN_KINDS: dict[tuple[str, int | str, str, str], str] = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -13,7 +14,7 @@ import matching
 from matching.model import Constraint
 from matching.store import ConstraintStore, MemoryStore, StoreError, open_store
 from tests.store.conftest import MakeStore
-from tests.store.generate import constraints
+from tests.store.generate import constraint_text, constraints
 
 
 def _oracle(pubs: dict[int, Constraint], subs: dict[int, Constraint]) -> set[tuple[int, ...]]:
@@ -29,12 +30,31 @@ def test_incremental_results_equal_matching_from_scratch(
 ) -> None:
     rng = random.Random(404)
     store: ConstraintStore = MemoryStore() if strategy == "memory" else make_store(strategy)
+    assert len(check_incremental(store, rng)) > 100
+
+
+def check_incremental(
+    store: ConstraintStore,
+    rng: random.Random,
+    *,
+    text: Callable[..., str] = constraint_text,
+    rounds: int = 5,
+) -> set[tuple[int, int, int, int]]:
+    """Rounds of deletes, amendments and additions, each matched incrementally.
+
+    After every round the matches collected incrementally must equal a match from
+    scratch and the oracle's answer; returns the last round's matches.
+    """
     ids = itertools.count(1)
     pubs: dict[int, Constraint] = {}
     subs: dict[int, Constraint] = {}
     known: set[tuple[int, int, int, int]] = set()
 
-    for _ in range(5):
+    def draw(new_ids: list[int], max_predicates: int) -> dict[int, Constraint]:
+        drawn = constraints(rng, len(new_ids), max_predicates=max_predicates, text=text)
+        return dict(zip(new_ids, (c for _, c in drawn), strict=True))
+
+    for _ in range(rounds):
         # Given some deletions (unknown ids among them, which are ignored) ...
         gone_pubs = rng.sample(sorted(pubs), k=min(len(pubs), rng.randint(0, 12)))
         gone_subs = rng.sample(sorted(subs), k=min(len(subs), rng.randint(0, 12)))
@@ -47,22 +67,8 @@ def test_incremental_results_equal_matching_from_scratch(
         known = {q for q in known if q[0] not in gone_pubs and q[2] not in gone_subs}
 
         # ... and new constraints, some of them under an id just deleted (an amendment)
-        new_pub_ids = [*gone_pubs[:3], *(next(ids) for _ in range(25))]
-        new_sub_ids = [*gone_subs[:3], *(next(ids) for _ in range(25))]
-        new_pubs = dict(
-            zip(
-                new_pub_ids,
-                (c for _, c in constraints(rng, len(new_pub_ids), max_predicates=2)),
-                strict=True,
-            )
-        )
-        new_subs = dict(
-            zip(
-                new_sub_ids,
-                (c for _, c in constraints(rng, len(new_sub_ids), max_predicates=4)),
-                strict=True,
-            )
-        )
+        new_pubs = draw([*gone_pubs[:3], *(next(ids) for _ in range(25))], 2)
+        new_subs = draw([*gone_subs[:3], *(next(ids) for _ in range(25))], 4)
         store.add_publications(new_pubs.items())
         store.add_subscriptions(new_subs.items())
         pubs.update(new_pubs)
@@ -75,7 +81,7 @@ def test_incremental_results_equal_matching_from_scratch(
         # Then the merged results equal a match from scratch, and the oracle
         assert known == store.match_all(disjuncts=True)
         assert known == _oracle(pubs, subs)
-    assert len(known) > 100
+    return known
 
 
 @pytest.mark.parametrize("strategy", ["paper", "range"])
