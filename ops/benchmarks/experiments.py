@@ -3,7 +3,8 @@
 Every timed match also returns its pairs: the strategies must return the same pairs for
 every batch, each repeat of a batch must return what its first run returned, and where
 it is affordable the plain-Python oracle of SPEC 3 (``matching.matches`` over every pair,
-streamed from the workload's text files) must agree too.
+streamed from the workload's text files) must agree too. The Spark batch matcher, when
+the run includes it, must return ``range``'s pairs for every batch (``spark_matcher``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -22,6 +23,9 @@ from matching.store import DatabaseStore, PaperStore, RangeStore, open_store
 from matching.store.explain import explain_publications
 from matching.store.rules import intermediate_query
 from matching.workload import Workload, generate, iter_items, load_workload
+
+if TYPE_CHECKING:
+    from .spark_matcher import SparkRun
 
 Pair = tuple[int, int]
 
@@ -110,10 +114,12 @@ class Experiment:
     loads: dict[str, dict[str, float]] = field(default_factory=dict)
     batches: list[BatchResult] = field(default_factory=list)
     plans: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    spark: SparkRun | None = None  # the Spark batch matcher, when the run includes it
 
     @property
     def identical(self) -> bool:
-        return all(b.identical and b.oracle is not False for b in self.batches)
+        stores = all(b.identical and b.oracle is not False for b in self.batches)
+        return stores and (self.spark is None or self.spark.identical)
 
     def batch(self, size: int) -> BatchResult:
         return next(b for b in self.batches if b.batch == size)
@@ -125,6 +131,7 @@ class Experiment:
             "loads": self.loads,
             "batches": [b.as_dict() for b in self.batches],
             "plans": {k: [list(p) for p in v] for k, v in self.plans.items()},
+            **({"spark": self.spark.as_dict()} if self.spark is not None else {}),
             "identical": self.identical,
         }
 
@@ -139,6 +146,7 @@ class Context:
     budget: Budget
     seed: int
     log: Callable[[str], None]
+    spark_budget: Budget | None = None  # None: the run leaves out the Spark matcher
 
 
 def paper_phases(store: PaperStore, ids: list[int]) -> tuple[float, float, set[Pair]]:
@@ -187,8 +195,11 @@ def run_experiment(
     *,
     paper_phase_times: bool = False,
     explain_batches: tuple[int, ...] = (),
+    spark_batches: tuple[int, ...] = (),
 ) -> Experiment:
-    """Generate ``w``, then per strategy load it, time every batch, and drop the store.
+    """Generate ``w``, then per strategy load it, time every batch, and drop the store;
+    then the Spark matcher on ``spark_batches`` (some of ``batches``), checked against
+    ``range``'s pairs (when ``ctx.spark_budget`` is set).
 
     A batch of size B is publications 1..B of the workload, matched in one call.
     """
@@ -199,6 +210,7 @@ def run_experiment(
     results = {b: BatchResult(b) for b in batches}
     exp.batches = [results[b] for b in batches]
     first: dict[int, set[Pair]] = {}
+    answers: dict[str, dict[int, set[Pair]]] = {}  # strategy -> batch -> its first answer
     for strategy in ctx.strategies:
         namespace = f"{ctx.namespace_prefix}_{strategy}"
         loaded = load_workload(
@@ -224,6 +236,7 @@ def run_experiment(
                         break
                     if store.match_publications(ids) != pairs:
                         r.identical = False
+                answers.setdefault(strategy, {})[b] = pairs
                 if b not in first:
                     first[b] = pairs
                     r.pairs = len(pairs)
@@ -262,4 +275,10 @@ def run_experiment(
             r = results[b]
             r.oracle = {(p, s) for p, s in truth if p <= b} == first[b]
             ctx.log(f"    batch {b:>5}: oracle {'agrees' if r.oracle else 'DISAGREES'}")
+    if ctx.spark_budget is not None and spark_batches:
+        from .spark_matcher import spark_match_batches
+
+        exp.spark = spark_match_batches(
+            ctx.spark, directory, list(spark_batches), answers["range"], ctx.spark_budget, ctx.log
+        )
     return exp

@@ -1,4 +1,5 @@
-"""ops/bench: seed 000's Figures 4 to 7 on this machine, both strategies side by side.
+"""ops/bench: seed 000's Figures 4 to 7 on this machine, both strategies side by side,
+and the Spark batch matcher on the same workloads and batches.
 
     ops/bench                 the full run (100,000 and 1,000,000 subscriptions), writes
                               docs/benchmarks.md and docs/img/bench-*.png
@@ -13,8 +14,10 @@ generated with Spark (``SPARK_MASTER``, default ``local[2]``) into a temporary d
 
 Figures 4 and 5 use workloads of one publication (the paper's parameters computed for
 one publication); Figures 6 and 7 use one workload per kind generated for the largest
-batch, whose first B publications form the batch of size B. The run exits 1 if any two
-strategies, any two repeats or the oracle disagree on any timed match.
+batch, whose first B publications form the batch of size B. The Spark matcher (unless
+``--no-spark``) matches every batch of every workload in the run's one SparkSession. The
+run exits 1 if any two strategies, any two repeats or the oracle disagree on any timed
+match, or if the Spark matcher's pairs differ from ``range``'s.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import psycopg  # noqa: E402
 from matching.workload import KINDS, Workload, generate, terms  # noqa: E402
 from ops.benchmarks import machine  # noqa: E402
 from ops.benchmarks.experiments import Budget, Context, run_experiment  # noqa: E402
+from ops.benchmarks.spark_matcher import spark_budget, spark_plan  # noqa: E402
 
 DEV_DATABASE_URL = "postgres://intersect:intersect@127.0.0.1:55432/intersect"
 
@@ -67,6 +71,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="minutes after which experiments not yet started are skipped (default: none)",
     )
     ap.add_argument("--from-json", type=Path, help="only render the report of a previous run")
+    ap.add_argument(
+        "--no-spark",
+        dest="spark",
+        action="store_false",
+        help="leave out the Spark batch matcher (by default it runs on every batch)",
+    )
     ap.add_argument(
         "--limit",
         type=int,
@@ -170,6 +180,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "seed": args.seed,
             "limit": args.limit,
             "budget": vars(args.budget),
+            "spark_budget": vars(spark_budget(args.quick)) if args.spark else None,
             "database": conn.info.host + ":" + str(conn.info.port) + "/" + conn.info.dbname,
         }
         log(f"database {results['settings']['database']}, workloads in {work}")
@@ -190,6 +201,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             budget=args.budget,
             seed=args.seed,
             log=log,
+            spark_budget=spark_budget(args.quick) if args.spark else None,
         )
         try:
             for step in plan(args):
@@ -200,11 +212,21 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     continue
                 w = Workload(step["kind"], step["subs"], step["pubs"], args.seed)
                 fixed = step["kind"] == "fixed"
+                spark = tuple(spark_plan(step, args.quick))
                 if step["figure"] == 5:
-                    exp = run_experiment(ctx, w, [1], paper_phase_times=fixed, explain_batches=(1,))
+                    exp = run_experiment(
+                        ctx,
+                        w,
+                        [1],
+                        paper_phase_times=fixed,
+                        explain_batches=(1,),
+                        spark_batches=spark,
+                    )
                 else:
                     explain = (max(step["batches"]),) if fixed else ()
-                    exp = run_experiment(ctx, w, step["batches"], explain_batches=explain)
+                    exp = run_experiment(
+                        ctx, w, step["batches"], explain_batches=explain, spark_batches=spark
+                    )
                     if step["left_out"]:
                         log(
                             f"  batches {step['left_out']} left out: an intermediate answer of "

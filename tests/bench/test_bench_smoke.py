@@ -30,7 +30,7 @@ def bench_conninfo(django_db_setup: Any, django_db_blocker: Any) -> str:
 
 
 @pytest.mark.timeout(1200)  # a hang guard for a loaded machine, not a speed check
-def test_quick_bench_runs_and_both_strategies_agree(tmp_path: Path, bench_conninfo: str) -> None:
+def test_quick_bench_runs_and_every_matcher_agrees(tmp_path: Path, bench_conninfo: str) -> None:
     prefix = f"bench_{uuid.uuid4().hex[:10]}"
     env = {**os.environ, "BENCH_DATABASE_URL": bench_conninfo}
     done = subprocess.run(
@@ -66,6 +66,19 @@ def test_quick_bench_runs_and_both_strategies_agree(tmp_path: Path, bench_connin
             assert b["identical"] is True
             assert b["oracle"] is True  # the quick sizes are small enough for the oracle
             assert set(b["times"]) == {"paper", "range"}
+        # The Spark matcher: in a quick run, Figure 6's largest batch of every kind, once,
+        # with range's pairs
+        if e["figure"] == 5:
+            assert "spark" not in e
+            continue
+        spark = e["spark"]
+        top = max(b["batch"] for b in e["batches"])
+        assert [b["batch"] for b in spark["batches"]] == [top]
+        (only,) = spark["batches"]
+        assert only["identical"] is True and spark["identical"] is True
+        assert only["pairs"] == next(b["pairs"] for b in e["batches"] if b["batch"] == top)
+        assert len(only["times"]["runs"]) == 1
+        assert spark["rows"]["subs"] >= e["subs"]
 
     report = (tmp_path / "benchmarks.md").read_text()
     for heading in (
@@ -75,12 +88,34 @@ def test_quick_bench_runs_and_both_strategies_agree(tmp_path: Path, bench_connin
         "## Figure 5",
         "## Figure 6",
         "## Figure 7",
+        "## The Spark batch matcher",
         "## Method",
     ):
         assert heading in report
     assert "**identical pairs**: yes" in report
+    assert "**Spark matcher, same pairs as `range`**: yes" in report
+    spark_rows = [line for line in report.splitlines() if line.startswith("| 6 | ")]
+    assert len(spark_rows) == 8  # four kinds: a timing row and a load row each
+    assert all(line.endswith("| yes |") for line in spark_rows[:4])
     for n in (4, 5, 6, 7):
         assert (tmp_path / "img" / f"bench-fig{n}.png").stat().st_size > 1000
+
+    # Had the Spark matcher returned other pairs, the report says so and the run fails
+    e = next(e for e in results["experiments"] if "spark" in e)
+    e["spark"]["batches"][0]["identical"] = e["spark"]["identical"] = e["identical"] = False
+    results["identical"] = False
+    doctored = tmp_path / "doctored.json"
+    doctored.write_text(json.dumps(results))
+    again = subprocess.run(
+        [str(ROOT / "ops" / "bench"), "--from-json", str(doctored), "--out", str(tmp_path / "bad")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert again.returncode == 1
+    assert "identical pairs: NO" in again.stdout
+    bad = (tmp_path / "bad" / "benchmarks.md").read_text()
+    assert f"**Spark matcher, same pairs as `range`**: NO, they differ for {e['kind']} " in bad
 
     with psycopg.connect(bench_conninfo) as conn:
         left = conn.execute(
