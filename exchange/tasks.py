@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 
 from celery import shared_task
+from django.conf import settings
 from django.utils import timezone
 
 
@@ -14,11 +16,45 @@ def ping(token: str) -> str:
     return f"pong:{token}"
 
 
+# While this key exists a cycle is queued and has not started yet, so a new change need not
+# queue another: that cycle will take it. It expires on its own in case the cycle never runs.
+def _pending_key() -> str:
+    return settings.CYCLE_PENDING_KEY
+
+
+_redis_client = None
+
+
+def _redis():
+    global _redis_client
+    if _redis_client is None:
+        import redis
+
+        _redis_client = redis.Redis.from_url(
+            settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2
+        )
+    return _redis_client
+
+
+def matching_cycle_request() -> None:
+    """Ask for a cycle after a committed change, unless one is queued and not yet started.
+
+    The change is committed before this runs and a queued cycle reads its batch only
+    after deleting the key, so a change that finds the key is in that cycle's batch.
+    Without Redis it raises, and the caller's after-commit guard leaves it to the sweep.
+    """
+    if _redis().set(_pending_key(), "1", nx=True, ex=10):
+        matching_cycle.delay()
+
+
 @shared_task(name="exchange.matching_cycle", ignore_result=True)
 def matching_cycle() -> int:
     """One matching cycle over the pending changes; queues another if it left some behind."""
     from exchange.services.matching import BATCH_LIMIT, matching_cycle_run
 
+    # Without Redis the key expires by itself; the cycle must run anyway.
+    with contextlib.suppress(Exception):
+        _redis().delete(_pending_key())
     report = matching_cycle_run(limit=BATCH_LIMIT)
     if report.changes >= BATCH_LIMIT:
         matching_cycle.delay()

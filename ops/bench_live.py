@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -117,17 +118,52 @@ class Stack:
     def start(self) -> None:
         bin_ = Path(PY).parent
         specs = {
-            "server": [str(bin_ / "uvicorn"), "exchange.asgi:application", "--host", "127.0.0.1",
-                       "--port", str(self.port), "--log-level", "warning", "--no-access-log"],
-            "worker": [str(bin_ / "celery"), "-A", "exchange", "worker", "--loglevel", "WARNING",
-                       "--concurrency", "2", "--hostname", f"bench-{os.getpid()}@%h"],
-            "beat": [str(bin_ / "celery"), "-A", "exchange", "beat", "--loglevel", "WARNING",
-                     "--schedule", str(self.logs / "celerybeat")],
+            "server": [
+                str(bin_ / "uvicorn"),
+                "exchange.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--log-level",
+                "warning",
+                "--no-access-log",
+            ],
+            "worker": [
+                str(bin_ / "celery"),
+                "-A",
+                "exchange",
+                "worker",
+                "--loglevel",
+                "WARNING",
+                "--concurrency",
+                "2",
+                "--hostname",
+                f"bench-{os.getpid()}@%h",
+            ],
+            "beat": [
+                str(bin_ / "celery"),
+                "-A",
+                "exchange",
+                "beat",
+                "--loglevel",
+                "WARNING",
+                "--schedule",
+                str(self.logs / "celerybeat"),
+            ],
         }
         for name, argv in specs.items():
             log = (self.logs / f"{name}.log").open("w")
-            self.procs.append(subprocess.Popen(argv, cwd=ROOT, env=env(), stdout=log, stderr=subprocess.STDOUT,
-                                               start_new_session=True))
+            self.procs.append(
+                subprocess.Popen(
+                    argv,
+                    cwd=ROOT,
+                    env=env(),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
@@ -139,8 +175,6 @@ class Stack:
         raise SystemExit("the bench stack did not become healthy; see .data/bench-live/")
 
     def stop(self) -> None:
-        import signal
-
         for proc in self.procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -156,13 +190,17 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
 
 
-async def drive(port: int, offers: int, rate: float, seconds: float, readers: float, seed: int) -> dict:
+async def drive(
+    port: int, offers: int, rate: float, seconds: float, readers: float, seed: int
+) -> dict:
     base = f"http://127.0.0.1:{port}/api/v1"
     rng = random.Random(seed + 1)
     async with httpx.AsyncClient(base_url=base, timeout=30) as anon:
         tokens = []
         for i in range(50):
-            r = await anon.post("/auth/token/", json={"username": f"buyer{i}", "password": "bench-pass-1"})
+            r = await anon.post(
+                "/auth/token/", json={"username": f"buyer{i}", "password": "bench-pass-1"}
+            )
             tokens.append(r.json()["token"])
         first_offer = (await anon.get("/offers/?state=open&limit=1")).json()["results"][0]["id"]
     sent: dict[tuple[int, str], float] = {}
@@ -190,8 +228,11 @@ async def drive(port: int, offers: int, rate: float, seconds: float, readers: fl
         lot = offer_index * 100 + 1 + rng.randrange(0, 50)
         sent[(offer_id, value)] = time.perf_counter()
         try:
-            r = await client.post("/bids/", json={"market": SUBJECT, "constraint": f"lot = {lot} AND price <= {value}"},
-                                  headers={"Authorization": f"Token {token}"})
+            r = await client.post(
+                "/bids/",
+                json={"market": SUBJECT, "constraint": f"lot = {lot} AND price <= {value}"},
+                headers={"Authorization": f"Token {token}"},
+            )
         except httpx.HTTPError as exc:
             errors.append(f"bid: {exc!r}")
             return
@@ -202,7 +243,13 @@ async def drive(port: int, offers: int, rate: float, seconds: float, readers: fl
 
     async def read(client: httpx.AsyncClient) -> None:
         nonlocal reads
-        path = rng.choice(["/best-offers/?limit=50", f"/offers/{first_offer + rng.randrange(offers)}/", "/markets/"])
+        path = rng.choice(
+            [
+                "/best-offers/?limit=50",
+                f"/offers/{first_offer + rng.randrange(offers)}/",
+                "/markets/",
+            ]
+        )
         try:
             r = await client.get(path)
             if r.status_code != 200:
@@ -221,15 +268,20 @@ async def drive(port: int, offers: int, rate: float, seconds: float, readers: fl
             start = time.perf_counter()
             n_bids = int(rate * seconds)
             n_reads = int(readers * seconds)
-            schedule = sorted([(i / rate, "bid", i) for i in range(n_bids)]
-                              + [(i / readers, "read", i) for i in range(n_reads)] if readers else
-                              [(i / rate, "bid", i) for i in range(n_bids)])
+            schedule = sorted(
+                [(i / rate, "bid", i) for i in range(n_bids)]
+                + [(i / readers, "read", i) for i in range(n_reads)]
+                if readers
+                else [(i / rate, "bid", i) for i in range(n_bids)]
+            )
             for at, kind, i in schedule:
                 delay = start + at - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
                 if kind == "bid":
-                    tasks.append(asyncio.create_task(bid(client, tokens[i % 50], rng.randrange(offers))))
+                    tasks.append(
+                        asyncio.create_task(bid(client, tokens[i % 50], rng.randrange(offers)))
+                    )
                 else:
                     tasks.append(asyncio.create_task(read(client)))
             await asyncio.gather(*tasks)
@@ -238,23 +290,52 @@ async def drive(port: int, offers: int, rate: float, seconds: float, readers: fl
         while sent and time.monotonic() < deadline:
             await asyncio.sleep(0.2)
         listener.cancel()
-    return {"latencies": latencies, "acknowledged": acknowledged, "errors": errors, "reads": reads,
-            "elapsed": elapsed, "unanswered": len(sent), "bids_sent": n_bids}
+    return {
+        "latencies": latencies,
+        "acknowledged": acknowledged,
+        "errors": errors,
+        "reads": reads,
+        "elapsed": elapsed,
+        "unanswered": len(sent),
+        "bids_sent": n_bids,
+    }
 
 
 def verify(acknowledged: list[int]) -> tuple[int, str]:
     ids = ",".join(map(str, acknowledged)) or "0"
-    out = manage("shell", "-c", f"from exchange.models import Bid; print(Bid.objects.filter(id__in=[{ids}]).count())",
-                 capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    check = subprocess.run([PY, "manage.py", "verify_best_offers"], cwd=ROOT, env=env(), capture_output=True, text=True)
+    out = (
+        manage(
+            "shell",
+            "-c",
+            f"from exchange.models import Bid; print(Bid.objects.filter(id__in=[{ids}]).count())",
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    check = subprocess.run(
+        [PY, "manage.py", "verify_best_offers"], cwd=ROOT, env=env(), capture_output=True, text=True
+    )
     return int(out), (check.stdout + check.stderr).strip().splitlines()[-1]
 
 
 def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    mem = int(next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
-                   if line.startswith("MemTotal"))) // (1024 * 1024)
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    mem = int(
+        next(
+            line.split()[1]
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal")
+        )
+    ) // (1024 * 1024)
     return f"{os.cpu_count()} cores ({cpu}), {mem} GiB RAM, {platform.platform()}"
 
 
@@ -268,21 +349,33 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks-live.md"))
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep the book of a previous run (its bids stay) instead of building it again",
+    )
     args = parser.parse_args()
 
     t0 = time.perf_counter()
-    prepare(args.offers, args.bids, args.seed)
+    if not args.reuse:
+        prepare(args.offers, args.bids, args.seed)
     setup_s = time.perf_counter() - t0
     stack = Stack(args.port)
+    # A SIGTERM (a timeout, say) unwinds through ``finally`` so the stack is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     stack.start()
     try:
-        result = asyncio.run(drive(args.port, args.offers, args.rate, args.seconds, args.readers, args.seed))
+        result = asyncio.run(
+            drive(args.port, args.offers, args.rate, args.seconds, args.readers, args.seed)
+        )
         time.sleep(3)
         stored, verdict = verify(result["acknowledged"])
     finally:
         stack.stop()
     lat = result["latencies"]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     p50, p99 = (percentile(lat, 50), percentile(lat, 99)) if lat else (float("nan"), float("nan"))
     lines = [
         "# Live benchmark: REST bid to WebSocket frame, and mixed load",
@@ -310,8 +403,11 @@ def main() -> int:
     if result["errors"]:
         lines += ["First errors:", "", *[f"* `{e}`" for e in result["errors"][:10]], ""]
     if lat:
-        lines += [f"Latency spread: min {min(lat):.1f} ms, median {statistics.median(lat):.1f} ms, "
-                  f"p90 {percentile(lat, 90):.1f} ms, max {max(lat):.1f} ms.", ""]
+        lines += [
+            f"Latency spread: min {min(lat):.1f} ms, median {statistics.median(lat):.1f} ms, "
+            f"p90 {percentile(lat, 90):.1f} ms, max {max(lat):.1f} ms.",
+            "",
+        ]
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))
     ok = not result["errors"] and stored == len(result["acknowledged"]) and "correct" in verdict

@@ -30,10 +30,10 @@ def _rules(market: Market, side: Side, constraint: Any) -> OrderConstraint:
 
 def order_changed(side: str, order_id: int) -> None:
     """Record the change for the matching cycle and trigger one after commit."""
-    from exchange.tasks import matching_cycle
+    from exchange.tasks import matching_cycle_request
 
     OrderChange.objects.create(side=side, order_id=order_id)
-    after_commit("triggering a matching cycle", matching_cycle.delay)
+    after_commit("triggering a matching cycle", matching_cycle_request)
 
 
 def _check_closes_at(closes_at: dt.datetime | None) -> None:

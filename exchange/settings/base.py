@@ -147,6 +147,7 @@ CHANNEL_LAYERS = {
 
 # Redis key prefix of the WebSocket presence sets (who watches a stream).
 PRESENCE_PREFIX = "intersect:presence"
+CYCLE_PENDING_KEY = "intersect:cycle-pending"
 
 SPARK_MASTER = env("SPARK_MASTER", "local[2]")
 

@@ -35,3 +35,4 @@ DATABASES["default"]["TEST"] = {"NAME": f"test_intersect_{TEST_RUN}"}  # noqa: F
 CELERY_TASK_DEFAULT_QUEUE = f"intersect-{TEST_RUN}"
 CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"intersect-{TEST_RUN}"  # noqa: F405
 PRESENCE_PREFIX = f"intersect-{TEST_RUN}:presence"
+CYCLE_PENDING_KEY = f"intersect-{TEST_RUN}:cycle-pending"
