@@ -524,6 +524,23 @@ class Report:
             )
         timed = [(e, b) for e in runs for b in e["spark"]["batches"]]
         fastest = min(float(b["times"]["median"]) for _, b in timed)
+        cap = self.r["settings"].get("spark_max_subs")
+        beyond = sorted(
+            {
+                e["subs"]
+                for e in self.r["experiments"]
+                if not e.get("skipped") and cap is not None and e["subs"] > cap
+            }
+        )
+        if beyond:
+            self.add(
+                "",
+                "Not run by the Spark matcher: the workloads of "
+                + ", ".join(f"{n:,}" for n in beyond)
+                + f" subscriptions (`--spark-max-subs`, here {cap:,}): its load runs Python "
+                "over every predicate row on the executors, which at a million subscriptions "
+                "of up to 18 terms takes far longer than the rest of the run on this machine.",
+            )
         faster = [
             f"{LABELS[e['kind']]} at {e['subs']:,}, batch {b['batch']:,}"
             for e, b in timed

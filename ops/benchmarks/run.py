@@ -15,7 +15,8 @@ generated with Spark (``SPARK_MASTER``, default ``local[2]``) into a temporary d
 Figures 4 and 5 use workloads of one publication (the paper's parameters computed for
 one publication); Figures 6 and 7 use one workload per kind generated for the largest
 batch, whose first B publications form the batch of size B. The Spark matcher (unless
-``--no-spark``) matches every batch of every workload in the run's one SparkSession. The
+``--no-spark``) matches every batch of the workloads of at most ``--spark-max-subs``
+subscriptions in the run's one SparkSession (a quick run: Figure 6's largest batches). The
 run exits 1 if any two strategies, any two repeats or the oracle disagree on any timed
 match, or if the Spark matcher's pairs differ from ``range``'s.
 """
@@ -41,7 +42,7 @@ import psycopg  # noqa: E402
 from matching.workload import KINDS, Workload, generate, terms  # noqa: E402
 from ops.benchmarks import machine  # noqa: E402
 from ops.benchmarks.experiments import Budget, Context, run_experiment  # noqa: E402
-from ops.benchmarks.spark_matcher import spark_budget, spark_plan  # noqa: E402
+from ops.benchmarks.spark_matcher import DEFAULT_MAX_SUBS, spark_budget, spark_plan  # noqa: E402
 
 DEV_DATABASE_URL = "postgres://intersect:intersect@127.0.0.1:55432/intersect"
 
@@ -75,7 +76,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--no-spark",
         dest="spark",
         action="store_false",
-        help="leave out the Spark batch matcher (by default it runs on every batch)",
+        help="leave out the Spark batch matcher (by default it runs on every batch of the "
+        "workloads up to --spark-max-subs subscriptions)",
+    )
+    ap.add_argument(
+        "--spark-max-subs",
+        type=lambda text: int(text.replace("_", "")),
+        default=DEFAULT_MAX_SUBS,
+        help="the Spark matcher runs on workloads of at most this many subscriptions "
+        f"(default {DEFAULT_MAX_SUBS:,})",
     )
     ap.add_argument(
         "--limit",
@@ -181,6 +190,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "limit": args.limit,
             "budget": vars(args.budget),
             "spark_budget": vars(spark_budget(args.quick)) if args.spark else None,
+            "spark_max_subs": args.spark_max_subs,
             "database": conn.info.host + ":" + str(conn.info.port) + "/" + conn.info.dbname,
         }
         log(f"database {results['settings']['database']}, workloads in {work}")
@@ -212,7 +222,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     continue
                 w = Workload(step["kind"], step["subs"], step["pubs"], args.seed)
                 fixed = step["kind"] == "fixed"
-                spark = tuple(spark_plan(step, args.quick))
+                spark = tuple(spark_plan(step, args.quick, args.spark_max_subs))
                 if step["figure"] == 5:
                     exp = run_experiment(
                         ctx,

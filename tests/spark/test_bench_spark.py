@@ -44,8 +44,12 @@ def test_spark_batches_are_checked_against_the_reference(spark: Any, tmp_path: P
     assert run.as_dict()["batches"][1]["times"]["runs"] == run.batches[1].times.seconds
 
 
-def test_a_quick_run_gives_spark_only_figure_6s_largest_batch() -> None:
-    assert spark_plan({"figure": 5, "kind": "fixed"}, quick=True) == []
-    assert spark_plan({"figure": 6, "batches": [1, 4, 16]}, quick=True) == [16]
-    assert spark_plan({"figure": 5, "kind": "fixed"}, quick=False) == [1]
-    assert spark_plan({"figure": 6, "batches": [1, 4, 16]}, quick=False) == [1, 4, 16]
+def test_spark_runs_every_batch_up_to_its_size_and_a_quick_run_only_the_largest() -> None:
+    fig5 = {"figure": 5, "kind": "fixed", "subs": 100_000}
+    fig6 = {"figure": 6, "kind": "fixed", "subs": 100_000, "batches": [1, 4, 16]}
+    assert spark_plan(fig5, quick=False) == [1]
+    assert spark_plan(fig6, quick=False) == [1, 4, 16]
+    assert spark_plan({**fig5, "subs": 1_000_000}, quick=False) == []
+    assert spark_plan({**fig5, "subs": 1_000_000}, quick=False, max_subs=1_000_000) == [1]
+    assert spark_plan({**fig5, "subs": 200}, quick=True) == []
+    assert spark_plan({**fig6, "subs": 200}, quick=True) == [16]
