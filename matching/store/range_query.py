@@ -4,9 +4,11 @@ One statement per scope and set of kinds present: (a) the hits of every type, ea
 pair of kinds a branch that is one index lookup per row of the batch, counted per
 disjunct pair and checked against what the two disjuncts' shapes need; (b) the
 pairs that match without any hit, decided between shapes; (c) whole disjuncts
-against equal whole disjuncts, one index probe each. ``match_sql`` caches the text,
-which depends only on the namespace, the kinds present and the scope;
-``guarded_match_sql`` wraps it with a check that the kinds are still those.
+against equal whole disjuncts, one index probe each. Where no field can be covered
+(no wildcard anywhere, no loose box predicate on both sides: the kinds say so) (b) is
+left out and (a) compares the hits with the disjunct's count, reading no shape.
+``match_sql`` caches the text, which depends only on the namespace, the kinds present
+and the scope, and guards it with a check that the kinds are still those.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Literal
 
 from matching.model import Type
 
-from .encode import TYPES
+from .encode import TYPES, WILDCARD_OP
 from .rules import BOX_RELATIONS, SHARE, TABLE_NAMES, box_relation
 
 Scope = Literal["all", "publications", "subscriptions"]
@@ -29,6 +31,10 @@ INTERVAL = "&&"
 # A single value of a *whole* disjunct (see ``ranges``): one whose predicates are all
 # single values of ordered types, at least two of them.
 WHOLE_VALUE = "=="
+# Wildcards have no rows, but they are counted as a kind of their type and side.
+WILDCARD = WILDCARD_OP
+# Box operators of which any two meet: a field loose on both sides is covered.
+LOOSE_OPS = ("overlaps", "contains")
 
 # The smallest value of each ordered type, standing in for a missing lower bound.
 _MINIMUM: dict[Type, str] = {
@@ -64,11 +70,15 @@ def _ordered_parts(
             # them).
             if POINT_VALUE in driving:
                 parts.append((equal, f"{d}.pt IS NOT NULL AND NOT {d}.whole"))
+            # The ``<>`` repeated next to the ranges tells the planner (which guesses a
+            # third of the rows for a range on a joined column) how few rows are left
+            # when most of them have the driver's own shape.
+            other = f"{x}.shape <> {d}.shape"
             if scope == "all":
-                parts.append((f"{equal} AND {x}.shape <> {d}.shape", f"{d}.whole"))
+                parts.append((f"{equal} AND {other}", f"{d}.whole"))
             else:
-                parts.append((f"{equal} AND {x}.shape < {d}.shape", f"{d}.whole"))
-                parts.append((f"{equal} AND {x}.shape > {d}.shape", f"{d}.whole"))
+                parts.append((f"{equal} AND {x}.shape < {d}.shape AND {other}", f"{d}.whole"))
+                parts.append((f"{equal} AND {x}.shape > {d}.shape AND {other}", f"{d}.whole"))
         else:
             parts.append((equal, f"{d}.pt IS NOT NULL"))
     if driving & singles and INTERVAL in searched:
@@ -145,12 +155,19 @@ def kinds_sql(namespace: str) -> str:
     )
 
 
+def _parse_kinds(kinds: str) -> list[tuple[str, str, str]]:
+    return [tuple(item.split(" ")) for item in kinds.split(",") if item]  # type: ignore[misc]
+
+
 def combinations_of(kinds: str) -> Combinations:
-    """Per type with rows on both sides, the (pub kind, sub kind) pairs present."""
+    """Per type with rows on both sides, the (pub kind, sub kind) pairs that can hit.
+
+    Wildcards are recorded as a kind too (``*``), but never join: they are left out.
+    """
     ops: dict[tuple[str, str], list[str]] = {}
-    for item in filter(None, kinds.split(",")):
-        type_name, side, op = item.split(" ")
-        ops.setdefault((type_name, side), []).append(op)
+    for type_name, side, op in _parse_kinds(kinds):
+        if op != WILDCARD:
+            ops.setdefault((type_name, side), []).append(op)
     result = []
     for t in TYPES:
         pairs = tuple(
@@ -163,43 +180,76 @@ def combinations_of(kinds: str) -> Combinations:
     return tuple(result)
 
 
+def may_cover(kinds: str) -> bool:
+    """Whether some field of some pair may be *covered* rather than hit.
+
+    Only a wildcard (on either side) or a loose box predicate on both sides covers a
+    field. Without either, a pair matches exactly when every predicate of the
+    publication disjunct hits, and no pair matches without a hit at all.
+    """
+    items = _parse_kinds(kinds)
+    if any(op == WILDCARD for _, _, op in items):
+        return True
+    loose = {side for type_name, side, op in items if type_name == "box" and op in LOOSE_OPS}
+    return loose == {"pub", "sub"}
+
+
+def _guard(namespace: str, kinds: str, serial: bool) -> str:
+    """A condition that holds iff the kinds present are exactly ``kinds``."""
+    items = _parse_kinds(kinds)
+    listed = ", ".join(f"('{t}', '{side}', '{op}')" for t, side, op in items)
+    known = f"(type, side, op) IN ({listed})" if items else "false"
+    # serial() does nothing but is marked PARALLEL UNSAFE, which keeps the planner
+    # from starting parallel workers for the whole statement.
+    unsafe = f' AND "{namespace}".serial()' if serial else ""
+    return (
+        f"SELECT count(*) = {len(items)} AND coalesce(bool_and({known}), true){unsafe} AS same"
+        f' FROM "{namespace}".used_operators WHERE n > 0'
+    )
+
+
 @lru_cache(maxsize=1024)
-def guarded_match_sql(namespace: str, kinds: str, scope: Scope) -> str:
-    """``match_sql`` for the kinds ``kinds`` (as ``kinds_sql`` writes them), checked.
+def match_sql(namespace: str, kinds: str, scope: Scope, serial: bool = False) -> str:
+    """The statement for the kinds ``kinds`` (as ``kinds_sql`` writes them), checked.
 
     The statement also reads the kinds present, in its own snapshot: if they are not
     ``kinds`` it returns one row of NULLs instead of the matches, and the caller
     reads the kinds again and runs the statement made for them. So one statement, and
-    one round trip, is a whole match while the kinds stay the same.
+    one round trip, is a whole match while the kinds stay the same. A ``serial``
+    statement never runs parallel workers: for a small batch, starting them costs
+    more (milliseconds) than they save, and the planner, which may think a probe
+    returns far more rows than it does, cannot tell.
     """
-    literal = "'" + kinds.replace("'", "''") + "'"
     return (
-        f"WITH guard AS (SELECT ({kinds_sql(namespace)}) = {literal} AS same)\n"
-        f"SELECT m.* FROM (\n{match_sql(namespace, combinations_of(kinds), scope)}\n) m\n"
+        f"WITH guard AS ({_guard(namespace, kinds, serial)})\n"
+        f"SELECT m.* FROM (\n{_unguarded_sql(namespace, kinds, scope)}\n) m\n"
         "WHERE (SELECT same FROM guard)\n"
         "UNION ALL\n"
         "SELECT NULL::int8, NULL::int4, NULL::int8, NULL::int4 FROM guard WHERE NOT same"
     )
 
 
-@lru_cache(maxsize=1024)
-def match_sql(namespace: str, combinations: Combinations, scope: Scope) -> str:
+def _unguarded_sql(namespace: str, kinds: str, scope: Scope) -> str:
     ns = f'"{namespace}"'
-    shape_where = {
-        "all": "",
-        "publications": "\nWHERE pm.id = ANY(%(ids)s::int8[])",
-        "subscriptions": "\nWHERE sm.id = ANY(%(ids)s::int8[])",
-    }[scope]
-    # (b): disjunct pairs that match with no hit, decided between shapes.
-    without_hits = (
-        "SELECT pm.id, pm.disjunct_id, sm.id, sm.disjunct_id\n"
-        f"FROM {ns}.pub_master pm\n"
-        f"JOIN {ns}.pub_shapes ps ON ps.id = pm.shape\n"
-        f"JOIN {ns}.sub_shapes ss ON ss.wild @> ps.tight AND ss.fields @> ps.wild"
-        " AND (ss.wild || ss.loose) @> ps.loose\n"
-        f"JOIN {ns}.sub_master sm ON sm.shape = ss.id"
-        f"{shape_where}"
-    )
+    combinations = combinations_of(kinds)
+    covers = may_cover(kinds)
+    sources = []
+    if covers:
+        # (b): disjunct pairs that match with no hit, decided between shapes.
+        shape_where = {
+            "all": "",
+            "publications": "\nWHERE pm.id = ANY(%(ids)s::int8[])",
+            "subscriptions": "\nWHERE sm.id = ANY(%(ids)s::int8[])",
+        }[scope]
+        sources.append(
+            "SELECT pm.id, pm.disjunct_id, sm.id, sm.disjunct_id\n"
+            f"FROM {ns}.pub_master pm\n"
+            f"JOIN {ns}.pub_shapes ps ON ps.id = pm.shape\n"
+            f"JOIN {ns}.sub_shapes ss ON ss.wild @> ps.tight AND ss.fields @> ps.wild"
+            " AND (ss.wild || ss.loose) @> ps.loose\n"
+            f"JOIN {ns}.sub_master sm ON sm.shape = ss.id"
+            f"{shape_where}"
+        )
     if any((WHOLE_VALUE, WHOLE_VALUE) in pairs for _, pairs in combinations):
         # (c): whole disjuncts against the other side's whole disjuncts of the same
         # shape (the same fields, all single values) with the same values: one probe
@@ -211,8 +261,7 @@ def match_sql(namespace: str, combinations: Combinations, scope: Scope) -> str:
             "publications": "pm.id = ANY(%(ids)s::int8[]) AND pm.vkey IS NOT NULL",
             "subscriptions": "sm.id = ANY(%(ids)s::int8[]) AND sm.vkey IS NOT NULL",
         }[scope]
-        without_hits += (
-            "\nUNION ALL\n"
+        sources.append(
             "SELECT pm.id, pm.disjunct_id, sm.id, sm.disjunct_id\n"
             f"FROM {ns}.pub_master pm\n"
             f"JOIN {ns}.sub_master sm ON sm.shape = pm.shape AND sm.vkey = pm.vkey\n"
@@ -222,20 +271,36 @@ def match_sql(namespace: str, combinations: Combinations, scope: Scope) -> str:
         branch for t, pairs in combinations for branch in _branches(namespace, t, pairs, scope)
     ]
     if not branches:
-        return without_hits
+        return "\nUNION ALL\n".join(sources) or _NOTHING
     hits = "\n  UNION ALL\n  ".join(branches)
-    # (a): disjunct pairs with at least one hit, kept when hits + covered = count(dp).
-    # What a pair needs depends only on the two shapes, so it is worked out once per
-    # pair of shapes (few) rather than once per candidate (possibly very many), and
-    # kept apart (MATERIALIZED) so that the planner does not fold it back into the
-    # per-candidate join. The type rows carry their disjunct's shape (one per
-    # disjunct, so max() just carries it along), and no master row is read at all.
-    return (
+    # (a): disjunct pairs with at least one hit.
+    counted = (
         f"WITH hits AS (\n  {hits}\n),\n"
         "counted AS (\n"
         "  SELECT p_id, p_disjunct_id, max(p_shape) AS p_shape,\n"
         "         s_id, s_disjunct_id, max(s_shape) AS s_shape, count(*) AS hits\n"
-        "  FROM hits GROUP BY p_id, p_disjunct_id, s_id, s_disjunct_id\n),\n"
+        "  FROM hits GROUP BY p_id, p_disjunct_id, s_id, s_disjunct_id\n)"
+    )
+    if not covers:
+        # No field can be covered: a pair matches iff every predicate of dp hits (at
+        # most one hit per field, so that many hits also means ds has all of dp's
+        # fields), which the master row's count says. No shape is read.
+        batch = " AND pm.id = ANY(%(ids)s::int8[])" if scope == "publications" else ""
+        with_hits = (
+            f"{counted}\n"
+            "SELECT c.p_id, c.p_disjunct_id, c.s_id, c.s_disjunct_id\n"
+            f"FROM counted c JOIN {ns}.pub_master pm"
+            " ON pm.id = c.p_id AND pm.disjunct_id = c.p_disjunct_id\n"
+            f"WHERE c.hits = pm.count{batch}"
+        )
+        return "\nUNION ALL\n".join([with_hits, *sources])
+    # Kept when hits + covered = count(dp). What a pair needs depends only on the two
+    # shapes, so it is worked out once per pair of shapes (few) rather than once per
+    # candidate (possibly very many), and kept apart (MATERIALIZED) so that the
+    # planner does not fold it back into the per-candidate join. The type rows carry
+    # their disjunct's shape (one per disjunct, so max() just carries it along).
+    return (
+        f"{counted},\n"
         "needs AS MATERIALIZED (\n"
         "  SELECT ps.id AS p_shape, ss.id AS s_shape, cardinality(ps.fields)\n"
         "    - cardinality(ps.wild) - (SELECT count(*) FROM unnest(ps.fields) f\n"
@@ -249,6 +314,9 @@ def match_sql(namespace: str, combinations: Combinations, scope: Scope) -> str:
         "SELECT c.p_id, c.p_disjunct_id, c.s_id, c.s_disjunct_id\n"
         "FROM counted c JOIN needs n ON n.p_shape = c.p_shape AND n.s_shape = c.s_shape\n"
         "WHERE c.hits = n.hits\n"
-        "UNION ALL\n"
-        f"{without_hits}"
+        "UNION ALL\n" + "\nUNION ALL\n".join(sources)
     )
+
+
+# A statement with the right columns and no rows: nothing can match.
+_NOTHING = "SELECT NULL::int8, NULL::int4, NULL::int8, NULL::int4 WHERE false"

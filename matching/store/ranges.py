@@ -105,11 +105,12 @@ from .range_query import (
     INTERVAL,
     POINT_VALUE,
     WHOLE_VALUE,
+    WILDCARD,
     Combinations,
     Scope,
     combinations_of,
-    guarded_match_sql,
     kinds_sql,
+    match_sql,
 )
 from .rules import TABLE_NAMES
 from .sql import bump_counters, copy_rows
@@ -250,6 +251,9 @@ class RangeStore(DatabaseStore):
             f'CREATE TYPE {self.q("textrange")} AS RANGE (subtype = text, collation = "C")',
             f"CREATE TABLE {self.q('used_operators')} (type text NOT NULL, side text NOT NULL,"
             " op text NOT NULL, n int8 NOT NULL, PRIMARY KEY (type, side, op))",
+            # Does nothing; PARALLEL UNSAFE keeps the statements that call it serial.
+            f"CREATE FUNCTION {self.q('serial')}() RETURNS boolean LANGUAGE sql IMMUTABLE"
+            " PARALLEL UNSAFE AS 'SELECT true'",
             # Shape ids for both sides: a shape has one id whichever side uses it.
             f"CREATE TABLE {self.q('shape_ids')} ("
             "id int4 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key uuid NOT NULL UNIQUE)",
@@ -347,6 +351,7 @@ class RangeStore(DatabaseStore):
                     masters.append((i, j, len(disjunct.items), shape_id, vkey))
                     for attribute, pred in disjunct.items:
                         if type(pred) is Wildcard:
+                            used[(attribute.type.value, side, WILDCARD)] += 1
                             continue
                         t = attribute.type
                         row = _row(t, i, j, shape_id, attribute.name, pred, shape.whole)
@@ -424,12 +429,18 @@ class RangeStore(DatabaseStore):
             for op, n in cur.fetchall():
                 removed[(t.value, side, op)] -= n
         shapes = self.q(f"{side}_shapes")
+        # The wildcards that go: the wild fields of the deleted disjuncts' shapes, by type
+        # (a field key starts with its type).
         cur.execute(
             f"WITH d AS (DELETE FROM {self.master(side)} WHERE id = ANY(%s::int8[])"
-            " RETURNING shape), c AS (SELECT shape, count(*) AS n FROM d GROUP BY shape)"
-            f" UPDATE {shapes} t SET n = t.n - c.n FROM c WHERE t.id = c.shape",
+            " RETURNING shape), c AS (SELECT shape, count(*) AS n FROM d GROUP BY shape),"
+            f" u AS (UPDATE {shapes} t SET n = t.n - c.n FROM c WHERE t.id = c.shape"
+            " RETURNING t.wild, c.n)"
+            " SELECT split_part(w, ':', 1), sum(u.n) FROM u, unnest(u.wild) w GROUP BY 1",
             [ids],
         )
+        for type_name, n in cur.fetchall():
+            removed[(type_name, side, WILDCARD)] -= int(n)
         cur.execute(f"DELETE FROM {shapes} WHERE n <= 0")
         bump_counters(cur, self.q("used_operators"), ["type", "side", "op"], removed)
 
@@ -449,7 +460,7 @@ class RangeStore(DatabaseStore):
 
     def match_sql(self, cur: psycopg.Cursor[Any], scope: Scope) -> str:
         """The one statement that matches a scope (ids in the ``%(ids)s`` parameter)."""
-        return guarded_match_sql(self.namespace, self._kinds(cur), scope)
+        return match_sql(self.namespace, self._kinds(cur), scope, scope != "all")
 
     def _match(self, scope: Scope, ids: list[int]) -> set[DisjunctPair]:
         """One statement, and one round trip, while the kinds present stay the same.
@@ -466,19 +477,22 @@ class RangeStore(DatabaseStore):
         kinds = _KNOWN_KINDS.get(key)
         params = {"ids": ids}
         prepare = None if scope == "all" else True
+        serial = scope != "all" and len(ids) <= SERIAL_BATCH
         with self.cursor() as cur:
             while True:
                 if kinds is None:
                     kinds = self._kinds(cur)
                     _KNOWN_KINDS[key] = kinds
-                cur.execute(
-                    guarded_match_sql(self.namespace, kinds, scope), params, prepare=prepare
-                )
+                sql = match_sql(self.namespace, kinds, scope, serial)
+                cur.execute(sql, params, prepare=prepare)
                 rows = cur.fetchall()
                 if not rows or rows[0][0] is not None:
                     return set(rows)
                 kinds = None
 
+
+# Batches of up to this many ids are matched without parallel workers.
+SERIAL_BATCH = 64
 
 # The kinds each namespace had at its last match, per database (as ``kinds_sql`` writes
 # them): a guess that every match checks (see ``RangeStore._match``), so a stale entry
