@@ -317,3 +317,33 @@ def test_small_equality_cases_agree(
     finally:
         whole_store.delete_publications([i for i, _ in pubs])
         whole_store.delete_subscriptions([i for i, _ in subs])
+
+
+def test_wildcards_are_counted_as_a_kind_and_uncounted_when_deleted(
+    make_store: MakeStore, pg: psycopg.Connection[Any]
+) -> None:
+    # Without a wildcard anywhere the statement reads no shape; with one it must cover
+    store = make_store("range")
+    store.add_publications([(1, matching.parse("a = 1 AND b = 2"))])
+    store.add_subscriptions([(1, matching.parse("a = 1 AND b <= 5"))])
+    assert store.match_publications([1]) == {(1, 1)}
+    store.add_subscriptions(
+        [(2, matching.parse("a = 1 AND int b = *")), (3, matching.parse("int a = * AND int b = *"))]
+    )
+    assert store.match_publications([1]) == {(1, 1), (1, 2), (1, 3)}
+
+    def wildcards() -> list[tuple[str, str, int]]:
+        with pg.cursor() as cur:
+            cur.execute(
+                f"SELECT type, side, n FROM {store.q('used_operators')} WHERE op = '*' ORDER BY 1"
+            )
+            return cur.fetchall()
+
+    assert wildcards() == [("int", "sub", 3)]
+    store.delete_subscriptions([3])
+    assert wildcards() == [("int", "sub", 1)]
+    assert store.match_publications([1]) == {(1, 1), (1, 2)}
+    store.delete_subscriptions([2])
+    assert wildcards() == []
+    assert store.match_publications([1]) == {(1, 1)}
+    assert store.match_subscriptions([1]) == {(1, 1)}
