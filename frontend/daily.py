@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from decimal import Decimal
+from operator import attrgetter
 from typing import Any
 
 from exchange.analytics.selectors import PublicMarketDay
@@ -77,7 +78,7 @@ def _activity_chart(days: Sequence[PublicMarketDay]) -> dict[str, Any]:
                 "scale": "right",
                 "unit": "",
                 "precision": 0,
-                "points": _points(days, lambda d, key=key: getattr(d, key)),
+                "points": _points(days, attrgetter(key)),
             }
             for key, label, color in COUNT_SERIES
         ]
