@@ -96,10 +96,16 @@ DATABASE_URL = env(
     "DATABASE_URL",
     f"postgres://intersect:intersect@127.0.0.1:{DEV_POSTGRES_PORT}/intersect",
 )
-DATABASES = {
-    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
-}
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
 DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
+# A pool per process (psycopg_pool through Django): under ASGI every request runs in a thread
+# of its own, so per-thread persistent connections would pile up and fresh ones cost a
+# PostgreSQL backend each. ``timeout``: how long a request waits for a free connection.
+DATABASES["default"]["OPTIONS"]["pool"] = {
+    "min_size": 2,
+    "max_size": int(env("DATABASE_POOL_SIZE", "12")),
+    "timeout": 10,
+}
 # Let psycopg prepare statements run repeatedly (the matching cycle's store queries).
 DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 5
 

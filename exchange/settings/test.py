@@ -26,6 +26,7 @@ WHITENOISE_AUTOREFRESH = True
 # Connections opened by worker threads (database_sync_to_async) close after each use, so no
 # session lingers on the test database when the run ends.
 DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
+DATABASES["default"]["OPTIONS"].pop("pool", None)  # noqa: F405 - nor are they pooled
 
 # Several test runs may share the test services (two terminals, parallel helpers): each run
 # gets its own test database, Celery queue and channel-layer prefix. The processes a run starts
