@@ -262,7 +262,9 @@ class BidList(generics.ListAPIView):
             bid = orders.bid_place(
                 buyer=request.user, market=_market(data["market"]), constraint=data["constraint"]
             )
-            return Response(_bid_data(request, bid.pk), status=201)
+            # A bid is matched after its transaction commits, so it has no standings yet.
+            data = s.BidSerializer(bid, context={"request": request, "standings": {}}).data
+            return Response(data, status=201)
 
         return idempotent(request, "bids", create)
 

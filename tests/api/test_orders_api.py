@@ -201,3 +201,16 @@ def test_matching_cycle_after_api_bid(world):
         .json()["best_value"]
         == "1.90"
     )
+
+
+def test_a_new_bid_is_answered_as_a_read_of_it_before_matching_would_show(world):
+    buyer = world["clients"]["buyer"]
+    created = buyer.post(
+        "/api/v1/bids/",
+        {"market": "office.supplies.pencils", "constraint": "lot = 40 AND price <= 1.90"},
+        format="json",
+    )
+    assert created.status_code == 201
+    body = created.json()
+    assert body == buyer.get(f"/api/v1/bids/{body['id']}/").json()
+    assert body["constraint"] == "lot = 40 AND price <= 1.90"
