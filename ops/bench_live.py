@@ -24,7 +24,6 @@ import os
 import platform
 import random
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -208,6 +207,7 @@ async def drive(
     sent: dict[tuple[int, str], float] = {}
     latencies: list[float] = []
     acknowledged: list[int] = []
+    acks: list[float] = []  # milliseconds from sending a bid to its 201
     errors: list[str] = []
     reads = 0
     prices: dict[int, int] = {}
@@ -228,7 +228,7 @@ async def drive(
         prices[offer_id] = cents
         value = f"{Decimal(cents) / 100:.2f}"
         lot = offer_index * 100 + 1 + rng.randrange(0, 50)
-        sent[(offer_id, value)] = time.perf_counter()
+        posted = sent[(offer_id, value)] = time.perf_counter()
         try:
             r = await client.post(
                 "/bids/",
@@ -240,6 +240,7 @@ async def drive(
             return
         if r.status_code == 201:
             acknowledged.append(r.json()["id"])
+            acks.append((time.perf_counter() - posted) * 1000)
         else:
             errors.append(f"bid: {r.status_code} {r.text[:100]}")
 
@@ -295,6 +296,7 @@ async def drive(
     return {
         "latencies": latencies,
         "acknowledged": acknowledged,
+        "acks": acks,
         "errors": errors,
         "reads": reads,
         "elapsed": elapsed,
@@ -312,6 +314,25 @@ def settle_outbox() -> None:
         conn.execute(
             "UPDATE exchange_notification SET delivered_at = now() WHERE delivered_at IS NULL"
         )
+
+
+def cycle_stats(since: float) -> dict[str, float]:
+    """The matching cycles that ran during the measurement."""
+    import psycopg
+
+    with psycopg.connect(env()["DATABASE_URL"].replace("postgres://", "postgresql://")) as conn:
+        count, mean_ms, mean_changes, max_ms = conn.execute(
+            "SELECT count(*), coalesce(avg(extract(epoch FROM finished_at - started_at)) * 1000, 0),"
+            " coalesce(avg(changes), 0), coalesce(max(extract(epoch FROM finished_at - started_at))"
+            " * 1000, 0) FROM exchange_matchingcycle WHERE started_at >= to_timestamp(%s)",
+            [since],
+        ).fetchone()
+    return {
+        "count": count,
+        "mean_ms": float(mean_ms),
+        "mean_changes": float(mean_changes),
+        "max_ms": float(max_ms),
+    }
 
 
 def verify(acknowledged: list[int]) -> tuple[int, str]:
@@ -359,7 +380,8 @@ def main() -> int:
     parser.add_argument(
         "--web-workers", type=int, default=2, help="uvicorn worker processes (as ops/run)"
     )
-    parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks-live.md"))
+    parser.add_argument("--out", help="also write the result as a short Markdown report here")
+    parser.add_argument("--json", help="write the result as JSON here (ops/bench reads it)")
     parser.add_argument(
         "--reuse",
         action="store_true",
@@ -378,54 +400,95 @@ def main() -> int:
     # A SIGTERM (a timeout, say) unwinds through ``finally`` so the stack is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     stack.start()
+    driven_from = time.time()
     try:
         result = asyncio.run(
             drive(args.port, args.offers, args.rate, args.seconds, args.readers, args.seed)
         )
         time.sleep(3)
         stored, verdict = verify(result["acknowledged"])
+        cycles = cycle_stats(driven_from)
     finally:
         stack.stop()
-    lat = result["latencies"]
+    lat, acks = result["latencies"], result["acks"]
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
-    p50, p99 = (percentile(lat, 50), percentile(lat, 99)) if lat else (float("nan"), float("nan"))
+
+    def spread(values: list[float]) -> dict[str, float] | None:
+        if not values:
+            return None
+        return {q: percentile(values, n) for q, n in (("p50", 50), ("p90", 90), ("p99", 99))} | {
+            "min": min(values),
+            "max": max(values),
+        }
+
+    summary = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": commit,
+        "command": " ".join([".venv/bin/python", "ops/bench_live.py", *sys.argv[1:]]),
+        "machine": machine(),
+        "load_average": os.getloadavg(),
+        "offers": args.offers,
+        "bids": args.bids,
+        "rate": args.rate,
+        "readers": args.readers,
+        "seconds": args.seconds,
+        "web_workers": args.web_workers,
+        "setup_s": setup_s,
+        "frame_ms": spread(lat),
+        "ack_ms": spread(acks),
+        "frames": len(lat),
+        "unanswered": result["unanswered"],
+        "bids_sent": result["bids_sent"],
+        "acknowledged": len(result["acknowledged"]),
+        "stored": stored,
+        "reads": result["reads"],
+        "errors": len(result["errors"]),
+        "first_errors": result["errors"][:10],
+        "achieved_rate": result["bids_sent"] / result["elapsed"],
+        "verify": verdict,
+        "cycles": cycles,
+    }
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")
+    text = markdown(summary)
+    if args.out:
+        Path(args.out).write_text(text)
+    print(text)
+    ok = not result["errors"] and stored == len(result["acknowledged"]) and "correct" in verdict
+    return 0 if ok else 1
+
+
+def markdown(r: dict) -> str:
+    """The result as a short report (``ops/bench`` renders its own section from the JSON)."""
+    f, a = r["frame_ms"] or {}, r["ack_ms"] or {}
+    c = r["cycles"]
     lines = [
         "# Live benchmark: REST bid to WebSocket frame, and mixed load",
         "",
-        f"Run `{' '.join(['.venv/bin/python', 'ops/bench_live.py', *sys.argv[1:]])}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-        f"commit `{commit}`, {machine()}. Loopback only; server, worker, beat, PostgreSQL, Redis and the load "
-        "driver share the machine.",
+        f"`{r['command']}` on {r['date']}, commit `{r['commit']}`, {r['machine']}.",
         "",
-        f"Book: {args.offers:,} open offers, {args.bids:,} active bids (set up in {setup_s:.0f} s). "
-        f"Load: {args.rate:g} bids/s and {args.readers:g} reads/s for {args.seconds:g} s.",
+        f"Book: {r['offers']:,} open offers, {r['bids']:,} active bids. Load: {r['rate']:g} "
+        f"bids/s and {r['readers']:g} reads/s for {r['seconds']:g} s.",
         "",
         "| measure | target (SPEC 9) | result |",
         "|---|---|---|",
-        f"| bid over REST to its `best_offer` frame, p50 | 100 ms | {p50:.1f} ms |",
-        f"| the same, p99 | 500 ms | {p99:.1f} ms |",
-        f"| frames matched to bids | all | {len(lat)} of {result['bids_sent']} ({result['unanswered']} unanswered) |",
-        f"| bids acknowledged (201) | all | {len(result['acknowledged'])} of {result['bids_sent']} |",
-        f"| acknowledged bids found in the database afterwards | all | {stored} |",
-        f"| reads answered | all | {result['reads']} |",
-        f"| errors | 0 | {len(result['errors'])} |",
-        f"| achieved bid rate | {args.rate:g}/s | {result['bids_sent'] / result['elapsed']:.1f}/s |",
-        f"| `verify_best_offers` afterwards | clean | {verdict} |",
+        f"| bid over REST to its `best_offer` frame, p50 | 100 ms | {f.get('p50', float('nan')):.1f} ms |",
+        f"| the same, p99 | 500 ms | {f.get('p99', float('nan')):.1f} ms |",
+        f"| bid sent to its 201, p50 / p99 | | {a.get('p50', float('nan')):.1f} / {a.get('p99', float('nan')):.1f} ms |",
+        f"| frames matched to bids | all | {r['frames']} of {r['bids_sent']} |",
+        f"| bids acknowledged (201) | all | {r['acknowledged']} of {r['bids_sent']} |",
+        f"| acknowledged bids stored | all | {r['stored']} |",
+        f"| reads answered | all | {r['reads']} |",
+        f"| errors | 0 | {r['errors']} |",
+        f"| bids completed per second | {r['rate']:g} | {r['achieved_rate']:.1f} |",
+        f"| matching cycles: count, mean ms, mean changes | | {c['count']}, {c['mean_ms']:.0f}, {c['mean_changes']:.1f} |",
+        f"| `verify_best_offers` afterwards | clean | {r['verify']} |",
         "",
     ]
-    if result["errors"]:
-        lines += ["First errors:", "", *[f"* `{e}`" for e in result["errors"][:10]], ""]
-    if lat:
-        lines += [
-            f"Latency spread: min {min(lat):.1f} ms, median {statistics.median(lat):.1f} ms, "
-            f"p90 {percentile(lat, 90):.1f} ms, max {max(lat):.1f} ms.",
-            "",
-        ]
-    Path(args.out).write_text("\n".join(lines))
-    print("\n".join(lines))
-    ok = not result["errors"] and stored == len(result["acknowledged"]) and "correct" in verdict
-    return 0 if ok else 1
+    lines += [f"* `{e}`" for e in r["first_errors"]]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -87,6 +87,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         f"(default {DEFAULT_MAX_SUBS:,})",
     )
     ap.add_argument(
+        "--no-live",
+        dest="live",
+        action="store_false",
+        help="leave out the end-to-end benchmark (ops/bench_live.py; never part of --quick)",
+    )
+    ap.add_argument(
+        "--live-json",
+        type=Path,
+        help="take the end-to-end result from this file (ops/bench_live.py --json) "
+        "instead of running it",
+    )
+    ap.add_argument(
         "--limit",
         type=int,
         default=15_000_000,
@@ -257,11 +269,29 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+def measure_live() -> dict[str, Any]:
+    """SPEC 9's end-to-end benchmark with its defaults (its own database; see the script)."""
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "live.json"
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "ops" / "bench_live.py"), "--json", str(path)], cwd=ROOT
+        )
+        if not path.exists():
+            raise SystemExit(f"ops/bench_live.py failed (exit {done.returncode})")
+        return json.loads(path.read_text())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from ops.benchmarks.report import write_report
 
     results = json.loads(args.from_json.read_text()) if args.from_json else measure(args)
+    if args.live_json:
+        results["live"] = json.loads(args.live_json.read_text())
+    elif args.live and not args.quick and not args.from_json:
+        results["live"] = measure_live()
     out = args.out or ROOT / "docs"
     out.mkdir(parents=True, exist_ok=True)
     if not args.from_json:
