@@ -583,16 +583,24 @@ class Report:
         )
 
     def live(self) -> None:
-        r = self.r.get("live")
-        if not r:
-            return
+        if self.r.get("live"):
+            self._live_section(
+                self.r["live"], "End to end: a bid over REST to its best-offer frame (SPEC 9)"
+            )
+        if self.r.get("load"):
+            self._live_section(
+                self.r["load"],
+                "Sustained load: the rate the stack holds with no error and no lost order",
+            )
+
+    def _live_section(self, r: dict[str, Any], title: str) -> None:
         f, a, c = r["frame_ms"] or {}, r["ack_ms"] or {}, r["cycles"]
 
         def ms(d: dict[str, float], q: str) -> str:
             return f"{d[q]:,.0f}" if q in d else "–"
 
         self.add(
-            "## End to end: a bid over REST to its best-offer frame (SPEC 9)",
+            f"## {title}",
             "",
             f"`{r['command']}` on {r['date']} at commit `{r['commit']}` (load average "
             f"{r['load_average'][0]:.1f} at its end). The script builds its own database with "

@@ -99,6 +99,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "instead of running it",
     )
     ap.add_argument(
+        "--load-json",
+        type=Path,
+        help="a second ops/bench_live.py result, run at the rate the stack holds, reported as "
+        "the sustained load test",
+    )
+    ap.add_argument(
         "--limit",
         type=int,
         default=15_000_000,
@@ -292,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
         results["live"] = json.loads(args.live_json.read_text())
     elif args.live and not args.quick and not args.from_json:
         results["live"] = measure_live()
+    if args.load_json:
+        results["load"] = json.loads(args.load_json.read_text())
     out = args.out or ROOT / "docs"
     out.mkdir(parents=True, exist_ok=True)
     if not args.from_json:
