@@ -150,7 +150,10 @@ def test_resume_sends_exactly_the_missed_notifications_in_order(market):
     assert all(f["stream"] == "me" and f["type"] == "notification" for f in frames)
 
 
-def test_presence_counts_watchers_and_names_them_for_staff(market):
+def test_presence_counts_watchers_and_names_them_for_staff():
+    # A market of its own: presence lives in Redis, shared with the live servers of other
+    # tests in the run, whose pages may still be watching the pencils market.
+    market = pencils_market(subject="office.supplies.presence")
     alice, staff = UserFactory(username="alice"), StaffFactory(username="boss")
     stream = f"market:{market.subject}"
     alice_token, staff_token = token_for(alice), token_for(staff)
