@@ -211,6 +211,7 @@ async def drive(
     errors: list[str] = []
     reads = 0
     prices: dict[int, int] = {}
+    floor = best_value_cents()  # every new bid beats every best bid already in the book
 
     async def listen(ws) -> None:
         async for raw in ws:
@@ -224,7 +225,7 @@ async def drive(
 
     async def bid(client: httpx.AsyncClient, token: str, offer_index: int) -> None:
         offer_id = first_offer + offer_index
-        cents = prices.get(offer_id, 150) + 1  # always above every bid already there
+        cents = prices.get(offer_id, floor) + 1
         prices[offer_id] = cents
         value = f"{Decimal(cents) / 100:.2f}"
         lot = offer_index * 100 + 1 + rng.randrange(0, 50)
@@ -303,6 +304,16 @@ async def drive(
         "unanswered": len(sent),
         "bids_sent": n_bids,
     }
+
+
+def best_value_cents() -> int:
+    """The highest best value in the book, in cents (the book's own bids stop at 1.49; a
+    reused book also holds the bids of earlier runs)."""
+    import psycopg
+
+    with psycopg.connect(env()["DATABASE_URL"].replace("postgres://", "postgresql://")) as conn:
+        (top,) = conn.execute("SELECT max(value) FROM exchange_bestoffer").fetchone()
+    return max(150, int(top * 100) if top is not None else 0)
 
 
 def settle_outbox() -> None:
