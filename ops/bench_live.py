@@ -316,6 +316,17 @@ def best_value_cents() -> int:
     return max(150, int(top * 100) if top is not None else 0)
 
 
+def book_size() -> tuple[int, int]:
+    """Open offers and active bids in the book now (a reused book holds earlier runs' bids)."""
+    import psycopg
+
+    with psycopg.connect(env()["DATABASE_URL"].replace("postgres://", "postgresql://")) as conn:
+        return conn.execute(
+            "SELECT (SELECT count(*) FROM exchange_offer WHERE state = 'open'),"
+            " (SELECT count(*) FROM exchange_bid WHERE state = 'active')"
+        ).fetchone()
+
+
 def settle_outbox() -> None:
     """Mark the setup's notifications delivered: nobody listens for them, and the sweep would
     otherwise push tens of thousands of them during the measurement."""
@@ -406,6 +417,7 @@ def main() -> int:
     manage("migrate", "-v", "0")
     manage("engine_rebuild")  # the store's layout may have changed since the book was built
     settle_outbox()
+    book_offers, book_bids = book_size()
     setup_s = time.perf_counter() - t0
     stack = Stack(args.port, args.web_workers)
     # A SIGTERM (a timeout, say) unwinds through ``finally`` so the stack is stopped.
@@ -440,8 +452,8 @@ def main() -> int:
         "command": " ".join([".venv/bin/python", "ops/bench_live.py", *sys.argv[1:]]),
         "machine": machine(),
         "load_average": os.getloadavg(),
-        "offers": args.offers,
-        "bids": args.bids,
+        "offers": book_offers,
+        "bids": book_bids,
         "rate": args.rate,
         "readers": args.readers,
         "seconds": args.seconds,

@@ -263,8 +263,8 @@ class BidList(generics.ListAPIView):
                 buyer=request.user, market=_market(data["market"]), constraint=data["constraint"]
             )
             # A bid is matched after its transaction commits, so it has no standings yet.
-            data = s.BidSerializer(bid, context={"request": request, "standings": {}}).data
-            return Response(data, status=201)
+            body = s.BidSerializer(bid, context={"request": request, "standings": {}}).data
+            return Response(body, status=201)
 
         return idempotent(request, "bids", create)
 

@@ -603,8 +603,9 @@ class Report:
             f"## {title}",
             "",
             f"`{r['command']}` on {r['date']} at commit `{r['commit']}` (load average "
-            f"{r['load_average'][0]:.1f} at its end). The script builds its own database with "
-            f"{r['offers']:,} open offers and {r['bids']:,} active bids in one market, starts "
+            f"{r['load_average'][0]:.1f} at its end). The book, in a database of its own (`--reuse` keeps the bids of "
+            f"earlier runs), held {r['offers']:,} open offers and {r['bids']:,} active bids in "
+            "one market at the start. The script starts "
             f"uvicorn ({r['web_workers']} workers), a Celery worker (2 processes) and beat, and "
             f"for {r['seconds']:g} s sends {r['rate']:g} bids/s over REST, each built to become "
             f"the best bid of a chosen offer, plus {r['readers']:g} reads/s (market list, "
@@ -704,7 +705,7 @@ class Report:
                 "mostly that queue: on 2 cores shared by uvicorn, the Celery worker, PostgreSQL, "
                 "Redis and the load driver, a bid costs a REST request through Django (about "
                 "15-30 ms of CPU), its share of a matching cycle (about 27 statements through "
-                "the ORM, 50 ms on an idle machine) and the reads beside it. What would close "
+                "the ORM, 50 ms on an idle machine; these per-request figures come from profiling outside the run) and the reads beside it. What would close "
                 "it: fewer statements per cycle (one set-based statement for the best-offer "
                 "rows, history and outbox instead of ORM round trips), a cycle worker that "
                 "keeps running while changes arrive instead of one Celery task per batch, and "
