@@ -11,10 +11,7 @@ import pytest
 
 from tests.conftest import ARTIFACTS
 from tests.livestack import ROOT
-from tests.stack.conftest import (  # noqa: F401 - the committed tests' fixtures
-    _flush_guard_released,
-    clean_engine,
-)
+from tests.stack.conftest import clean_engine  # noqa: F401 - the committed tests' fixture
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
