@@ -345,13 +345,14 @@ class _Parser:
             out.append(coordinate(number_lit(tok.text, tok.position)))
             self.i += 1
             expected = "," if k < n - 1 else ")"
-            self._expect(
-                self._match(_OPERATOR, expected),
-                lambda found, expected=expected: (
+
+            def message(found: Token, expected: str = expected) -> str:
+                return (
                     f"expected '{expected}' in {form} "
                     f"(it takes {n} numbers), found {describe(found)}"
-                ),
-            )
+                )
+
+            self._expect(self._match(_OPERATOR, expected), message)
         return out
 
     def _not_a_name(self, tok: Token, prefix: Type | None) -> str:
