@@ -6,6 +6,8 @@ from urllib.parse import unquote
 
 from django.http import HttpResponseBadRequest, JsonResponse
 
+from exchange.http import error_body
+
 
 class RejectNulMiddleware:
     """PostgreSQL text cannot hold NUL, so a NUL in the path or the query string would only
@@ -19,8 +21,6 @@ class RejectNulMiddleware:
         if "\x00" in request.path or "\x00" in unquote(raw):
             message = "The address contains a NUL character."
             if request.path.startswith("/api/"):
-                return JsonResponse(
-                    {"error": {"code": "bad_request", "message": message}}, status=400
-                )
+                return JsonResponse(error_body("bad_request", message), status=400)
             return HttpResponseBadRequest(message)
         return self.get_response(request)
