@@ -65,6 +65,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "exchange.middleware.RejectNulMiddleware",
+    "exchange.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -177,6 +178,11 @@ WS_FRAME_BURST = int(env("WS_FRAME_BURST", "40"))
 # Redis key prefix of the WebSocket presence sets (who watches a stream).
 PRESENCE_PREFIX = "intersect:presence"
 CYCLE_PENDING_KEY = "intersect:cycle-pending"
+# Each Celery worker records its last beat here (exchange/celery.py); /healthz counts a worker
+# as up if it beat within the last WORKER_HEARTBEAT_STALE_SECONDS.
+WORKER_HEARTBEAT_KEY = "intersect:worker-heartbeat"
+WORKER_HEARTBEAT_SECONDS = 5.0
+WORKER_HEARTBEAT_STALE_SECONDS = 20.0
 
 SPARK_MASTER = env("SPARK_MASTER", "local[2]")
 
@@ -200,6 +206,22 @@ STORAGES = {
 }
 
 LOGIN_URL = "frontend:login"
+# The UI's Content-Security-Policy (exchange/middleware.py): everything from the site itself;
+# ``{nonce}`` is the request's, for the import map. 'self' covers the same-origin WebSocket.
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self' 'nonce-{nonce}'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
+CSP_EXEMPT_PREFIXES = ("/admin/", "/staff/", "/api/")
 CSRF_FAILURE_VIEW = "exchange.views.errors.csrf_failure"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

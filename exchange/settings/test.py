@@ -41,4 +41,5 @@ CELERY_TASK_DEFAULT_QUEUE = f"intersect-{TEST_RUN}"
 CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"intersect-{TEST_RUN}"  # noqa: F405
 PRESENCE_PREFIX = f"intersect-{TEST_RUN}:presence"
 CYCLE_PENDING_KEY = f"intersect-{TEST_RUN}:cycle-pending"
+WORKER_HEARTBEAT_KEY = f"intersect-{TEST_RUN}:worker-heartbeat"
 CACHES["default"]["KEY_PREFIX"] = f"intersect-{TEST_RUN}"  # noqa: F405
