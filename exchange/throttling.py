@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import math
 from collections.abc import Callable, Iterable
 
 from django.http import HttpRequest, HttpResponse
+from redis.exceptions import RedisError
+from rest_framework import throttling
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
+
+log = logging.getLogger(__name__)
 
 
 def client_ident(request: HttpRequest) -> str:
@@ -29,7 +34,32 @@ def account_key(username: str) -> str:
     return hashlib.sha256(username.strip().lower().encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class KeyedThrottle(SimpleRateThrottle):
+class OpenWhenRedisIsDown:
+    """A throttle that lets the request through while its Redis cache is unreachable: orders
+    are accepted while Redis restarts (docs/reliability.md), and a throttle must not turn
+    that into a 500."""
+
+    def allow_request(self, request, view) -> bool:
+        try:
+            return super().allow_request(request, view)  # type: ignore[misc]
+        except (RedisError, OSError):
+            log.warning("throttle cache unreachable; request let through", exc_info=True)
+            return True
+
+
+class AnonRateThrottle(OpenWhenRedisIsDown, throttling.AnonRateThrottle):
+    pass
+
+
+class UserRateThrottle(OpenWhenRedisIsDown, throttling.UserRateThrottle):
+    pass
+
+
+class ScopedRateThrottle(OpenWhenRedisIsDown, throttling.ScopedRateThrottle):
+    pass
+
+
+class KeyedThrottle(OpenWhenRedisIsDown, SimpleRateThrottle):
     """DRF's sliding-window throttle for one ``scope`` (a rate in ``DEFAULT_THROTTLE_RATES``)
     and one key (a client or an account name)."""
 

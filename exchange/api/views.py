@@ -14,10 +14,11 @@ from rest_framework.views import APIView
 
 from exchange.errors import InvalidInput
 from exchange.http import query_whole_number, whole_number
-from exchange.market_rules import order_constraint
 from exchange.models import Market, Offer
 from exchange.selectors import orders as order_selectors
-from exchange.selectors.markets import market_list, market_schema
+from exchange.selectors.lookups import market_by_subject
+from exchange.selectors.markets import market_list
+from exchange.selectors.ui import constraint_check
 from exchange.services import closing, markets, orders
 from exchange.services.tokens import token_issue
 from exchange.throttling import account_key, throttle_wait
@@ -33,7 +34,7 @@ def _valid(serializer_class, request: Request):
 
 
 def _market(subject: str) -> Market:
-    market = Market.objects.filter(subject=subject).first()
+    market = market_by_subject(subject=subject)
     if market is None:
         raise InvalidInput("unknown_market", f"There is no market {subject}.", field="market")
     return market
@@ -99,7 +100,7 @@ class MarketDetail(APIView):
 
     @extend_schema(responses=s.MarketSerializer)
     def get(self, request, subject: str):
-        market = Market.objects.filter(subject=subject).first()
+        market = market_by_subject(subject=subject)
         if market is None:
             raise Http404
         return Response(s.MarketSerializer(market).data)
@@ -113,16 +114,11 @@ class MarketCheck(APIView):
 
     @extend_schema(request=s.CheckRequest, responses=s.CheckResponse)
     def post(self, request, subject: str):
-        market = Market.objects.filter(subject=subject).first()
+        market = market_by_subject(subject=subject)
         if market is None:
             raise Http404
         data = _valid(s.CheckRequest, request)
-        rules = order_constraint(
-            schema=market_schema(market=market),
-            tick=market.tick,
-            side=data["side"],
-            source=data["constraint"],
-        )
+        rules = constraint_check(market=market, side=data["side"], source=data["constraint"])
         return Response({"constraint": rules.text, "constraint_json": rules.json})
 
 

@@ -235,10 +235,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "exchange.api.pagination.Pagination",
     "PAGE_SIZE": 100,
     "DEFAULT_FILTER_BACKENDS": [],
+    # DRF's throttles, let through while Redis is unreachable (exchange/throttling.py).
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
-        "rest_framework.throttling.ScopedRateThrottle",
+        "exchange.throttling.AnonRateThrottle",
+        "exchange.throttling.UserRateThrottle",
+        "exchange.throttling.ScopedRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "anon": env("THROTTLE_ANON", "120/min"),

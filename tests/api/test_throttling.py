@@ -144,3 +144,24 @@ def test_the_ui_constraint_check_is_throttled_per_client(rates):
     refused = browser.post(url, body, "application/json")
     assert refused.json()["error"]["code"] == "throttled"
     assert int(refused["Retry-After"]) > 0
+
+
+def test_throttles_let_requests_through_while_redis_is_down(settings, rates, world):
+    # A cache on a port where nothing listens: every throttle's read fails at once.
+    settings.CACHES = {
+        "default": {
+            **settings.CACHES["default"],
+            "LOCATION": "redis://127.0.0.1:9/1",
+            "OPTIONS": {"socket_connect_timeout": 1},
+        }
+    }
+    rates(anon="1/min", login_account="1/min", login_client="1/min")
+    statuses = [Client().get("/api/v1/markets/").status_code for _ in range(3)]
+    assert statuses == [200, 200, 200]
+    token = Client().post(
+        "/api/v1/auth/token/",
+        {"username": "alice", "password": PASSWORD},
+        content_type="application/json",
+    )
+    assert token.status_code == 200
+    assert _login("/login/", "alice", "10.0.7.1", PASSWORD).response.status_code == 302
