@@ -269,16 +269,16 @@ class _Composite:
         for j in q.joins:
             later = max(j.left_alias, j.right_alias, key=order.__getitem__)
             self.joins_at[later].append(j)
+        self.useful = set(q.aliases)
+        self.closing: dt.datetime | None = min(
+            (end for _, end in self.ranges.values() if end is not None), default=None
+        )
 
     def qualifies(self, alias: str, e: Event) -> bool:
         start, end = self.ranges[alias]
         return _in_range(e.time, start, end) and all(
             condition_holds(c, e.values) for c in self.conditions[alias]
         )
-
-    def _open(self, alias: str, time: dt.datetime) -> bool:
-        end = self.ranges[alias][1]
-        return end is None or time < end
 
     def event(self, e: Event) -> list[tuple[int, dict[str, Any]]]:
         slots = [a for a in self.aliases if self.qualifies(a, e)]
@@ -287,9 +287,10 @@ class _Composite:
             tuples.extend(self._complete(alias, e))
         tuples.sort(key=lambda t: tuple(ev.seq for ev in t))
         out = [(e.seq, self.project(t)) for t in tuples]
-        self._forget(e.time)
+        if self.closing is not None and e.time >= self.closing:
+            self._close(e.time)
         for alias in slots:
-            if any(self._open(b, e.time) for b in self.aliases if b != alias):
+            if alias in self.useful:
                 self.kept[alias].append(e)
                 self.holders[e.seq] += 1
         return out
@@ -297,6 +298,7 @@ class _Composite:
     @property
     def kept_events(self) -> int:
         return len(self.holders)
+
 
     def _complete(self, alias: str, e: Event) -> Iterator[tuple[Event, ...]]:
         """Every tuple with ``e`` bound to ``alias`` and earlier kept events elsewhere."""
@@ -327,17 +329,20 @@ class _Composite:
             return False
         return COMPARE[j.op](left, right)
 
-    def _forget(self, time: dt.datetime) -> None:
-        # An alias's kept events matter only while another alias can still take events.
+    def _close(self, time: dt.datetime) -> None:
+        """Some alias's range has ended: forget what can no longer join anything."""
+        open_ = {a for a, (_, end) in self.ranges.items() if end is None or time < end}
+        # An alias's events matter only while another alias can still take events.
+        self.useful = {a for a in self.aliases if open_ - {a}}
         for alias in self.aliases:
-            if self.kept[alias] and not any(
-                self._open(b, time) for b in self.aliases if b != alias
-            ):
+            if alias not in self.useful and self.kept[alias]:
                 for ev in self.kept[alias]:
                     self.holders[ev.seq] -= 1
                     if not self.holders[ev.seq]:
                         del self.holders[ev.seq]
                 self.kept[alias] = []
+        later = [end for _, end in self.ranges.values() if end is not None and end > time]
+        self.closing = min(later, default=None)
 
     def project(self, t: tuple[Event, ...]) -> dict[str, Any]:
         by_alias = dict(zip(self.aliases, t, strict=True))
