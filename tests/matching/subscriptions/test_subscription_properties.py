@@ -353,6 +353,13 @@ def brute_form1(q: Form1, events: list[dict], now: dt.datetime) -> list[dict]:
     return out + ([{"end": True}] if completes else [])
 
 
+def registration(events: list[dict], now: dt.datetime | None) -> dt.datetime:
+    """SPEC 8.3: without --now a subscription registers at the first event's time."""
+    if now is not None:
+        return now
+    return time_of(events[0]) if events else BASE
+
+
 def run(text: str, events: list[dict], now: dt.datetime) -> list[dict]:
     return list(run_offline(parse_query(text), events, now=now))
 
@@ -360,18 +367,8 @@ def run(text: str, events: list[dict], now: dt.datetime) -> list[dict]:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(form1_queries(), event_files(), nows())
 def test_form1_agrees_with_the_definitions(q, events, now):
-    if now is None:
-        now = time_of(events[0]) if events else BASE
+    now = registration(events, now)
     assert run(q.text, events, now) == brute_form1(q, events, now), q.text
-
-
-@settings(max_examples=100, deadline=None)
-@given(form1_queries())
-def test_form1_prints_canonical_text_that_parses_back(q):
-    parsed = parse_query(q.text)
-    text = to_text(parsed)
-    assert parse_query(text) == parsed
-    assert to_text(parse_query(text)) == text
 
 
 # -- form 2 ---------------------------------------------------------------------------------
@@ -469,13 +466,14 @@ def brute_form2(q: Form2, events: list[dict], now: dt.datetime) -> list[dict]:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(form2_queries(), event_files(max_size=10), nows())
 def test_form2_agrees_with_the_definitions(q, events, now):
-    if now is None:
-        now = time_of(events[0]) if events else BASE
+    now = registration(events, now)
     assert run(q.text, events, now) == brute_form2(q, events, now), q.text
 
 
-@settings(max_examples=100, deadline=None)
-@given(form2_queries())
-def test_form2_prints_canonical_text_that_parses_back(q):
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(form1_queries(), form2_queries()))
+def test_queries_print_canonical_text_that_parses_back(q):
     parsed = parse_query(q.text)
-    assert parse_query(to_text(parsed)) == parsed
+    text = to_text(parsed)
+    assert parse_query(text) == parsed
+    assert to_text(parse_query(text)) == text
