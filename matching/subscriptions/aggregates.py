@@ -10,6 +10,7 @@ from matching import Type
 
 from .events import Event
 from .model import Aggregate
+from .schema import QUANTITY_ATTRIBUTES
 
 AVG_PLACES = 8
 
@@ -41,7 +42,10 @@ def aggregate_shown(a: Aggregate, window: list[Event]) -> Any:
     if a.func == "AVG":
         return format_places(aggregate_exact(a, window), AVG_PLACES)
     raws = [e.raw[a.attribute] for e in window]
-    if a.type is Type.INT or all(type(r) is int for r in raws):
+    # A quantity keeps the market's quantity type: ints stay ints (SPEC 8.1).
+    if a.type is Type.INT or (
+        a.attribute in QUANTITY_ATTRIBUTES and all(type(r) is int for r in raws)
+    ):
         return sum(raws)
     total = Decimal(0)
     for e in window:

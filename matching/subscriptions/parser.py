@@ -81,13 +81,17 @@ def parse_query(text: str) -> Query:
 
 
 def kind_of(tokens: list[Token]) -> tuple[Kind, Token | None]:
-    """The form a token list has, and the token its source starts at (after ``FROM``)."""
-    for tok in tokens:
-        if tok.kind == KW and tok.text in _PATTERN_WORDS:
-            return Kind.PATTERN, tok
+    """The form a token list has, and the token its source starts at (after ``FROM``).
+
+    Only what follows ``FROM`` decides: a pattern's words there (``FILTER``, ``EVENTS``,
+    ``NEXT``, ``FOLD``, ``UNION``) make form 3, ``FROM offers`` form 4, other names form 2.
+    """
     for i, tok in enumerate(tokens):
         if tok.kind == KW and tok.text == "from" and not (i and tokens[i - 1].text == "as"):
             source = tokens[i + 1]
+            for later in tokens[i + 1 :]:
+                if later.kind == KW and later.text in _PATTERN_WORDS:
+                    return Kind.PATTERN, later
             after = tokens[min(i + 2, len(tokens) - 1)]
             if (
                 source.kind == NAME

@@ -145,6 +145,7 @@ def test_canonical_text(text, canonical):
         ("SELECT price WHERE price MATCHES 'a'", 19, "syntax", "MATCHES takes the subject"),
         ("SELECT price AS avg", 16, "reserved_word", "AVG is a reserved keyword"),
         ("SELECT price AS from", 16, "reserved_word", "FROM is a reserved keyword"),
+        ("SELECT price AS next", 16, "reserved_word", "NEXT is a reserved keyword"),
         ("SELECT price, price", 14, "duplicate", "both be called price"),
         ("SELECT price AS offer, offer", 23, "duplicate", "both be called offer"),
         ("SELECT price GROUP BY subject", 13, "bad_aggregate", "GROUP BY needs aggregates"),
