@@ -11,9 +11,9 @@ from collections import deque
 from typing import Any
 
 from .aggregates import aggregate_exact, aggregate_shown
+from .clauses import output_key
 from .events import Event
 from .model import Aggregate, AtomicQuery, Attr, Having
-from .parser import output_key
 from .predicates import COMPARE, condition_holds, in_range, resolve
 
 
