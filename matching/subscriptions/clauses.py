@@ -17,7 +17,7 @@ from .cursor import Cursor
 from .errors import QueryError
 from .lexer import DOTTED, DURATION, END, KW, NAME, NUM, OP, QNAME, STR, Token, describe
 from .model import AGGREGATES, Aggregate, Having, Item, TimeBound
-from .schema import END_TIME, EVENT_SCHEMA, START_TIME
+from .schema import END_TIME, EVENT_SCHEMA, START_TIME, check_attribute
 
 MAX_ITEMS = 64
 MAX_GROUP_BY = 16
@@ -61,11 +61,7 @@ class ClauseReader(Cursor):
             )
         else:
             raise self.error(f"expected an attribute, found {describe(tok)}")
-        if name not in EVENT_SCHEMA:
-            raise self.error(
-                f"unknown attribute {name}: events have " + ", ".join(sorted(EVENT_SCHEMA)),
-                code="unknown_attribute",
-            )
+        check_attribute(name, tok.position)
         self.advance()
         return name
 

@@ -46,7 +46,7 @@ from .model import (
     TimeBound,
     TimeRange,
 )
-from .schema import END_TIME, EVENT_SCHEMA, START_TIME
+from .schema import END_TIME, EVENT_SCHEMA, START_TIME, check_attribute
 
 MAX_LENGTH = 10_000
 MAX_CONJUNCTS = 64
@@ -244,13 +244,7 @@ class _Parser(ClauseReader):
             for tok in select_tokens:
                 alias, _, attribute = tok.text.partition(".")
                 self.check_alias(alias, tuple(aliases), tok)
-                if attribute not in EVENT_SCHEMA:
-                    raise QueryError(
-                        f"unknown attribute {attribute}: events have "
-                        + ", ".join(sorted(EVENT_SCHEMA)),
-                        tok.position + len(alias) + 1,
-                        code="unknown_attribute",
-                    )
+                check_attribute(attribute, tok.position + len(alias) + 1)
                 item = Attr(attribute, None, alias)
                 if item in items:
                     raise QueryError(
@@ -287,13 +281,7 @@ class _Parser(ClauseReader):
         for tok in (left_tok, right_tok):
             alias, _, attribute = tok.text.partition(".")
             self.check_alias(alias, aliases, tok)
-            if attribute not in EVENT_SCHEMA:
-                raise QueryError(
-                    f"unknown attribute {attribute}: events have "
-                    + ", ".join(sorted(EVENT_SCHEMA)),
-                    tok.position + len(alias) + 1,
-                    code="unknown_attribute",
-                )
+            check_attribute(attribute, tok.position + len(alias) + 1)
             sides.append((alias, attribute))
         (la, lattr), (ra, rattr) = sides
         if la == ra:
