@@ -38,7 +38,7 @@ from .cursor import Cursor
 from .errors import QueryError
 from .lexer import DOTTED, KW, NAME, NUM, OP, QNAME, STR, Token, describe
 from .model import AttrTest, Condition, SubjectTest, Test
-from .schema import END_TIME, START_TIME
+from .schema import END_TIME, START_TIME, check_attribute
 
 COMPARISONS = ("=", "!=", "<>", "<", "<=", ">", ">=")
 _TYPE_PREFIXES = frozenset(
@@ -245,11 +245,8 @@ class ConditionReader:
                     f"{' AND '.join(self.aliases)})",
                     code="unknown_alias",
                 )
-        if attribute not in self.schema and attribute not in (START_TIME, END_TIME):
-            raise cur.error(
-                f"unknown attribute {attribute}: events have " + ", ".join(sorted(self.schema)),
-                code="unknown_attribute",
-            )
+        if attribute not in (START_TIME, END_TIME):
+            check_attribute(attribute, tok.position, self.schema)
         cur.advance()
         return alias, attribute
 

@@ -27,16 +27,10 @@ below) are checked as the text is read, so an oversized query fails before any w
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Callable
-
-import matching
-from matching import ConstraintError, Type
-
+from .clauses import MAX_ITEMS, NUMERIC, ClauseReader
 from .conditions import COMPARISONS, ConditionReader
-from .cursor import Cursor
 from .errors import QueryError
-from .lexer import DOTTED, DURATION, END, KW, NAME, NUM, OP, QNAME, STR, Token, describe, tokenize
+from .lexer import DOTTED, END, KW, NAME, OP, Token, describe, tokenize
 from .model import (
     AGGREGATES,
     Aggregate,
@@ -52,19 +46,13 @@ from .model import (
     TimeBound,
     TimeRange,
 )
-from .schema import END_TIME, EVENT_SCHEMA, START_TIME
+from .schema import END_TIME, EVENT_SCHEMA, START_TIME, check_attribute
 
 MAX_LENGTH = 10_000
 MAX_CONJUNCTS = 64
-MAX_ITEMS = 64
-MAX_GROUP_BY = 16
-MAX_WINDOW = 10_000
 MIN_ALIASES, MAX_ALIASES = 2, 4
-MAX_DURATION = 36_500 * 86_400  # 100 years of days, in seconds
 
-UNITS = {"w": 7 * 86_400, "d": 86_400, "h": 3_600, "m": 60, "s": 1}
 _PATTERN_WORDS = frozenset({"next", "fold", "filter", "events", "union"})
-_NUMERIC = (Type.INT, Type.DECIMAL)
 
 
 def parse_query(text: str) -> Query:
@@ -81,13 +69,17 @@ def parse_query(text: str) -> Query:
 
 
 def kind_of(tokens: list[Token]) -> tuple[Kind, Token | None]:
-    """The form a token list has, and the token its source starts at (after ``FROM``)."""
-    for tok in tokens:
-        if tok.kind == KW and tok.text in _PATTERN_WORDS:
-            return Kind.PATTERN, tok
+    """The form a token list has, and the token its source starts at (after ``FROM``).
+
+    Only what follows ``FROM`` decides: a pattern's words there (``FILTER``, ``EVENTS``,
+    ``NEXT``, ``FOLD``, ``UNION``) make form 3, ``FROM offers`` form 4, other names form 2.
+    """
     for i, tok in enumerate(tokens):
         if tok.kind == KW and tok.text == "from" and not (i and tokens[i - 1].text == "as"):
             source = tokens[i + 1]
+            for later in tokens[i + 1 :]:
+                if later.kind == KW and later.text in _PATTERN_WORDS:
+                    return Kind.PATTERN, later
             after = tokens[min(i + 2, len(tokens) - 1)]
             if (
                 source.kind == NAME
@@ -99,7 +91,7 @@ def kind_of(tokens: list[Token]) -> tuple[Kind, Token | None]:
     return Kind.EVENTS, None
 
 
-class _Parser(Cursor):
+class _Parser(ClauseReader):
     def query(self) -> Query:
         self._expect(KW, "select", what="SELECT at the start of a subscription")
         kind, source = kind_of(self.tokens)
@@ -135,10 +127,10 @@ class _Parser(Cursor):
         for _ in range(2):
             if group_tok is None and self.is_kw("group"):
                 group_tok = self.peek
-                group_by = self.group_by(reader)
+                group_by = self.group_by()
             elif having_tok is None and self.is_kw("having"):
                 having_tok = self.peek
-                having = self.having(reader)
+                having = self.having()
         self.expect_end("GROUP BY, HAVING" if group_tok is None or having_tok is None else "")
         items = select or ()
         aggregates = [i for i in items if isinstance(i, Aggregate)]
@@ -196,129 +188,6 @@ class _Parser(Cursor):
         attribute = self.attribute()
         return Attr(attribute, self.as_name())
 
-    def as_name(self) -> str | None:
-        if not self._match(KW, "as"):
-            return None
-        tok = self.advance()
-        if tok.kind == NAME:
-            return tok.text
-        if tok.kind == QNAME and len(tok.text) > 2:
-            return tok.text[1:-1].replace('""', '"')
-        if tok.kind == KW:
-            raise self.error(
-                f"{tok.text.upper()} is a reserved keyword and cannot be a name after AS; "
-                "choose another name",
-                tok,
-                code="reserved_word",
-            )
-        raise self.error(f"expected a name after AS, found {describe(tok)}", tok)
-
-    def attribute(self) -> str:
-        tok = self.peek
-        if tok.kind == NAME:
-            name = tok.text
-        elif tok.kind == QNAME:
-            name = tok.text[1:-1].replace('""', '"')
-        elif tok.kind == KW:
-            raise self.error(
-                f"expected an attribute, found {describe(tok)} (keywords are reserved)",
-                code="reserved_word",
-            )
-        else:
-            raise self.error(f"expected an attribute, found {describe(tok)}")
-        if name not in EVENT_SCHEMA:
-            raise self.error(
-                f"unknown attribute {name}: events have " + ", ".join(sorted(EVENT_SCHEMA)),
-                code="unknown_attribute",
-            )
-        self.advance()
-        return name
-
-    def aggregate(self) -> Aggregate:
-        func_tok = self.advance()
-        func = func_tok.text.upper()
-        self._expect(OP, "(", what=f"'(' after {func}, as in {func}(price, 10)")
-        attr_tok = self.peek
-        attribute = self.attribute()
-        t = EVENT_SCHEMA[attribute]
-        if func in ("AVG", "SUM") and t not in _NUMERIC:
-            raise QueryError(
-                f"{func} needs a numeric attribute; {attribute} is {t.value}",
-                attr_tok.position,
-                code="bad_aggregate",
-            )
-        self._expect(OP, ",", what=f"',' and the window size, as in {func}({attribute}, 10)")
-        n_tok = self._expect(NUM, what="the window size, a whole number of events such as 10")
-        if not n_tok.text.isdigit() or not 1 <= int(n_tok.text) <= MAX_WINDOW:
-            raise QueryError(
-                f"the window size is a whole number of events from 1 to {MAX_WINDOW:,}",
-                n_tok.position,
-                code="bad_window",
-            )
-        self._expect(OP, ")", what=f"')' to close {func}(")
-        return Aggregate(func, attribute, int(n_tok.text), t)
-
-    def group_by(self, reader: ConditionReader) -> tuple[str, ...]:
-        self.advance()
-        self._expect(KW, "by", what="BY after GROUP")
-        names: list[str] = []
-        while True:
-            tok = self.peek
-            name = self.attribute()
-            if name in names:
-                raise QueryError(f"{name} is already grouped", tok.position, code="duplicate")
-            names.append(name)
-            if len(names) > MAX_GROUP_BY:
-                raise QueryError(
-                    f"at most {MAX_GROUP_BY} attributes in GROUP BY",
-                    tok.position,
-                    code="too_many",
-                )
-            if not self._match(OP, ","):
-                return tuple(names)
-
-    def having(self, reader: ConditionReader) -> Having:
-        self.advance()
-        if not (self.peek.kind == KW and self.peek.text.upper() in AGGREGATES):
-            raise self.error(
-                f"expected an aggregate after HAVING, such as AVG(price, 3) > 1.05; "
-                f"found {describe(self.peek)}"
-            )
-        aggregate = self.aggregate()
-        op_tok = self.advance()
-        if not (op_tok.kind == OP and op_tok.text in COMPARISONS):
-            raise self.error(
-                f"expected a comparison (=, !=, <, <=, >, >=) after {aggregate.func}(...), "
-                f"found {describe(op_tok)}",
-                op_tok,
-            )
-        result = _result_type(aggregate)
-        value = self.literal(result, f"{aggregate.func}({aggregate.attribute}, {aggregate.n})")
-        reset = self._match(KW, "reset") is not None
-        op = "!=" if op_tok.text == "<>" else op_tok.text
-        return Having(aggregate, op, value, reset)  # type: ignore[arg-type]
-
-    def literal(self, t: Type, what: str) -> object:
-        """One literal of type ``t``, converted by the constraint language's own rules."""
-        start = self.peek
-        if self._match(KW, "timestamp", "date"):
-            last = self._expect(STR, what=f"a quoted value after {start.text.upper()}")
-        elif start.kind in (NUM, STR):
-            last = self.advance()
-        else:
-            raise self.error(f"expected a value to compare {what} with, found {describe(start)}")
-        source = self.text[start.position : self.end_of(last)]
-        try:
-            return matching.parse_literal(source, t)
-        except ConstraintError as exc:
-            raise QueryError(
-                exc.message.replace(" the value ", f" {what} "),
-                start.position + (exc.position or 0),
-                code=exc.code,
-            ) from None
-
-    # -- form 2 -----------------------------------------------------------------------------
-
     def composite(self) -> CompositeQuery:
         select_tokens: list[Token] = []
         if not self._match(OP, "*"):
@@ -375,13 +244,7 @@ class _Parser(Cursor):
             for tok in select_tokens:
                 alias, _, attribute = tok.text.partition(".")
                 self.check_alias(alias, tuple(aliases), tok)
-                if attribute not in EVENT_SCHEMA:
-                    raise QueryError(
-                        f"unknown attribute {attribute}: events have "
-                        + ", ".join(sorted(EVENT_SCHEMA)),
-                        tok.position + len(alias) + 1,
-                        code="unknown_attribute",
-                    )
+                check_attribute(attribute, tok.position + len(alias) + 1)
                 item = Attr(attribute, None, alias)
                 if item in items:
                     raise QueryError(
@@ -410,14 +273,6 @@ class _Parser(Cursor):
             tuple(alias_times),
         )
 
-    def check_alias(self, alias: str, aliases: tuple[str, ...], tok: Token) -> None:
-        if alias not in aliases:
-            raise QueryError(
-                f"{alias} is not an alias of this subscription (FROM {' AND '.join(aliases)})",
-                tok.position,
-                code="unknown_alias",
-            )
-
     def join(self, aliases: tuple[str, ...]) -> Join:
         left_tok = self.advance()
         op_tok = self.advance()
@@ -426,13 +281,7 @@ class _Parser(Cursor):
         for tok in (left_tok, right_tok):
             alias, _, attribute = tok.text.partition(".")
             self.check_alias(alias, aliases, tok)
-            if attribute not in EVENT_SCHEMA:
-                raise QueryError(
-                    f"unknown attribute {attribute}: events have "
-                    + ", ".join(sorted(EVENT_SCHEMA)),
-                    tok.position + len(alias) + 1,
-                    code="unknown_attribute",
-                )
+            check_attribute(attribute, tok.position + len(alias) + 1)
             sides.append((alias, attribute))
         (la, lattr), (ra, rattr) = sides
         if la == ra:
@@ -442,7 +291,7 @@ class _Parser(Cursor):
                 code="bad_join",
             )
         lt, rt = EVENT_SCHEMA[lattr], EVENT_SCHEMA[rattr]
-        if lt is not rt and not (lt in _NUMERIC and rt in _NUMERIC):
+        if lt is not rt and not (lt in NUMERIC and rt in NUMERIC):
             raise QueryError(
                 f"{left_tok.text} is {lt.value} and {right_tok.text} is {rt.value}: "
                 "a join compares values of one type",
@@ -453,34 +302,6 @@ class _Parser(Cursor):
         return Join(la, lattr, op, ra, rattr)
 
     # -- shared -----------------------------------------------------------------------------
-
-    item_tokens: list[Token]
-
-    def select_list(self, item: Callable[[], Item]) -> tuple[Item, ...] | None:
-        self.item_tokens = []
-        if self._match(OP, "*"):
-            return None
-        items: list[Item] = []
-        keys: set[str] = set()
-        while True:
-            tok = self.peek
-            it = item()
-            key = output_key(it)
-            if key in keys:
-                raise QueryError(
-                    f"two items of SELECT would both be called {key} in data: rename one with AS",
-                    tok.position,
-                    code="duplicate",
-                )
-            keys.add(key)
-            items.append(it)
-            self.item_tokens.append(tok)
-            if len(items) > MAX_ITEMS:
-                raise QueryError(
-                    f"at most {MAX_ITEMS} items in SELECT", tok.position, code="too_many"
-                )
-            if not self._match(OP, ","):
-                return tuple(items)
 
     def conjuncts(
         self,
@@ -515,70 +336,3 @@ class _Parser(Cursor):
                 conditions.append(reader.conjunct())
             if not (self._match(OP, ",") or self._match(KW, "and")):
                 return
-
-    def is_bound(self) -> bool:
-        tok = self.peek
-        if tok.kind == NAME:
-            return tok.text in (START_TIME, END_TIME)
-        if tok.kind == DOTTED:
-            return tok.text.partition(".")[2] in (START_TIME, END_TIME)
-        return False
-
-    def bound(self, aliases: tuple[str, ...] | None) -> tuple[str, TimeBound]:
-        tok = self.peek
-        name = tok.text
-        if tok.kind == DOTTED:
-            alias, _, name = tok.text.partition(".")
-            if aliases is None:
-                raise self.error(
-                    f"{tok.text}: alias.{name} belongs to composite subscriptions; "
-                    f"here write {name} alone",
-                    code="unknown_alias",
-                )
-            self.check_alias(alias, aliases, tok)
-        self.advance()
-        self._expect(OP, "=", what=f"'=' after {name}, as in {name} = NOW - 1h")
-        start = self.peek
-        if self._match(KW, "now"):
-            sign_tok = self._match(OP, "+", "-")
-            if sign_tok is None:
-                return tok.text, TimeBound(0)
-            d = self._expect(DURATION, what="a duration such as 30s, 25m, 2h, 7d or 1w")
-            seconds = int(d.text[:-1]) * UNITS[d.text[-1]]
-            if seconds > MAX_DURATION:
-                raise QueryError(
-                    "a duration may be at most 36500d (100 years)", d.position, code="bad_literal"
-                )
-            return tok.text, TimeBound(seconds if sign_tok.text == "+" else -seconds)
-        if self.is_kw("timestamp"):
-            at = self.literal(Type.TIMESTAMP, name)
-            assert isinstance(at, dt.datetime)
-            return tok.text, TimeBound(0, at)
-        raise QueryError(
-            f"{name} takes NOW, NOW - <d>, NOW + <d> (d such as 30s, 25m, 2h, 7d, 1w) or "
-            f"TIMESTAMP '2026-11-20T10:00:00Z'; found {describe(start)}",
-            start.position,
-        )
-
-    def expect_end(self, more: str) -> None:
-        tok = self.peek
-        if tok.kind != END:
-            options = ", ".join(x for x in ("',' or AND and another conjunct", more) if x)
-            raise self.error(f"expected {options} or the end of the query; found {describe(tok)}")
-
-
-def output_key(item: Item) -> str:
-    """The key of an item in a notification's ``data`` (SPEC 8.3: AS name, else its text)."""
-    if item.name is not None:
-        return item.name
-    if isinstance(item, Aggregate):
-        return f"{item.func}({item.attribute}, {item.n})"
-    return item.attribute
-
-
-def _result_type(aggregate: Aggregate) -> Type:
-    if aggregate.func == "AVG":
-        return Type.DECIMAL
-    if aggregate.func == "COUNT":
-        return Type.INT
-    return aggregate.type

@@ -14,6 +14,7 @@ import matching
 from matching import Constraint, Disjunct, Type
 from matching.values import format_value
 
+from .clauses import UNITS, result_type
 from .lexer import KEYWORDS
 from .model import (
     Aggregate,
@@ -30,7 +31,6 @@ from .model import (
     TimeBound,
     TimeRange,
 )
-from .parser import UNITS
 from .schema import END_TIME, START_TIME
 
 _IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -145,10 +145,6 @@ def bound_text(b: TimeBound) -> str:
 
 
 def _having(h: Having) -> str:
-    result = (
-        Type.DECIMAL
-        if h.aggregate.func == "AVG"
-        else (Type.INT if h.aggregate.func == "COUNT" else h.aggregate.type)
-    )
-    text = f"HAVING {aggregate_text(h.aggregate)} {h.op} {format_value(result, h.value)}"
+    value = format_value(result_type(h.aggregate), h.value)
+    text = f"HAVING {aggregate_text(h.aggregate)} {h.op} {value}"
     return text + (" RESET" if h.reset else "")

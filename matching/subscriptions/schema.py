@@ -8,9 +8,12 @@ literals alike (SPEC 8.3's fine points) and compares int and decimal values exac
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 
 from matching import Type
+
+from .errors import QueryError
 
 QUANTITY_ATTRIBUTES = frozenset({"quantity_min", "quantity_max", "quantity"})
 
@@ -43,3 +46,14 @@ ENVELOPE = ("seq", "time", "type", "subject")
 
 START_TIME = "start_time"
 END_TIME = "end_time"
+
+
+def check_attribute(name: str, position: int, schema: Mapping[str, Type] = EVENT_SCHEMA) -> str:
+    """``name`` if ``schema`` has it; else an ``unknown_attribute`` error at ``position``."""
+    if name not in schema:
+        raise QueryError(
+            f"unknown attribute {name}: the attributes are " + ", ".join(sorted(schema)),
+            position,
+            code="unknown_attribute",
+        )
+    return name

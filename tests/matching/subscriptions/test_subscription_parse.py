@@ -7,6 +7,8 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from matching import Interval, Type, Wildcard
 from matching.subscriptions import Kind, QueryError, parse_query, to_text
@@ -145,6 +147,7 @@ def test_canonical_text(text, canonical):
         ("SELECT price WHERE price MATCHES 'a'", 19, "syntax", "MATCHES takes the subject"),
         ("SELECT price AS avg", 16, "reserved_word", "AVG is a reserved keyword"),
         ("SELECT price AS from", 16, "reserved_word", "FROM is a reserved keyword"),
+        ("SELECT price AS next", 16, "reserved_word", "NEXT is a reserved keyword"),
         ("SELECT price, price", 14, "duplicate", "both be called price"),
         ("SELECT price AS offer, offer", 23, "duplicate", "both be called offer"),
         ("SELECT price GROUP BY subject", 13, "bad_aggregate", "GROUP BY needs aggregates"),
@@ -246,3 +249,34 @@ def test_limits_fail_fast():
 def test_a_timestamp_bound_is_absolute():
     q = parse_query("SELECT * WHERE start_time = TIMESTAMP '2026-11-20T10:00:00Z'")
     assert q.time.start == TimeBound(0, dt.datetime(2026, 11, 20, 10, tzinfo=dt.UTC))
+
+
+PIECES = [
+    "SELECT", "*", "price", "a.price", "b.subject", "subject", "AS", "p", "avg", "AVG(price, 2)",
+    "COUNT(offer, 3)", "WHERE", "FROM", "a", "AND", "b", "OR", "NOT", "(", ")", ",", "=", "!=",
+    "<", ">=", "1.05", "-3", "'trade'", "'office.>'", "'a..b'", "MATCHES", "BETWEEN", "IN", "[",
+    "start_time", "end_time", "a.start_time", "NOW", "-", "+", "25m", "TIMESTAMP",
+    "'2026-11-20T10:00:00Z'", "GROUP", "BY", "HAVING", "RESET", "offers", "NEXT", "{", "}",
+    "\"limit\"", "''", "1e3", "type", "time", "quantity_max", "2000",
+]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=14), st.booleans())
+def test_any_text_parses_or_fails_with_a_located_error(pieces, glue):
+    text = "SELECT " + (" " if glue else "").join(pieces)
+    try:
+        q = parse_query(text)
+    except QueryError as exc:
+        assert 0 <= exc.position <= len(text), exc
+        assert exc.message
+        return
+    assert parse_query(to_text(q)) == q
+
+
+@given(st.text(max_size=40))
+def test_arbitrary_characters_never_crash_the_parser(text):
+    try:
+        parse_query(text)
+    except QueryError as exc:
+        assert 0 <= exc.position <= len(text)
