@@ -80,7 +80,7 @@ def throttle_wait(request: HttpRequest, checks: Iterable[tuple[str, str]]) -> in
     for scope, key in checks:
         throttle = KeyedThrottle(scope, key)
         # SimpleRateThrottle uses neither the view nor DRF's request wrapper (see get_cache_key).
-        if not throttle.allow_request(request, None):  # type: ignore[arg-type]
+        if not throttle.allow_request(request, None):
             waits.append(throttle.wait() or 1)
     return math.ceil(max(waits)) if waits else None
 
