@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection
+from functools import partial
 
 from .errors import ConstraintError
 from .lexer import KEYWORDS, TYPE_KEYWORDS, Kind, Token, tokenize, unquote
@@ -100,6 +101,10 @@ def describe(tok: Token) -> str:
     if len(text) > 30:
         text = text[:27] + "..."
     return f"{_DESCRIBE_KIND[kind]} {text}"
+
+
+def _not_a_separator(expected: str, form: str, n: int, found: Token) -> str:
+    return f"expected '{expected}' in {form} (it takes {n} numbers), found {describe(found)}"
 
 
 class _Parser:
@@ -346,11 +351,7 @@ class _Parser:
             self.i += 1
             expected = "," if k < n - 1 else ")"
             self._expect(
-                self._match(_OPERATOR, expected),
-                lambda found, expected=expected: (
-                    f"expected '{expected}' in {form} "
-                    f"(it takes {n} numbers), found {describe(found)}"
-                ),
+                self._match(_OPERATOR, expected), partial(_not_a_separator, expected, form, n)
             )
         return out
 

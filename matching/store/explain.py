@@ -55,7 +55,8 @@ def plan_of(cur: psycopg.Cursor[Any], sql: str, params: Any = None) -> dict[str,
     document = cur.fetchone()[0]  # type: ignore[index]
     if isinstance(document, str):
         document = json.loads(document)
-    return document[0]["Plan"]
+    plan: dict[str, Any] = document[0]["Plan"]
+    return plan
 
 
 def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
