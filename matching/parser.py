@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Collection
 from functools import partial
 
-from .errors import ConstraintError
+from .errors import ConstraintError, Loc
 from .lexer import KEYWORDS, TYPE_KEYWORDS, Kind, Token, tokenize, unquote
 from .model import Box, Point, Type
 from .syntax import (
@@ -168,22 +168,22 @@ class _Parser:
         return node
 
     def or_expr(self) -> Node:
-        first = self.and_expr()
-        if not self._match(_KEYWORD, "or"):
-            return first
-        children = [first, self.and_expr()]
-        while self._match(_KEYWORD, "or"):
-            children.append(self.and_expr())
-        return Or(children, first.loc)
+        return self._chain("or", self.and_expr, Or)
 
     def and_expr(self) -> Node:
-        first = self.not_expr()
-        if not self._match(_KEYWORD, "and"):
+        return self._chain("and", self.not_expr, And)
+
+    def _chain(
+        self, keyword: str, operand: Callable[[], Node], node: Callable[[list[Node], Loc], Node]
+    ) -> Node:
+        # operand ( keyword operand )*: one flat node for the whole run, never a nested one
+        first = operand()
+        if not self._match(_KEYWORD, keyword):
             return first
-        children = [first, self.not_expr()]
-        while self._match(_KEYWORD, "and"):
-            children.append(self.not_expr())
-        return And(children, first.loc)
+        children = [first, operand()]
+        while self._match(_KEYWORD, keyword):
+            children.append(operand())
+        return node(children, first.loc)
 
     def not_expr(self) -> Node:
         tok = self._curr
