@@ -337,8 +337,13 @@ def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
         best = new[offer_id] if offer_id in open_ids else NO_BEST
         if offer_id in open_ids:
             if row is None or old != best:
-                row = row or BestOffer(offer=offer)
-                (created if row.pk is None else updated).append(row)
+                # A new row is told apart by ``row is None``, not by its pk: the offer is
+                # the primary key, so even a new row has one.
+                if row is None:
+                    row = BestOffer(offer=offer)
+                    created.append(row)
+                else:
+                    updated.append(row)
                 row.bid_id, row.value, row.matching_bids = (
                     best.bid_id,
                     best.value,
