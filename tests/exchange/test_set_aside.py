@@ -56,6 +56,20 @@ def poison(order):
     type(order).objects.filter(pk=order.pk).update(constraint_text=BROKEN)
 
 
+def settled_book():
+    """A pencils offer and two matching bids after a cycle: alice's (2.00, best), bob's (1.50).
+    Returns (market, seller, alice, offer, alice's bid, bob's bid)."""
+    market = pencils_market()
+    seller, alice, bob = (UserFactory(username=n) for n in ("seller", "alice", "bob"))
+    offer = offer_publish(
+        seller=seller, market=market, constraint="lot BETWEEN 1 AND 100 AND price >= 1.00"
+    )
+    first = bid_place(buyer=alice, market=market, constraint="lot = 10 AND price <= 2.00")
+    second = bid_place(buyer=bob, market=market, constraint="lot = 10 AND price <= 1.50")
+    matching_cycle_run()
+    return market, seller, alice, offer, first, second
+
+
 # -- limits on the stored form -------------------------------------------------------------
 
 
@@ -152,14 +166,7 @@ def test_cycle_sets_aside_a_poisoned_changed_order_and_matches_the_rest():
 def test_cycle_sets_aside_a_poisoned_order_it_meets_while_matching():
     # The bad bid changed without an OrderChange: the cycle meets it only as a match of a
     # changed offer, rolls that work back, sets it aside and matches again without it.
-    market = pencils_market()
-    seller, alice, bob = (UserFactory(username=n) for n in ("seller", "alice", "bob"))
-    first = offer_publish(
-        seller=seller, market=market, constraint="lot BETWEEN 1 AND 100 AND price >= 1.00"
-    )
-    bad = bid_place(buyer=alice, market=market, constraint="lot = 10 AND price <= 2.00")
-    good = bid_place(buyer=bob, market=market, constraint="lot = 10 AND price <= 1.50")
-    matching_cycle_run()
+    market, seller, alice, first, bad, good = settled_book()
     assert best(first) == (bad.pk, Decimal("2.00"), 2)
     poison(bad)
     second = offer_publish(
@@ -174,7 +181,7 @@ def test_cycle_sets_aside_a_poisoned_order_it_meets_while_matching():
     assert best(first) == (good.pk, Decimal("1.50"), 1)  # the bad bid lost its place here too
     assert MatchingCycle.objects.order_by("-id").first().set_aside == 1
     assert Notification.objects.filter(type="set_aside", recipient=alice).count() == 1
-    assert Notification.objects.filter(type="best_bid", recipient=bob, offer=first).exists()
+    assert Notification.objects.filter(type="best_bid", recipient=good.buyer, offer=first).exists()
     assert best_offers_verify().clean
 
 
@@ -216,15 +223,8 @@ def test_setting_aside_needs_a_reason_in_the_database():
 
 
 def test_closing_passes_over_a_poisoned_best_bid_to_the_next():
-    market = pencils_market()
+    _, _, alice, offer, bad, good = settled_book()
     staff = StaffFactory()
-    seller, alice, bob = (UserFactory(username=n) for n in ("seller", "alice", "bob"))
-    offer = offer_publish(
-        seller=seller, market=market, constraint="lot BETWEEN 1 AND 100 AND price >= 1.00"
-    )
-    bad = bid_place(buyer=alice, market=market, constraint="lot = 10 AND price <= 2.00")
-    good = bid_place(buyer=bob, market=market, constraint="lot = 10 AND price <= 1.50")
-    matching_cycle_run()
     poison(bad)  # behind the API's back, no change recorded: closing meets it first
     preview = offer_close_preview(offer_id=offer.pk)
     assert preview.bid is None and preview.unusable.startswith("its stored constraint")
