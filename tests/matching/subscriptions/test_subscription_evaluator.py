@@ -273,9 +273,9 @@ def test_a_closed_alias_keeps_nothing():
 
 
 def test_an_equality_join_finds_partners_of_any_numeric_spelling():
-    # quantity 5 (an int) joins quantity_max "5.0"-equal values; kept events are hashed by value
+    # kept events are hashed by the joined value: 6 and "6.0" are the same quantity
     events = [ev(1, "10:00", "offer_posted", offer=1, quantity_max=5),
-              ev(2, "10:01", "offer_posted", offer=2, quantity_max=6),
+              ev(2, "10:01", "offer_posted", offer=2, quantity_max="6.0"),
               ev(3, "10:02", quantity=5, price="1.00"),
               ev(4, "10:03", quantity=6, price="1.00")]  # fmt: skip
     q = "SELECT a.offer, b.seq FROM a AND b WHERE a.type = 'offer_posted', b.quantity = a.quantity_max"
