@@ -21,6 +21,7 @@ from typing import Any
 
 from django.http import QueryDict
 
+from exchange.http import whole_number
 from exchange.market_rules import MarketSchema, SchemaAttribute, Side
 from exchange.models import Market
 from matching.model import Type
@@ -139,8 +140,7 @@ class PostingForm:
                 ("reserve", "auction with a reserve (lowest price)"),
             ],
         )
-        count = self.data.get("tiers", "1")
-        count = int(count) if count.isdigit() else 1
+        count = whole_number(str(self.data.get("tiers", "1"))) or 1
         if self.data.get("add_tier"):
             count += 1
         self.tiers = [self._tier(i) for i in range(max(1, min(count, MAX_TIERS)))]

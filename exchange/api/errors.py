@@ -6,12 +6,13 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db import InterfaceError, OperationalError
-from django.http import Http404, JsonResponse
+from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from exchange.errors import ExchangeError
+from exchange.http import error_body
 
 
 def _first_error(detail: Any, path: str = "") -> tuple[str | None, str, str]:
@@ -25,17 +26,6 @@ def _first_error(detail: Any, path: str = "") -> tuple[str | None, str, str]:
         return _first_error(detail[0], path)
     code = getattr(detail, "code", None) or "invalid"
     return (path or None, str(detail), str(code))
-
-
-def error_body(
-    code: str, message: str, *, field: str | None = None, position: int | None = None
-) -> dict:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if field:
-        error["field"] = field
-    if position is not None:
-        error["position"] = position
-    return {"error": error}
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
@@ -65,18 +55,3 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
             response.data["error"]["retry_after"] = int(exc.wait)
     return response
-
-
-def json_error_view(code: str, message: str, status_code: int):
-    def view(request, *args, **kwargs):
-        return JsonResponse(error_body(code, message), status=status_code)
-
-    return view
-
-
-not_found = json_error_view(
-    "not_found", "There is nothing at this address.", status.HTTP_404_NOT_FOUND
-)
-server_error = json_error_view(
-    "server_error", "Something went wrong on our side. Please try again.", 500
-)

@@ -3,24 +3,25 @@ services and selectors."""
 
 from __future__ import annotations
 
-import re
-
 from django.contrib.auth import authenticate
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, permissions, status
-from rest_framework.authtoken.models import Token
-from rest_framework.exceptions import NotAuthenticated
+from rest_framework.exceptions import NotAuthenticated, Throttled
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from exchange.errors import InvalidInput
-from exchange.market_rules import order_constraint
+from exchange.http import query_whole_number, whole_number
 from exchange.models import Market, Offer
 from exchange.selectors import orders as order_selectors
-from exchange.selectors.markets import market_list, market_schema
+from exchange.selectors.lookups import market_by_subject
+from exchange.selectors.markets import market_list
+from exchange.selectors.ui import constraint_check
 from exchange.services import closing, markets, orders
+from exchange.services.tokens import token_issue
+from exchange.throttling import account_key, throttle_wait
 
 from . import serializers as s
 from .idempotency import idempotent
@@ -33,17 +34,10 @@ def _valid(serializer_class, request: Request):
 
 
 def _market(subject: str) -> Market:
-    market = Market.objects.filter(subject=subject).first()
+    market = market_by_subject(subject=subject)
     if market is None:
         raise InvalidInput("unknown_market", f"There is no market {subject}.", field="market")
     return market
-
-
-def whole_number(value: str) -> int | None:
-    """``value`` as a bigint id, or None (``str.isdigit`` would let '²' through)."""
-    if not re.fullmatch(r"[0-9]{1,19}", value) or int(value) >= 2**63:
-        return None
-    return int(value)
 
 
 def _order_id(value: str) -> int:
@@ -61,7 +55,10 @@ class IsStaff(permissions.BasePermission):
 
 
 class TokenView(APIView):
-    """Trade a username and password for an API token (``Authorization: Token <token>``)."""
+    """Trade a username and password for an API token (``Authorization: Token <token>``).
+
+    Throttled per client (scope ``auth``) and per account name tried (``login_account``, the
+    same counter as the login pages'), whether or not the password is right."""
 
     permission_classes = [permissions.AllowAny]
     authentication_classes: list = []
@@ -70,11 +67,13 @@ class TokenView(APIView):
     @extend_schema(request=s.TokenRequest, responses={200: s.TokenResponse})
     def post(self, request):
         data = _valid(s.TokenRequest, request)
+        wait = throttle_wait(request, [("login_account", account_key(data["username"]))])
+        if wait is not None:
+            raise Throttled(wait=wait, detail="Too many attempts for this account.")
         user = authenticate(request, username=data["username"], password=data["password"])
         if user is None or not user.is_active:
             raise InvalidInput("invalid_credentials", "Unknown username or wrong password.")
-        token, _ = Token.objects.get_or_create(user=user)
-        return Response({"token": token.key})
+        return Response({"token": token_issue(user=user).key})
 
 
 class MarketList(generics.ListAPIView):
@@ -101,7 +100,7 @@ class MarketDetail(APIView):
 
     @extend_schema(responses=s.MarketSerializer)
     def get(self, request, subject: str):
-        market = Market.objects.filter(subject=subject).first()
+        market = market_by_subject(subject=subject)
         if market is None:
             raise Http404
         return Response(s.MarketSerializer(market).data)
@@ -115,16 +114,11 @@ class MarketCheck(APIView):
 
     @extend_schema(request=s.CheckRequest, responses=s.CheckResponse)
     def post(self, request, subject: str):
-        market = Market.objects.filter(subject=subject).first()
+        market = market_by_subject(subject=subject)
         if market is None:
             raise Http404
         data = _valid(s.CheckRequest, request)
-        rules = order_constraint(
-            schema=market_schema(market=market),
-            tick=market.tick,
-            side=data["side"],
-            source=data["constraint"],
-        )
+        rules = constraint_check(market=market, side=data["side"], source=data["constraint"])
         return Response({"constraint": rules.text, "constraint_json": rules.json})
 
 
@@ -351,11 +345,7 @@ class NotificationList(generics.ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
-        after = self.request.query_params.get("after", "0")
-        if not after.isdigit() or int(after) >= 2**63:
-            raise InvalidInput(
-                "invalid_after", "after is a notification id (a whole number).", field="after"
-            )
+        after = query_whole_number(self.request.query_params, "after", default=0)
         if not self.request.user.is_authenticated:
             raise NotAuthenticated()
-        return order_selectors.notification_list(user=self.request.user, after=int(after))
+        return order_selectors.notification_list(user=self.request.user, after=after)

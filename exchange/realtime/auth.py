@@ -8,25 +8,22 @@ from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 from channels.middleware import BaseMiddleware
 
+from exchange.selectors.tokens import token_user
 
-@database_sync_to_async
-def _user_for_token(key: str):
-    from rest_framework.authtoken.models import Token
-
-    token = Token.objects.select_related("user").filter(key=key).first()
-    return token.user if token is not None and token.user.is_active else None
+_token_user = database_sync_to_async(token_user)
 
 
 class TokenAuthMiddleware(BaseMiddleware):
-    """A valid ``token`` query parameter authenticates the connection as its user."""
+    """A valid ``token`` query parameter authenticates the connection as its user; the key
+    stays in the scope (``auth_token``) so that revoking it can close the connection."""
 
     async def __call__(self, scope, receive, send):
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         keys = query.get("token")
-        if keys and len(keys[0]) <= 64:
-            user = await _user_for_token(keys[0])
+        if keys:
+            user = await _token_user(key=keys[0])
             if user is not None:
-                scope = {**scope, "user": user}
+                scope = {**scope, "user": user, "auth_token": keys[0]}
         return await super().__call__(scope, receive, send)
 
 

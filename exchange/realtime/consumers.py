@@ -10,53 +10,58 @@ connection stays usable.
 from __future__ import annotations
 
 import json
-import re
+import logging
+import time
 from typing import Any
 
 from channels.db import database_sync_to_async
+from channels.exceptions import AcceptConnection, DenyConnection, StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from exchange.http import nesting_within
+from exchange.selectors import realtime as selectors
+from exchange.selectors.ui import user_latest_seq
 
 from .presence import presence_join, presence_leave, presence_watchers
-from .streams import SYSTEM_STREAM, group_for, user_group
+from .streams import SYSTEM_STREAM, group_for, revocation_groups, user_group
+
+log = logging.getLogger(__name__)
 
 MAX_FRAME_BYTES = 4096
+# Frames name a stream and a number: nothing legitimate nests deeper than this.
+MAX_FRAME_DEPTH = 4
 MAX_STREAMS = 200
 BACKLOG_BATCH = 500
 ME = "me"
-SUBJECT_RE = re.compile(r"[a-z0-9]+(\.[a-z0-9]+)*\Z")
-OFFER_RE = re.compile(r"[0-9]{1,18}\Z")
+# A code in the 4000s (application-defined): the connection's login or token was revoked.
+CLOSE_REVOKED = 4001
+CLOSE_INTERNAL = 1011
 
 
-@database_sync_to_async
-def _public_stream_exists(stream: str) -> bool:
-    from exchange.models import Market, Offer
+class FrameRate:
+    """A token bucket per connection: ``burst`` frames at once, then ``per_second`` frames a
+    second. Checked before a frame is parsed, so a flood costs one comparison per frame."""
 
-    kind, _, name = stream.partition(":")
-    if kind == "market" and SUBJECT_RE.match(name):
-        return Market.objects.filter(subject=name).exists()
-    if kind == "offer" and OFFER_RE.match(name):
-        return Offer.objects.filter(pk=int(name)).exists()
-    return False
+    def __init__(self, *, per_second: float, burst: int) -> None:
+        self.per_second = per_second
+        self.burst = burst
+        self.tokens = float(burst)
+        self.stamp = time.monotonic()
+
+    def allow(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.per_second)
+        self.stamp = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
 
 
-@database_sync_to_async
-def _notifications_after(user_id: int, after: int) -> list[dict[str, Any]]:
-    from exchange.models import Notification
-
-    rows = (
-        Notification.objects.filter(recipient_id=user_id, id__gt=after)
-        .order_by("id")
-        .values("id", "type", "data")[:BACKLOG_BATCH]
-    )
-    return [
-        {
-            "stream": ME,
-            "type": "notification",
-            "seq": r["id"],
-            "data": {"type": r["type"], **r["data"]},
-        }
-        for r in rows
-    ]
+_public_stream_exists = database_sync_to_async(selectors.public_stream_exists)
+_notifications_after = database_sync_to_async(selectors.notifications_after)
+_latest_seq = database_sync_to_async(user_latest_seq)
 
 
 class StreamConsumer(AsyncWebsocketConsumer):
@@ -66,6 +71,13 @@ class StreamConsumer(AsyncWebsocketConsumer):
         self.last_seq: int | None = (
             None  # the last personal notification sent (None: not following)
         )
+        self.rate = FrameRate(
+            per_second=settings.WS_FRAMES_PER_SECOND, burst=settings.WS_FRAME_BURST
+        )
+        # Logging out or revoking the token sends ``auth.revoked`` to these groups.
+        self.principal_groups = revocation_groups(self.scope) if self.authenticated else []
+        for group in self.principal_groups:
+            await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
 
     @property
@@ -73,10 +85,39 @@ class StreamConsumer(AsyncWebsocketConsumer):
         return bool(self.user is not None and self.user.is_authenticated)
 
     async def disconnect(self, code: int) -> None:
-        for stream in list(self.streams):
+        await self._leave_all()
+
+    async def _leave_all(self) -> None:
+        for stream in list(getattr(self, "streams", ())):
             await self._leave(stream)
+        for group in getattr(self, "principal_groups", ()):
+            await self.channel_layer.group_discard(group, self.channel_name)
+        self.principal_groups = []
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Handle one message; an unexpected failure sends an error frame, removes the
+        connection's presence entries and closes it (1011), rather than a silent kill."""
+        try:
+            await super().dispatch(message)
+        except (StopConsumer, AcceptConnection, DenyConnection):
+            raise
+        except Exception:
+            log.exception("WebSocket consumer failed on %s", message.get("type"))
+            try:
+                await self._error("server_error", "Something went wrong on our side; reconnect.")
+                await self._leave_all()
+                await self.close(code=CLOSE_INTERNAL)
+            except Exception:  # the socket or Redis is gone too: nothing more to tell anyone
+                log.exception("WebSocket cleanup failed")
+            raise StopConsumer() from None
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if not self.rate.allow():
+            await self._error(
+                "rate_limited",
+                f"At most {settings.WS_FRAMES_PER_SECOND:g} frames a second; this one was dropped.",
+            )
+            return
         message = await self._parse(text_data)
         if message is None:
             return
@@ -123,7 +164,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
             return
         await self._join(stream)
         if stream == ME and self.last_seq is None:
-            self.last_seq = await self._latest_seq()
+            self.last_seq = await _latest_seq(user=self.user)
         await self._send({"type": "subscribed", "stream": stream})
 
     async def _parse(self, text_data: str | None) -> dict | None:
@@ -132,6 +173,11 @@ class StreamConsumer(AsyncWebsocketConsumer):
             return None
         if len(text_data) > MAX_FRAME_BYTES or len(text_data.encode()) > MAX_FRAME_BYTES:
             await self._error("too_large", f"Frames are limited to {MAX_FRAME_BYTES} bytes.")
+            return None
+        if not nesting_within(text_data, MAX_FRAME_DEPTH):
+            await self._error(
+                "too_deep", f"Frames nest arrays and objects at most {MAX_FRAME_DEPTH} levels deep."
+            )
             return None
         try:
             message = json.loads(text_data)
@@ -149,7 +195,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
                 await self._error("forbidden", 'The "me" stream needs a logged-in user or a token.')
                 return False
             return True
-        if stream == SYSTEM_STREAM or await _public_stream_exists(stream):
+        if stream == SYSTEM_STREAM or await _public_stream_exists(stream=stream):
             return True
         await self._error("unknown_stream", f"There is no stream {stream!r}.")
         return False
@@ -174,26 +220,23 @@ class StreamConsumer(AsyncWebsocketConsumer):
             self.last_seq = None
         await presence_leave(stream, self.channel_name)
 
-    @database_sync_to_async
-    def _latest_seq(self) -> int:
-        from exchange.models import Notification
-
-        last = (
-            Notification.objects.filter(recipient_id=self.user.pk)
-            .order_by("-id")
-            .values_list("id", flat=True)
-            .first()
-        )
-        return last or 0
-
     async def _catch_up(self) -> None:
         """Send the personal notifications after ``last_seq`` from the outbox, in order."""
         while self.last_seq is not None:
-            frames = await _notifications_after(self.user.pk, self.last_seq)
-            for item in frames:
-                await self._send(item)
-                self.last_seq = item["seq"]
-            if len(frames) < BACKLOG_BATCH:
+            rows = await _notifications_after(
+                user_id=self.user.pk, after=self.last_seq, limit=BACKLOG_BATCH
+            )
+            for row in rows:
+                await self._send(
+                    {
+                        "stream": ME,
+                        "type": "notification",
+                        "seq": row["id"],
+                        "data": {"type": row["type"], **row["data"]},
+                    }
+                )
+                self.last_seq = row["id"]
+            if len(rows) < BACKLOG_BATCH:
                 return
 
     # -- channel-layer events ----------------------------------------------------------
@@ -204,6 +247,13 @@ class StreamConsumer(AsyncWebsocketConsumer):
     async def user_wake(self, event: dict[str, Any]) -> None:
         if ME in self.streams and self.last_seq is not None and event["seq"] > self.last_seq:
             await self._catch_up()
+
+    async def auth_revoked(self, event: dict[str, Any]) -> None:
+        """The login or token this connection authenticated with was revoked: say so, leave
+        every stream and close."""
+        await self._error("revoked", "Your login or API token was revoked; this connection closes.")
+        await self._leave_all()
+        await self.close(code=CLOSE_REVOKED)
 
     async def _error(self, code: str, message: str) -> None:
         await self._send({"type": "error", "code": code, "message": message})

@@ -6,25 +6,11 @@ removed on unsubscribe and disconnect. A key left by a crashed server expires af
 
 from __future__ import annotations
 
-import asyncio
-import weakref
-
-import redis.asyncio as redis
 from django.conf import settings
 
+from exchange.redis_clients import redis_async_client as _redis
+
 TTL_SECONDS = 24 * 3600
-# One client per event loop: a client's connections belong to the loop that opened them.
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, redis.Redis] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _redis() -> redis.Redis:
-    loop = asyncio.get_running_loop()
-    client = _clients.get(loop)
-    if client is None:
-        client = _clients[loop] = redis.Redis.from_url(settings.REDIS_URL, decode_responses=True)
-    return client
 
 
 def _key(stream: str) -> str:

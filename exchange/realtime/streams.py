@@ -7,6 +7,8 @@ each stream maps to a group name here; ``me`` maps to the user's own group.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -22,6 +24,37 @@ def group_for(stream: str) -> str:
 
 def user_group(user_id: int) -> str:
     return f"user.{user_id}"
+
+
+def _digest(secret: str) -> str:
+    # Group names live in Redis and logs: a digest of the key, never the key itself.
+    return hashlib.sha256(secret.encode()).hexdigest()[:40]
+
+
+def token_group(key: str) -> str:
+    """The group of every connection authenticated with API token ``key``."""
+    return "auth.token." + _digest(key)
+
+
+def session_group(session_key: str) -> str:
+    """The group of every connection authenticated by the login session ``session_key``."""
+    return "auth.session." + _digest(session_key)
+
+
+def revocation_groups(scope: Mapping[str, Any]) -> list[str]:
+    """The groups an authenticated connection joins so that revoking what it logged in with
+    (its token, or its session when it came with no token) closes it."""
+    token = scope.get("auth_token")
+    if token:
+        return [token_group(token)]
+    session = scope.get("session")
+    session_key = getattr(session, "session_key", None) if session is not None else None
+    return [session_group(session_key)] if session_key else []
+
+
+def principal_revoke(*, groups: list[str]) -> None:
+    """Close every connection in ``groups`` (call after the revocation committed)."""
+    group_send_all([(group, {"type": "auth.revoked"}) for group in groups])
 
 
 def frame(*, stream: str, type: str, seq: int | None, data: Any) -> dict[str, Any]:

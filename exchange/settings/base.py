@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import dj_database_url
 from celery.schedules import crontab
@@ -64,6 +65,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "exchange.middleware.RejectNulMiddleware",
+    "exchange.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -111,6 +113,19 @@ DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 5
 
 REDIS_URL = env("REDIS_URL", f"redis://127.0.0.1:{DEV_REDIS_PORT}/0")
 
+# The cache (throttle counters) lives in Redis so that a limit holds across worker processes,
+# in a database of its own (1 unless CACHE_REDIS_URL says otherwise): clearing the cache then
+# never touches the queues and channels in REDIS_URL's database.
+CACHE_REDIS_URL = env("CACHE_REDIS_URL", urlunsplit(urlsplit(REDIS_URL)._replace(path="/1")))
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": CACHE_REDIS_URL,
+        "KEY_PREFIX": "intersect",
+        "OPTIONS": {"socket_timeout": 2, "socket_connect_timeout": 2},
+    }
+}
+
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_TASK_SERIALIZER = "json"
@@ -151,9 +166,23 @@ CHANNEL_LAYERS = {
     }
 }
 
+# Every JSON body (API, the UI's JSON endpoints) and WebSocket frame is checked against these
+# before it is parsed: a larger body gets a 413, deeper nesting a 400 (exchange/http.py).
+JSON_MAX_BYTES = int(env("JSON_MAX_BYTES", str(256 * 1024)))
+JSON_MAX_DEPTH = 32
+
+# Frames a WebSocket connection may send: a burst, then a steady rate (more get an error frame).
+WS_FRAMES_PER_SECOND = float(env("WS_FRAMES_PER_SECOND", "20"))
+WS_FRAME_BURST = int(env("WS_FRAME_BURST", "40"))
+
 # Redis key prefix of the WebSocket presence sets (who watches a stream).
 PRESENCE_PREFIX = "intersect:presence"
 CYCLE_PENDING_KEY = "intersect:cycle-pending"
+# Each Celery worker records its last beat here (exchange/celery.py); /healthz counts a worker
+# as up if it beat within the last WORKER_HEARTBEAT_STALE_SECONDS.
+WORKER_HEARTBEAT_KEY = "intersect:worker-heartbeat"
+WORKER_HEARTBEAT_SECONDS = 5.0
+WORKER_HEARTBEAT_STALE_SECONDS = 20.0
 
 SPARK_MASTER = env("SPARK_MASTER", "local[2]")
 
@@ -177,6 +206,23 @@ STORAGES = {
 }
 
 LOGIN_URL = "frontend:login"
+# The UI's Content-Security-Policy (exchange/middleware.py): everything from the site itself;
+# ``{nonce}`` is the request's, for the import map. 'self' covers the same-origin WebSocket.
+CONTENT_SECURITY_POLICY = "; ".join(  # noqa: FLY002 - one directive a line reads better
+    [
+        "default-src 'self'",
+        "script-src 'self' 'nonce-{nonce}'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
+CSP_EXEMPT_PREFIXES = ("/admin/", "/staff/", "/api/")
+CSRF_FAILURE_VIEW = "exchange.views.errors.csrf_failure"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REST_FRAMEWORK = {
@@ -189,18 +235,31 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "exchange.api.pagination.Pagination",
     "PAGE_SIZE": 100,
     "DEFAULT_FILTER_BACKENDS": [],
+    # DRF's throttles, let through while Redis is unreachable (exchange/throttling.py).
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
-        "rest_framework.throttling.ScopedRateThrottle",
+        "exchange.throttling.AnonRateThrottle",
+        "exchange.throttling.UserRateThrottle",
+        "exchange.throttling.ScopedRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "anon": env("THROTTLE_ANON", "120/min"),
         "user": env("THROTTLE_USER", "6000/min"),
         "auth": env("THROTTLE_AUTH", "30/min"),
+        # Login, admin login, registration and token creation (exchange/throttling.py): per
+        # client address and per account name tried.
+        "login_client": env("THROTTLE_LOGIN_CLIENT", "30/min"),
+        "login_account": env("THROTTLE_LOGIN_ACCOUNT", "10/min"),
+        # The UI's constraint check as you type, per client.
+        "check": env("THROTTLE_CHECK", "120/min"),
     },
+    # How many reverse proxies in front of the server append to X-Forwarded-For. 0 (the
+    # default): the header is ignored and throttles key on the peer address, so a client
+    # cannot pick its own identity. Behind one trusted proxy set DJANGO_NUM_PROXIES=1.
+    "NUM_PROXIES": int(env("DJANGO_NUM_PROXIES", "0")),
     "EXCEPTION_HANDLER": "exchange.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # JSON only, read with its size and nesting checked first (exchange/http.py).
+    "DEFAULT_PARSER_CLASSES": ["exchange.api.parsers.BoundedJSONParser"],
     "COERCE_DECIMAL_TO_STRING": True,
 }
 

@@ -10,6 +10,10 @@ os.environ.setdefault(
     "DATABASE_URL", f"postgres://intersect:intersect@127.0.0.1:{TEST_POSTGRES_PORT}/intersect"
 )
 os.environ.setdefault("REDIS_URL", f"redis://127.0.0.1:{TEST_REDIS_PORT}/0")
+# The throttle counters live in Redis and outlast a test: generous rates here so that logging
+# in many times across a run is never refused; tests of the throttles set their own rates.
+for _scope in ("ANON", "AUTH", "LOGIN_CLIENT", "LOGIN_ACCOUNT", "CHECK"):
+    os.environ.setdefault(f"THROTTLE_{_scope}", "100000/min")
 
 from .base import *  # noqa: E402,F403
 
@@ -37,3 +41,5 @@ CELERY_TASK_DEFAULT_QUEUE = f"intersect-{TEST_RUN}"
 CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"intersect-{TEST_RUN}"  # noqa: F405
 PRESENCE_PREFIX = f"intersect-{TEST_RUN}:presence"
 CYCLE_PENDING_KEY = f"intersect-{TEST_RUN}:cycle-pending"
+WORKER_HEARTBEAT_KEY = f"intersect-{TEST_RUN}:worker-heartbeat"
+CACHES["default"]["KEY_PREFIX"] = f"intersect-{TEST_RUN}"  # noqa: F405

@@ -1,20 +1,53 @@
-"""Error pages: JSON under /api/, HTML elsewhere."""
+"""Error pages: JSON under /api/ and on the UI's JSON endpoints, HTML elsewhere."""
 
 from __future__ import annotations
 
-from django.views import defaults
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, JsonResponse
+from django.views import csrf, defaults
 
-from exchange.api.errors import not_found as api_not_found
-from exchange.api.errors import server_error as api_server_error
+from exchange.http import error_body
+
+# The UI's JSON endpoints outside /api/ (the constraint check as you type).
+_UI_JSON_SUFFIXES = ("/check/",)
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/") or request.path.endswith(_UI_JSON_SUFFIXES)
+
+
+def bad_request(request, exception=None):
+    """Django's answer to a SuspiciousOperation, such as a body over
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (a 413 here) or a malformed Host header."""
+    if _wants_json(request):
+        if isinstance(exception, RequestDataTooBig):
+            return JsonResponse(
+                error_body("too_large", "The request body is too large."), status=413
+            )
+        return JsonResponse(error_body("bad_request", "The request is malformed."), status=400)
+    return defaults.bad_request(request, exception)
+
+
+def csrf_failure(request, reason=""):
+    """``CSRF_FAILURE_VIEW``: Django's page, or JSON on the JSON endpoints."""
+    if _wants_json(request):
+        message = f"CSRF check failed ({reason}); reload the page."
+        return JsonResponse(error_body("csrf_failed", message), status=403)
+    return csrf.csrf_failure(request, reason)
 
 
 def not_found(request, exception=None):
-    if request.path.startswith("/api/"):
-        return api_not_found(request)
+    if _wants_json(request):
+        return JsonResponse(
+            error_body("not_found", "There is nothing at this address."), status=404
+        )
     return defaults.page_not_found(request, exception)
 
 
 def server_error(request):
-    if request.path.startswith("/api/"):
-        return api_server_error(request)
+    if _wants_json(request):
+        return JsonResponse(
+            error_body("server_error", "Something went wrong on our side. Please try again."),
+            status=500,
+        )
     return defaults.server_error(request)

@@ -8,12 +8,16 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import UserCreationForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.decorators import method_decorator
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from exchange.http import logout_closes_sockets
 from exchange.selectors import ui
+from exchange.selectors.tokens import token_get
+from exchange.services.tokens import token_regenerate, token_revoke
+from exchange.throttling import login_throttled
 from frontend.notifications import note_text
-from frontend.tokens import token_get, token_regenerate, token_revoke
 
 from .common import is_htmx, live_context, login_required, offer_row, terms, trade_row
 
@@ -25,6 +29,7 @@ def _next(request: HttpRequest) -> str:
     return "/"
 
 
+@login_throttled(field="username")
 def register(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("frontend:account")
@@ -42,6 +47,7 @@ def register(request: HttpRequest) -> HttpResponse:
     )
 
 
+@method_decorator(login_throttled(field="username"), name="dispatch")
 class LoginView(auth_views.LoginView):
     template_name = "frontend/login.html"
     redirect_authenticated_user = True
@@ -51,6 +57,7 @@ class LoginView(auth_views.LoginView):
         return {**super().get_context_data(**kwargs), **live_context(self.request, [])}
 
 
+@method_decorator(logout_closes_sockets, name="post")
 class LogoutView(auth_views.LogoutView):
     next_page = "/"
 

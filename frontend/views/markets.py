@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
+from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -11,20 +10,19 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from exchange.analytics.selectors import market_public_days
-from exchange.api.errors import error_body
-from exchange.errors import ExchangeError
+from exchange.errors import ExchangeError, InvalidInput
+from exchange.http import error_body, json_bounded
 from exchange.market_rules import MarketSchema
 from exchange.models import Market
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
 from exchange.services.orders import bid_place, offer_publish
+from exchange.throttling import client_ident, throttle_wait
 from frontend.daily import daily_figures
 from frontend.posting import PostingForm
 from frontend.readable import readable
 
 from .common import is_htmx, live_context, login_required, offer_row, price_precision, trade_row
-
-MAX_CHECK_BYTES = 20_000
 
 
 @require_GET
@@ -141,36 +139,33 @@ def _post_context(request: HttpRequest, market: Market, form: PostingForm) -> di
     }
 
 
-def _json_body(request: HttpRequest) -> dict | None:
-    if len(request.body) > MAX_CHECK_BYTES:
-        return None
-    try:
-        body = json.loads(request.body or b"{}")
-    except ValueError:
-        return None
-    return body if isinstance(body, dict) else None
-
-
 @require_POST
 def market_check(request: HttpRequest, subject: str) -> JsonResponse:
     """Check a constraint against the market's rules without posting it (the advanced box
     calls this as you type). The answer has the API's shapes: the canonical text, or
-    ``{"error": {"code", "message", "position"?}}`` with status 400."""
+    ``{"error": {"code", "message", "position"?}}`` with status 400 (413 for an oversize
+    body, 429 past the ``check`` rate per client)."""
+    wait = throttle_wait(request, [("check", client_ident(request))])
+    if wait is not None:
+        response = JsonResponse(
+            error_body("throttled", f"Too many checks; try again in {wait} seconds."), status=429
+        )
+        response["Retry-After"] = str(wait)
+        return response
     market = ui.market_get(subject=subject)
     if market is None:
         return JsonResponse(error_body("not_found", "There is no such market."), status=404)
-    body = _json_body(request)
-    if body is None or body.get("side") not in ("offer", "bid") or "constraint" not in body:
-        return JsonResponse(
-            error_body(
-                "bad_request", 'Send {"side": "offer" or "bid", "constraint": "<text>"} as JSON.'
-            ),
-            status=400,
-        )
     try:
+        body = json_bounded(request.read(settings.JSON_MAX_BYTES + 1))
+        if not isinstance(body, dict) or body.get("side") not in ("offer", "bid"):
+            raise InvalidInput(
+                "bad_request", 'Send {"side": "offer" or "bid", "constraint": "<text>"} as JSON.'
+            )
+        if "constraint" not in body:
+            raise InvalidInput("bad_request", 'Send the "constraint" to check.', field="constraint")
         checked = ui.constraint_check(market=market, side=body["side"], source=body["constraint"])
     except ExchangeError as exc:
-        return JsonResponse({"error": exc.as_dict()}, status=400)
+        return JsonResponse({"error": exc.as_dict()}, status=exc.status)
     schema = market_schema(market=market)
     terms = readable(checked.constraint, schema=schema, tick=market.tick)
     return JsonResponse({"constraint": checked.text, "tiers": terms.lines})

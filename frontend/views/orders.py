@@ -8,8 +8,8 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from exchange.api.views import whole_number
 from exchange.errors import ExchangeError
+from exchange.http import whole_number
 from exchange.models import Offer
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema

@@ -58,7 +58,8 @@ def browser():
 @pytest.fixture
 def new_page(browser, live_stack):
     """Pages in contexts of their own (separate cookies: one per user), closed afterwards.
-    Uncaught page errors are collected in ``new_page.errors``."""
+    Uncaught page errors and Content-Security-Policy violations (Chromium reports them on
+    the console) are collected in ``new_page.errors``."""
     from playwright.sync_api import expect
 
     expect.set_options(timeout=WAIT_MS)
@@ -73,6 +74,14 @@ def new_page(browser, live_stack):
         contexts.append(context)
         page = context.new_page()
         page.on("pageerror", lambda exc: errors.append(f"{page.url}: {exc}"))
+        page.on(
+            "console",
+            lambda m: (
+                errors.append(f"{page.url}: {m.text}")
+                if "Content Security Policy" in m.text
+                else None
+            ),
+        )
         if os.environ.get("DEBUG_BROWSER"):  # print every frame and console line
             page.on("console", lambda m: print("console", page.url, m.type, m.text))
             page.on(

@@ -249,3 +249,22 @@ def test_withdrawing_someone_elses_offer_changes_nothing(client, pencils):
     assert "Only the one who placed it can change it." in response.content.decode()
     offer.refresh_from_db()
     assert offer.state == "open"
+
+
+def test_ui_pages_carry_a_content_security_policy_with_a_fresh_nonce(client, pencils):
+    first = client.get(f"/markets/{pencils.subject}/")
+    second = client.get(f"/markets/{pencils.subject}/")
+    policy = first["Content-Security-Policy"]
+    nonce = first.wsgi_request.csp_nonce
+    assert policy == (
+        "default-src 'self'; script-src 'self' 'nonce-" + nonce + "'; style-src 'self'; "
+        "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'self'; "
+        "form-action 'self'; frame-ancestors 'none'"
+    )
+    assert f'<script type="importmap" nonce="{nonce}">' in first.content.decode()
+    assert second.wsgi_request.csp_nonce != nonce
+    html = first.content.decode() + client.get("/account/").content.decode()
+    assert "onsubmit=" not in html and 'style="' not in html
+    # The admin's and the API's own pages keep their inline code, so they carry no policy.
+    assert "Content-Security-Policy" not in client.get("/api/v1/docs/")
+    assert "Content-Security-Policy" not in client.get("/admin/login/")

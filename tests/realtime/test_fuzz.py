@@ -18,17 +18,55 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
     max_leaves=12,
+)
+# Nesting past the frame limit (up to far past the parser's recursion limit), with or
+# without an object around it, and numbers written with digits other than ASCII's.
+deep_frames = st.builds(
+    lambda depth, opener, wrap: (
+        ('{"action": "resume", "stream": "me", "after": ' if wrap else "")
+        + opener * depth
+        + {"[": "]", '{"a":': "}"}[opener] * depth
+        + ("}" if wrap else "")
+    ),
+    st.integers(min_value=5, max_value=3000),
+    st.sampled_from(["[", '{"a":']),
+    st.booleans(),
+)
+other_digits = st.text(
+    st.characters(categories=["Nd", "No"], exclude_characters="0123456789"), min_size=1, max_size=5
 )
 frames = st.one_of(
     st.text(min_size=1, max_size=200),  # (the test communicator cannot send an empty frame)
+    deep_frames,
+    other_digits.map(
+        lambda digits: json.dumps({"action": "resume", "stream": "me", "after": digits})
+    ),
+    other_digits.map(
+        lambda digits: json.dumps({"action": "subscribe", "stream": f"offer:{digits}"})
+    ),
     json_values.map(json.dumps),
     st.fixed_dictionaries(
         {"action": st.sampled_from(["subscribe", "unsubscribe", "resume", "presence", "dance"])},
-        optional={"stream": st.one_of(st.text(max_size=40), st.sampled_from(
-            ["me", "system", "market:office.supplies.pencils", "offer:1", "offer:-1", "market:"])),
-            "after": json_values},
+        optional={
+            "stream": st.one_of(
+                st.text(max_size=40),
+                st.sampled_from(
+                    [
+                        "me",
+                        "system",
+                        "market:office.supplies.pencils",
+                        "offer:1",
+                        "offer:-1",
+                        "market:",
+                    ]
+                ),
+            ),
+            "after": json_values,
+        },
     ).map(json.dumps),
 )
 
@@ -55,8 +93,10 @@ def test_random_frames_get_answers_and_change_nothing(batch):
         return replies, last
 
     replies, last = asyncio.run(scenario())
-    assert all(isinstance(r, dict) and r.get("type") in {"error", "subscribed", "unsubscribed", "presence"}
-               for r in replies), replies
+    assert all(
+        isinstance(r, dict) and r.get("type") in {"error", "subscribed", "unsubscribed", "presence"}
+        for r in replies
+    ), replies
     assert all(set(r) == {"type", "code", "message"} for r in replies if r["type"] == "error")
     assert last == {"type": "subscribed", "stream": "system"}
     assert (Offer.objects.count(), Bid.objects.count(), Notification.objects.count()) == before

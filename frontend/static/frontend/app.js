@@ -93,6 +93,7 @@ function addNote(frame, text, tone) {
 
 const regions = new Regions({
   onSwap: async (swapped) => {
+    for (const el of swapped) paintSwatches(el);
     if (swapped.some((el) => el.querySelector('script[type="application/json"]'))) {
       if (!charts) loadCharts();
       (await charts)?.refreshCharts();
@@ -147,8 +148,25 @@ function start() {
   }
 }
 
+// Forms that ask first (withdrawing): the question is in data-confirm, not in an inline
+// handler, which the Content-Security-Policy would block.
+document.addEventListener("submit", (event) => {
+  const question = event.target.dataset?.confirm;
+  if (question && !window.confirm(question)) event.preventDefault();
+});
+
+// Legend swatches name their colour in data-swatch (an inline style attribute would be
+// blocked by the Content-Security-Policy; a style set from a script is not).
+function paintSwatches(root) {
+  for (const el of root.querySelectorAll?.("[data-swatch]") || []) {
+    el.style.background = el.dataset.swatch;
+  }
+}
+paintSwatches(document);
+
 // htmx swaps new content in (the token box): wire its inputs too.
 document.addEventListener("htmx:afterSwap", (event) => {
+  paintSwatches(event.target);
   for (const input of event.target.querySelectorAll?.("[data-select-on-focus]") || []) {
     input.addEventListener("focus", () => input.select());
   }

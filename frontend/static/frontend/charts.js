@@ -37,6 +37,9 @@ function baseChart(el, secondsVisible) {
   return createChart(el, {
     autoSize: true,
     layout: {
+      // The footer credits TradingView; the chart's own logo would inject a <style> element,
+      // which the Content-Security-Policy blocks.
+      attributionLogo: false,
       background: { type: ColorType.Solid, color: "#ffffff" },
       textColor: "#475569",
       fontFamily: getComputedStyle(document.body).fontFamily,

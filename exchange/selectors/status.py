@@ -1,0 +1,47 @@
+"""The exchange's status for ``/healthz``, cheap enough to ask often: the database, Redis,
+the workers' heartbeats (no broadcast ping) and a channel-layer round trip, each a few
+milliseconds. The database and channel-layer checks are ``selectors.health``'s."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+
+from exchange.redis_clients import redis_client
+from exchange.selectors import health
+
+
+def _check_redis() -> dict[str, Any]:
+    return {"ok": bool(redis_client().ping())}
+
+
+def _check_workers() -> dict[str, Any]:
+    """Workers whose heartbeat is recent; stale beats are dropped on the way."""
+    client = redis_client()
+    since = time.time() - settings.WORKER_HEARTBEAT_STALE_SECONDS
+    client.zremrangebyscore(settings.WORKER_HEARTBEAT_KEY, "-inf", f"({since}")
+    workers = sorted(client.zrangebyscore(settings.WORKER_HEARTBEAT_KEY, since, "+inf"))
+    return {"ok": bool(workers), "workers": workers}
+
+
+CHECKS: dict[str, Callable[[], dict[str, Any]]] = {
+    "database": health.CHECKS["database"],
+    "redis": _check_redis,
+    "celery_worker": _check_workers,
+    "channel_layer": health.CHECKS["channel_layer"],
+}
+
+
+def status_report() -> dict[str, Any]:
+    """Each component's status; ``ok`` is true only when all of them are up. A failing
+    dependency is reported as down (its error text cut short), never raised."""
+    components: dict[str, Any] = {}
+    for name, check in CHECKS.items():
+        try:
+            components[name] = check()
+        except Exception as exc:  # noqa: BLE001 - any failure of a dependency is a "down"
+            components[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+    return {"ok": all(c["ok"] for c in components.values()), "components": components}

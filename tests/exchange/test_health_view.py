@@ -1,0 +1,62 @@
+"""/healthz reads the workers' heartbeats (no broadcast ping), tells a dead worker from a live
+one, and shows its details to staff only."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+from django.conf import settings
+
+from exchange.celery import WorkerHeartbeat
+from exchange.redis_clients import redis_client
+from tests.factories import StaffFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def heartbeats(settings):
+    """A heartbeat key of this test's own, so that no live worker beats into it."""
+    settings.WORKER_HEARTBEAT_KEY = f"{settings.WORKER_HEARTBEAT_KEY}:{time.monotonic_ns()}"
+    yield settings.WORKER_HEARTBEAT_KEY
+    redis_client().delete(settings.WORKER_HEARTBEAT_KEY)
+
+
+def beat(name: str) -> None:
+    WorkerHeartbeat.beat(None, SimpleNamespace(hostname=name))
+
+
+def test_without_a_recent_heartbeat_the_worker_is_down(client, heartbeats):
+    client.force_login(StaffFactory())
+    stale = time.time() - settings.WORKER_HEARTBEAT_STALE_SECONDS - 1
+    redis_client().zadd(heartbeats, {"dead@host": stale})
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["ok"] is False
+    assert body["components"]["celery_worker"] == {"ok": False, "workers": []}
+    assert body["components"]["database"]["ok"] is True
+    assert body["components"]["redis"] == {"ok": True}
+    assert body["components"]["channel_layer"] == {"ok": True}
+    # The stale beat is dropped on the way.
+    assert redis_client().zcard(heartbeats) == 0
+
+
+def test_a_recent_heartbeat_makes_the_worker_up(client, heartbeats):
+    client.force_login(StaffFactory())
+    beat("w1@host")
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json()["components"]["celery_worker"] == {"ok": True, "workers": ["w1@host"]}
+
+
+@pytest.mark.parametrize("who", ["anonymous", "user"])
+def test_non_staff_get_only_the_bare_status(client, heartbeats, who):
+    if who == "user":
+        client.force_login(UserFactory())
+    assert client.get("/healthz").json() == {"ok": False}
+    beat("w1@host")
+    response = client.get("/healthz")
+    assert (response.status_code, response.json()) == (200, {"ok": True})

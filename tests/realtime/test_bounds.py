@@ -1,0 +1,160 @@
+"""The consumer bounds its work before it does it (frame depth, frame rate), answers every
+failure with an error frame, and closes when its login or token is revoked."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing.websocket import WebsocketCommunicator
+from django.conf import settings as django_settings
+from django.test import Client
+
+import exchange.realtime.consumers as consumers
+from exchange.asgi import application
+from exchange.realtime import presence
+from exchange.services.tokens import token_issue, token_regenerate, token_revoke
+from tests.factories import UserFactory, pencils_market
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def connect(path: str = "/ws/", headers=None) -> WebsocketCommunicator:
+    ws = WebsocketCommunicator(application, path, headers=headers or [])
+    connected, _ = await ws.connect()
+    assert connected
+    return ws
+
+
+async def ask(ws: WebsocketCommunicator, frame) -> dict:
+    await ws.send_to(text_data=frame if isinstance(frame, str) else json.dumps(frame))
+    return json.loads(await ws.receive_from(timeout=5))
+
+
+def test_a_deeply_nested_frame_gets_an_error_and_the_connection_stays_usable():
+    async def scenario():
+        ws = await connect()
+        deep = await ask(ws, "[" * 2000 + "]" * 2000)
+        inside = await ask(ws, json.dumps({"action": "subscribe", "stream": [[[[["system"]]]]]}))
+        after = await ask(ws, {"action": "subscribe", "stream": "system"})
+        await ws.disconnect()
+        return deep, inside, after
+
+    deep, inside, after = asyncio.run(scenario())
+    expected = {
+        "type": "error",
+        "code": "too_deep",
+        "message": "Frames nest arrays and objects at most 4 levels deep.",
+    }
+    assert deep == expected and inside == expected
+    assert after == {"type": "subscribed", "stream": "system"}
+
+
+def test_frames_past_the_rate_get_an_error_and_are_not_handled(settings):
+    # No refill: exactly the burst passes, whatever the clock does.
+    settings.WS_FRAMES_PER_SECOND = 0.0
+    settings.WS_FRAME_BURST = 3
+
+    async def scenario():
+        ws = await connect()
+        replies = [await ask(ws, {"action": "subscribe", "stream": "system"}) for _ in range(5)]
+        await ws.disconnect()
+        return replies
+
+    replies = asyncio.run(scenario())
+    assert replies[:3] == [{"type": "subscribed", "stream": "system"}] * 3
+    assert (
+        replies[3:]
+        == [
+            {
+                "type": "error",
+                "code": "rate_limited",
+                "message": "At most 0 frames a second; this one was dropped.",
+            }
+        ]
+        * 2
+    )
+
+
+def test_a_failure_inside_the_consumer_sends_an_error_frame_and_clears_presence(monkeypatch):
+    market = pencils_market(subject="office.supplies.crash")
+    stream = f"market:{market.subject}"
+
+    async def broken(stream: str) -> list[str]:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(consumers, "presence_watchers", broken)
+
+    async def scenario():
+        ws = await connect()
+        assert await ask(ws, {"action": "subscribe", "stream": stream}) == {
+            "type": "subscribed",
+            "stream": stream,
+        }
+        watching = await presence._redis().hgetall(presence._key(stream))
+        error = await ask(ws, {"action": "presence", "stream": stream})
+        closed = await ws.receive_output(timeout=5)
+        left = await presence._redis().hgetall(presence._key(stream))
+        return watching, error, closed, left
+
+    watching, error, closed, left = asyncio.run(scenario())
+    assert list(watching.values()) == ["anonymous"]
+    assert error == {
+        "type": "error",
+        "code": "server_error",
+        "message": "Something went wrong on our side; reconnect.",
+    }
+    assert closed == {"type": "websocket.close", "code": 1011}
+    assert left == {}
+
+
+def _revoked() -> dict:
+    return {
+        "type": "error",
+        "code": "revoked",
+        "message": "Your login or API token was revoked; this connection closes.",
+    }
+
+
+@pytest.mark.parametrize("revoke", [token_revoke, token_regenerate])
+def test_revoking_a_token_closes_its_sockets_only(revoke):
+    alice, bob = UserFactory(), UserFactory()
+    alice_key, bob_key = token_issue(user=alice).key, token_issue(user=bob).key
+
+    async def scenario():
+        mine = await connect(f"/ws/?token={alice_key}")
+        other = await connect(f"/ws/?token={bob_key}")
+        assert (await ask(mine, {"action": "subscribe", "stream": "me"}))["type"] == "subscribed"
+        await database_sync_to_async(revoke)(user=alice)
+        frame = json.loads(await mine.receive_from(timeout=5))
+        closed = await mine.receive_output(timeout=5)
+        still = await ask(other, {"action": "subscribe", "stream": "system"})
+        await other.disconnect()
+        return frame, closed, still
+
+    frame, closed, still = asyncio.run(scenario())
+    assert frame == _revoked()
+    assert closed == {"type": "websocket.close", "code": 4001}
+    assert still == {"type": "subscribed", "stream": "system"}
+
+
+def test_logging_out_closes_the_sessions_sockets():
+    user = UserFactory()
+    browser = Client()
+    browser.force_login(user)
+    cookie = f"{django_settings.SESSION_COOKIE_NAME}={browser.cookies[django_settings.SESSION_COOKIE_NAME].value}"
+
+    async def scenario():
+        ws = await connect("/ws/", headers=[(b"cookie", cookie.encode())])
+        assert (await ask(ws, {"action": "subscribe", "stream": "me"}))["type"] == "subscribed"
+        response = await database_sync_to_async(browser.post)("/logout/")
+        frame = json.loads(await ws.receive_from(timeout=5))
+        closed = await ws.receive_output(timeout=5)
+        return response.status_code, frame, closed
+
+    status, frame, closed = asyncio.run(scenario())
+    assert status == 302
+    assert frame == _revoked()
+    assert closed == {"type": "websocket.close", "code": 4001}
