@@ -94,8 +94,9 @@ class Command(BaseCommand):
                 for i in range(offers)
             ]
             Offer.objects.bulk_create(offer_rows, batch_size=BATCH)
-            # Each open offer has its row before the rebuild fills it in: best_offers_refresh
-            # updates existing rows only (a row's pk is its offer's, so never "new" to it).
+            # Each open offer gets an empty best-offer row that the rebuild fills in. Needed on
+            # this branch, where best_offers_refresh only updates rows that exist; redundant
+            # (harmless) once the engine branch's fix, which creates missing rows, is merged.
             now = timezone.now()
             BestOffer.objects.bulk_create(
                 [BestOffer(offer=o, changed_at=now) for o in offer_rows], batch_size=BATCH
