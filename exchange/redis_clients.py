@@ -16,7 +16,9 @@ import redis
 import redis.asyncio as redis_async
 from django.conf import settings
 
-TIMEOUTS = {"socket_timeout": 2, "socket_connect_timeout": 2}
+# Seconds: a Redis that does not answer fails a call quickly instead of hanging a request.
+SOCKET_TIMEOUT = 2
+CONNECT_TIMEOUT = 2
 
 _async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, redis_async.Redis] = (
     weakref.WeakKeyDictionary()
@@ -25,7 +27,12 @@ _async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, redis_async
 
 @functools.cache
 def redis_client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, decode_responses=True, **TIMEOUTS)
+    return redis.Redis.from_url(
+        str(settings.REDIS_URL),
+        decode_responses=True,
+        socket_timeout=SOCKET_TIMEOUT,
+        socket_connect_timeout=CONNECT_TIMEOUT,
+    )
 
 
 def redis_async_client() -> redis_async.Redis:
@@ -33,6 +40,9 @@ def redis_async_client() -> redis_async.Redis:
     client = _async_clients.get(loop)
     if client is None:
         client = _async_clients[loop] = redis_async.Redis.from_url(
-            settings.REDIS_URL, decode_responses=True, **TIMEOUTS
+            str(settings.REDIS_URL),
+            decode_responses=True,
+            socket_timeout=SOCKET_TIMEOUT,
+            socket_connect_timeout=CONNECT_TIMEOUT,
         )
     return client

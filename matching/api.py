@@ -6,7 +6,7 @@ from typing import Any
 
 from . import jsonform, parser
 from .errors import ConstraintError, Loc, error
-from .lexer import END, OP, tokenize
+from .lexer import Kind, Token, tokenize
 from .model import Box, Constraint, Point, Type, Value
 from .normalize import normalize
 from .printer import to_text
@@ -68,10 +68,12 @@ def parse_literal(text: str, type: Type) -> Value | Point | Box:
     parser.check_length(text)
     tokens = tokenize(text)
     p = parser._Parser(tokens, None)
-    lit = p.value((OP, "=", 0))
+    lit = p.value(Token(Kind.OPERATOR, "=", 0))
     end = tokens[p.i]
-    if end[0] != END:
-        raise ConstraintError(f"expected a single value, found {parser.describe(end)}", end[2])
+    if end.kind is not Kind.END:
+        raise ConstraintError(
+            f"expected a single value, found {parser.describe(end)}", end.position
+        )
     if type in (Type.DATE, Type.TIMESTAMP) and lit.kind is Type.STRING:
         lit.kind = type
     return convert(lit, type, "the value")

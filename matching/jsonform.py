@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from .errors import ConstraintError, error
-from .lexer import END, KW, NAME, QNAME, TYPE_KEYWORDS, quote_name, tokenize
+from .lexer import TYPE_KEYWORDS, Kind, Token, quote_name, tokenize, unquote
 from .model import (
     Attribute,
     Box,
@@ -43,7 +43,7 @@ from .values import (
     coordinate,
     format_decimal,
     format_timestamp_body,
-    number_kind,
+    number_lit,
 )
 
 _OPS = {
@@ -225,17 +225,16 @@ class _JsonParser:
             toks = tokenize(key)
         except ConstraintError:
             toks = []
-        if len(toks) == 3 and toks[0][0] == KW and toks[0][1] in TYPE_KEYWORDS:
-            prefix: Type | None = TYPE_KEYWORDS[toks[0][1]]
-            name_tok = toks[1]
+        prefix: Type | None = None
+        name_tok = Token(Kind.END, "", 0)
+        if len(toks) == 3 and toks[0].kind is Kind.KEYWORD and toks[0].text in TYPE_KEYWORDS:
+            prefix, name_tok = TYPE_KEYWORDS[toks[0].text], toks[1]
         elif len(toks) == 2:
-            prefix, name_tok = None, toks[0]
-        else:
-            name_tok = (END, "", 0)
-        if name_tok[0] == NAME:
-            return name_tok[1], prefix
-        if name_tok[0] == QNAME:
-            name = name_tok[1][1:-1].replace('""', '"')
+            name_tok = toks[0]
+        if name_tok.kind is Kind.NAME:
+            return name_tok.text, prefix
+        if name_tok.kind is Kind.QUOTED_NAME:
+            name = unquote(name_tok)
             if name:
                 check_text(name, path, "an attribute name")
                 return name, prefix
@@ -296,7 +295,7 @@ class _JsonParser:
                         f"{value[:40]!r} is not a number; numbers look like 42, -7, 1.00 or 1.5e3",
                         path,
                     )
-                return Lit(number_kind(value), value, path)
+                return number_lit(value, path)
             if known is Type.DATE:
                 return Lit(Type.DATE, value, path)
             if known is Type.TIMESTAMP:

@@ -190,7 +190,11 @@ class Disjunct:
 
 @dataclass(frozen=True)
 class Constraint:
-    """A normalized constraint: non-empty, duplicate-free, in source order."""
+    """A normalized constraint: non-empty, duplicate-free, in source order.
+
+    Printing lives with the printers, which import the model (never the reverse):
+    ``matching.to_text`` and ``matching.to_json``.
+    """
 
     disjuncts: tuple[Disjunct, ...]
 
@@ -202,15 +206,3 @@ class Constraint:
 
     def attributes(self) -> set[Attribute]:
         return {a for d in self.disjuncts for a, _ in d.items}
-
-    def to_text(self) -> str:
-        """The canonical text (see ``matching.printer``)."""
-        from .printer import to_text
-
-        return to_text(self)
-
-    def to_json(self) -> dict[str, object]:
-        """The JSON form (see ``matching.jsonform``)."""
-        from .jsonform import constraint_to_json
-
-        return constraint_to_json(self)

@@ -13,9 +13,10 @@ The result is the ``syntax`` tree, with every predicate already type-checked.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Collection
 
 from .errors import ConstraintError
-from .lexer import END, KEYWORDS, KW, NAME, NUM, OP, QNAME, STR, TYPE_KEYWORDS, Token, tokenize
+from .lexer import KEYWORDS, TYPE_KEYWORDS, Kind, Token, tokenize, unquote
 from .model import Box, Point, Type
 from .syntax import (
     MAX_DEPTH,
@@ -29,17 +30,25 @@ from .syntax import (
     build,
     too_many_predicates,
 )
-from .values import Lit, check_text, convert, coordinate, number_kind
+from .values import Lit, check_text, convert, coordinate, number_lit
 
 MAX_LENGTH = 10_000
 
 _COMPARISONS = {"=": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _GEOMETRIC = {"within": "WITHIN", "overlaps": "OVERLAPS", "contains": "CONTAINS"}
-_OPEN = {"[": "[", "(": "("}
-_CLOSE = {"]": "]", ")": ")"}
+_OPEN = frozenset("[(")
+_CLOSE = frozenset("])")
 _VALUE_EXAMPLES = "such as 5, 1.00, 'pencils' or DATE '2026-11-20'"
 
-_DESCRIBE_KIND = {NAME: "the name", NUM: "the number", STR: "the string", QNAME: "the name"}
+_DESCRIBE_KIND = {
+    Kind.NAME: "the name",
+    Kind.NUMBER: "the number",
+    Kind.STRING: "the string",
+    Kind.QUOTED_NAME: "the name",
+}
+
+_NAME, _NUMBER, _OPERATOR = Kind.NAME, Kind.NUMBER, Kind.OPERATOR
+_STRING, _QUOTED_NAME, _KEYWORD, _END = Kind.STRING, Kind.QUOTED_NAME, Kind.KEYWORD, Kind.END
 
 
 def check_length(text: str) -> None:
@@ -74,18 +83,19 @@ def _comparison(m: re.Match[str], schema: Schema | None) -> Node:
     name, op_text, number = m.groups()
     op = _COMPARISONS[op_text]
     start = m.start(1)
-    lits = [Lit(number_kind(number), number, m.start(3))]
+    lits = [number_lit(number, m.start(3))]
     t = attribute_type(name, None, start, op, lits, schema, start)
     return build(name, t, op, m.start(2), lits, "[]", start)
 
 
 def describe(tok: Token) -> str:
-    kind, text, _ = tok
-    if kind == END:
+    """A token as a message names it: "the keyword AND", "')'", "the number 5"."""
+    kind, text = tok.kind, tok.text
+    if kind is _END:
         return "the end of the text"
-    if kind == KW:
+    if kind is _KEYWORD:
         return f"the keyword {text.upper()}"
-    if kind == OP:
+    if kind is _OPERATOR:
         return f"'{text}'"
     if len(text) > 30:
         text = text[:27] + "..."
@@ -93,6 +103,12 @@ def describe(tok: Token) -> str:
 
 
 class _Parser:
+    """Recursive descent over the token list, one method per grammar rule.
+
+    ``_match`` consumes the current token if it is of a kind (and one of some texts);
+    ``_expect`` does the same or raises the ``ConstraintError`` its caller words.
+    """
+
     __slots__ = ("toks", "i", "schema", "depth", "predicates")
 
     def __init__(self, toks: list[Token], schema: Schema | None) -> None:
@@ -102,234 +118,248 @@ class _Parser:
         self.depth = 0
         self.predicates = 0
 
+    # -- token helpers ---------------------------------------------------------------------
+
+    @property
+    def _curr(self) -> Token:
+        return self.toks[self.i]
+
+    def _match(self, kind: Kind, text: str | None = None) -> Token | None:
+        """The current token, consumed, if it is of ``kind`` (and spelled ``text``, if given)."""
+        tok = self.toks[self.i]
+        if tok.kind is kind and (text is None or tok.text == text):
+            self.i += 1
+            return tok
+        return None
+
+    def _match_set(self, kind: Kind, texts: Collection[str]) -> Token | None:
+        """The current token, consumed, if it is of ``kind`` and one of ``texts``."""
+        tok = self.toks[self.i]
+        if tok.kind is kind and tok.text in texts:
+            self.i += 1
+            return tok
+        return None
+
+    def _expect(self, matched: Token | None, explain: Callable[[Token], str]) -> Token:
+        """``matched`` (what a ``_match`` returned), or the error ``explain`` words for the
+        current token, which did not match."""
+        if matched is None:
+            found = self.toks[self.i]
+            raise ConstraintError(explain(found), found.position)
+        return matched
+
+    # -- grammar ---------------------------------------------------------------------------
+
     def constraint(self) -> Node:
         node = self.or_expr()
-        tok = self.toks[self.i]
-        if tok[0] != END:
-            if tok[1] == ")":
-                raise ConstraintError("this ')' closes no '('", tok[2])
+        tok = self._curr
+        if tok.kind is not _END:
+            if tok.text == ")":
+                raise ConstraintError("this ')' closes no '('", tok.position)
             raise ConstraintError(
-                f"expected AND, OR or the end of the constraint, found {describe(tok)}", tok[2]
+                f"expected AND, OR or the end of the constraint, found {describe(tok)}",
+                tok.position,
             )
         return node
 
     def or_expr(self) -> Node:
         first = self.and_expr()
-        tok = self.toks[self.i]
-        if tok[0] != KW or tok[1] != "or":
+        if not self._match(_KEYWORD, "or"):
             return first
-        children = [first]
-        while tok[0] == KW and tok[1] == "or":
-            self.i += 1
+        children = [first, self.and_expr()]
+        while self._match(_KEYWORD, "or"):
             children.append(self.and_expr())
-            tok = self.toks[self.i]
         return Or(children, first.loc)
 
     def and_expr(self) -> Node:
         first = self.not_expr()
-        tok = self.toks[self.i]
-        if tok[0] != KW or tok[1] != "and":
+        if not self._match(_KEYWORD, "and"):
             return first
-        children = [first]
-        while tok[0] == KW and tok[1] == "and":
-            self.i += 1
+        children = [first, self.not_expr()]
+        while self._match(_KEYWORD, "and"):
             children.append(self.not_expr())
-            tok = self.toks[self.i]
         return And(children, first.loc)
 
     def not_expr(self) -> Node:
-        toks = self.toks
-        tok = toks[self.i]
-        if tok[0] == OP and tok[1] == "(" or tok[0] == KW and tok[1] == "not":
+        tok = self._curr
+        if tok.kind is _OPERATOR and tok.text == "(" or tok.kind is _KEYWORD and tok.text == "not":
             return self._nested(tok)
         return self.predicate()
 
-    def _nested(self, tok: Token) -> Node:
+    def _nested(self, first: Token) -> Node:
         # NOT NOT x is x: a run of NOTs is counted, not nested, so it never deepens the tree.
-        toks = self.toks
         negations = 0
-        first_not = tok[2]
-        while tok[0] == KW and tok[1] == "not":
+        while self._match(_KEYWORD, "not"):
             negations += 1
-            self.i += 1
-            tok = toks[self.i]
-        if tok[0] == OP and tok[1] == "(":
+        open_tok = self._match(_OPERATOR, "(")
+        if open_tok is not None:
             self.depth += 1
             if self.depth > MAX_DEPTH:
                 raise ConstraintError(
                     f"parentheses are nested more than {MAX_DEPTH} deep; simplify the constraint",
-                    tok[2],
+                    open_tok.position,
                     code="too_deep",
                 )
-            self.i += 1
             node = self.or_expr()
-            close = toks[self.i]
-            if close[0] != OP or close[1] != ")":
-                raise ConstraintError(
-                    f"expected ')' to close the '(' at character {tok[2]}, found {describe(close)}",
-                    close[2],
-                )
-            self.i += 1
+            self._expect(
+                self._match(_OPERATOR, ")"),
+                lambda found: (
+                    f"expected ')' to close the '(' at character {open_tok.position}, "
+                    f"found {describe(found)}"
+                ),
+            )
             self.depth -= 1
             if type(node) is And or type(node) is Or:
-                node.loc = tok[2]  # errors about the group point at its '('
+                node.loc = open_tok.position  # errors about the group point at its '('
         else:
             node = self.predicate()
-        return Not(node, first_not) if negations % 2 else node
+        return Not(node, first.position) if negations % 2 else node
 
     def predicate(self) -> Node:
-        toks = self.toks
-        tok = toks[self.i]
-        start = tok[2]
+        tok = self._curr
+        start = tok.position
         prefix: Type | None = None
-        if tok[0] == KW and tok[1] in TYPE_KEYWORDS:
-            prefix = TYPE_KEYWORDS[tok[1]]
+        if tok.kind is _KEYWORD and tok.text in TYPE_KEYWORDS:
+            prefix = TYPE_KEYWORDS[tok.text]
             self.i += 1
-            tok = toks[self.i]
-        kind = tok[0]
-        if kind == NAME:
-            name = tok[1]
-        elif kind == QNAME:
-            name = tok[1][1:-1].replace('""', '"')
+            tok = self._curr
+        if tok.kind is _NAME:
+            name = tok.text
+        elif tok.kind is _QUOTED_NAME:
+            name = unquote(tok)
             if not name:
-                raise ConstraintError("an attribute name cannot be empty", tok[2])
-            check_text(name, tok[2], "an attribute name")
+                raise ConstraintError("an attribute name cannot be empty", tok.position)
+            check_text(name, tok.position, "an attribute name")
         else:
-            raise ConstraintError(self._not_a_name(tok, prefix), tok[2])
+            raise ConstraintError(self._not_a_name(tok, prefix), tok.position)
         self.predicates += 1
         if self.predicates > MAX_PREDICATES:
             raise too_many_predicates(self.predicates, start)
         self.i += 1
-        op_tok = toks[self.i]
+        op_tok = self._curr
         self.i += 1
-        op_kind, op_text, op_pos = op_tok
         bounds = "[]"
-        if op_kind == OP and op_text in _COMPARISONS:
-            op = _COMPARISONS[op_text]
+        if op_tok.kind is _OPERATOR and op_tok.text in _COMPARISONS:
+            op = _COMPARISONS[op_tok.text]
             lits = [self.value(op_tok)]
-        elif op_kind == KW and op_text == "between":
+        elif op_tok.kind is _KEYWORD and op_tok.text == "between":
             op = "BETWEEN"
             lo = self.value(op_tok)
-            and_tok = toks[self.i]
-            if and_tok[0] != KW or and_tok[1] != "and":
-                raise ConstraintError(
-                    f"expected AND after {name} BETWEEN <value>, as in {name} BETWEEN 1 AND 9; "
-                    f"found {describe(and_tok)}",
-                    and_tok[2],
-                )
-            self.i += 1
+            and_tok = self._expect(
+                self._match(_KEYWORD, "and"),
+                lambda found: (
+                    f"expected AND after {name} BETWEEN <value>, as in {name} BETWEEN "
+                    f"1 AND 9; found {describe(found)}"
+                ),
+            )
             lits = [lo, self.value(and_tok)]
-        elif op_kind == KW and op_text == "in":
+        elif op_tok.kind is _KEYWORD and op_tok.text == "in":
             op = "IN"
             bounds, lits = self.interval(name)
-        elif op_kind == KW and op_text in _GEOMETRIC:
-            op = _GEOMETRIC[op_text]
+        elif op_tok.kind is _KEYWORD and op_tok.text in _GEOMETRIC:
+            op = _GEOMETRIC[op_tok.text]
             lits = [self.value(op_tok)]
         else:
-            raise ConstraintError(self._not_an_operator(op_tok, name), op_pos)
+            raise ConstraintError(self._not_an_operator(op_tok, name), op_tok.position)
         t = attribute_type(name, prefix, start, op, lits, self.schema, start)
-        return build(name, t, op, op_pos, lits, bounds, start)
+        return build(name, t, op, op_tok.position, lits, bounds, start)
 
     def interval(self, name: str) -> tuple[str, list[Lit]]:
-        toks = self.toks
-        open_tok = toks[self.i]
-        if open_tok[0] != OP or open_tok[1] not in _OPEN:
-            raise ConstraintError(
+        open_tok = self._expect(
+            self._match_set(_OPERATOR, _OPEN),
+            lambda found: (
                 f"expected an interval after IN, such as {name} IN [1, 9) "
-                f"('[' and ']' include the end, '(' and ')' exclude it); found {describe(open_tok)}",
-                open_tok[2],
-            )
-        self.i += 1
+                "('[' and ']' include the end, '(' and ')' exclude it); "
+                f"found {describe(found)}"
+            ),
+        )
         lo = self.value(open_tok)
-        comma = toks[self.i]
-        if comma[0] != OP or comma[1] != ",":
-            raise ConstraintError(
-                f"expected ',' between the two ends of the interval, found {describe(comma)}",
-                comma[2],
-            )
-        self.i += 1
+        comma = self._expect(
+            self._match(_OPERATOR, ","),
+            lambda found: (
+                f"expected ',' between the two ends of the interval, found {describe(found)}"
+            ),
+        )
         hi = self.value(comma)
-        close = toks[self.i]
-        if close[0] != OP or close[1] not in _CLOSE:
-            raise ConstraintError(
-                f"expected ']' or ')' to end the interval, found {describe(close)}", close[2]
-            )
-        self.i += 1
-        return open_tok[1] + close[1], [lo, hi]
+        close = self._expect(
+            self._match_set(_OPERATOR, _CLOSE),
+            lambda found: f"expected ']' or ')' to end the interval, found {describe(found)}",
+        )
+        return open_tok.text + close.text, [lo, hi]
 
     def value(self, after: Token) -> Lit:
-        toks = self.toks
-        kind, text, pos = toks[self.i]
+        tok = self._curr
+        kind, text, pos = tok
         self.i += 1
-        if kind == NUM:
-            return Lit(number_kind(text), text, pos)
-        if kind == STR:
-            return Lit(Type.STRING, text[1:-1].replace("''", "'"), pos)
-        if kind == OP and text == "*":
+        if kind is _NUMBER:
+            return number_lit(text, pos)
+        if kind is _STRING:
+            return Lit(Type.STRING, unquote(tok), pos)
+        if kind is _OPERATOR and text == "*":
             return Lit(None, "*", pos)
-        if kind == KW:
+        if kind is _KEYWORD:
             if text == "date" or text == "timestamp":
-                quoted = toks[self.i]
-                if quoted[0] != STR:
-                    example = "'2026-11-20'" if text == "date" else "'2026-11-20T10:00:00Z'"
-                    raise ConstraintError(
+                example = "'2026-11-20'" if text == "date" else "'2026-11-20T10:00:00Z'"
+                quoted = self._expect(
+                    self._match(_STRING),
+                    lambda found: (
                         f"expected a quoted {text} after {text.upper()}, as in "
-                        f"{text.upper()} {example}",
-                        quoted[2],
-                    )
-                self.i += 1
+                        f"{text.upper()} {example}"
+                    ),
+                )
                 t = Type.DATE if text == "date" else Type.TIMESTAMP
-                lit = Lit(t, quoted[1][1:-1].replace("''", "'"), pos)
+                lit = Lit(t, unquote(quoted), pos)
                 # converted here: a bad date is an error wherever it is used
                 lit.raw = convert(lit, t, "")  # type: ignore[assignment]
                 return lit
             if text == "point":
-                x, y = self.coordinates(2, "POINT(x, y)", pos)
+                x, y = self.coordinates(2, "POINT(x, y)")
                 return Lit(Type.POINT, Point(x, y), pos)
             if text == "box":
-                x1, y1, x2, y2 = self.coordinates(4, "BOX(x1, y1, x2, y2)", pos)
+                x1, y1, x2, y2 = self.coordinates(4, "BOX(x1, y1, x2, y2)")
                 return Lit(Type.BOX, Box.of(x1, y1, x2, y2), pos)
         self.i -= 1
         hint = ""
-        if kind == OP and text == "=" and after[1] == "=":
+        if kind is _OPERATOR and text == "=" and after.text == "=":
             hint = " (equality is a single '=')"
         raise ConstraintError(
             f"expected a value after {describe(after)}, {_VALUE_EXAMPLES}{hint}; "
-            f"found {describe((kind, text, pos))}",
+            f"found {describe(tok)}",
             pos,
         )
 
-    def coordinates(self, n: int, form: str, start: int) -> list[float]:
-        toks = self.toks
-        tok = toks[self.i]
-        if tok[0] != OP or tok[1] != "(":
-            raise ConstraintError(f"expected '(' after {form.split('(')[0]}, as in {form}", tok[2])
-        self.i += 1
+    def coordinates(self, n: int, form: str) -> list[float]:
+        self._expect(
+            self._match(_OPERATOR, "("),
+            lambda found: f"expected '(' after {form.split('(')[0]}, as in {form}",
+        )
         out = []
         for k in range(n):
-            tok = toks[self.i]
-            if tok[0] != NUM:
+            tok = self._curr
+            if tok.kind is not _NUMBER:
                 raise ConstraintError(
-                    f"expected a number in {form}, found {describe(tok)}", tok[2], code="syntax"
+                    f"expected a number in {form}, found {describe(tok)}",
+                    tok.position,
+                    code="syntax",
                 )
-            out.append(coordinate(Lit(number_kind(tok[1]), tok[1], tok[2])))
+            out.append(coordinate(number_lit(tok.text, tok.position)))
             self.i += 1
-            tok = toks[self.i]
             expected = "," if k < n - 1 else ")"
-            if tok[0] != OP or tok[1] != expected:
-                raise ConstraintError(
-                    f"expected '{expected}' in {form} (it takes {n} numbers), found {describe(tok)}",
-                    tok[2],
+
+            def message(found: Token, expected: str = expected) -> str:
+                return (
+                    f"expected '{expected}' in {form} "
+                    f"(it takes {n} numbers), found {describe(found)}"
                 )
-            self.i += 1
+
+            self._expect(self._match(_OPERATOR, expected), message)
         return out
 
     def _not_a_name(self, tok: Token, prefix: Type | None) -> str:
-        kind, text, _ = tok
-        if kind == KW:
+        if tok.kind is _KEYWORD:
             return (
-                f"{text.upper()} is a reserved word; to use it as an attribute name, "
-                f'put it in double quotes: "{text}"'
+                f"{tok.text.upper()} is a reserved word; to use it as an attribute name, "
+                f'put it in double quotes: "{tok.text}"'
             )
         if prefix is not None:
             return (
@@ -338,8 +368,7 @@ class _Parser:
         return f"expected a condition such as lot >= 1000 or NOT (...), found {describe(tok)}"
 
     def _not_an_operator(self, tok: Token, name: str) -> str:
-        kind, text, _ = tok
-        if kind == KW and text == "not":
+        if tok.kind is _KEYWORD and tok.text == "not":
             return (
                 f"write NOT before the condition, as in NOT {name} BETWEEN 1 AND 9 "
                 f"or NOT {name} IN [1, 9]"

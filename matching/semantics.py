@@ -7,6 +7,7 @@ point-sets intersect. Attributes only ``ds`` constrains do not matter.
 
 from __future__ import annotations
 
+from .api import parse
 from .intervals import overlaps
 from .model import (
     Box,
@@ -87,8 +88,6 @@ def disjuncts_match(dp: Disjunct, ds: Disjunct) -> bool:
 def _constraint(value: Constraint | str) -> Constraint:
     if isinstance(value, Constraint):
         return value
-    from .api import parse
-
     return parse(value)
 
 

@@ -86,6 +86,11 @@ def number_kind(text: str) -> Type:
     return Type.INT
 
 
+def number_lit(text: str, loc: Loc) -> Lit:
+    """The literal of a number as written (text that already matched ``NUMBER_RE``)."""
+    return Lit(number_kind(text), text, loc)
+
+
 def shown(lit: Lit) -> str:
     """The literal as a trader would write it, for messages."""
     kind, raw = lit.kind, lit.raw

@@ -29,6 +29,7 @@ import sys
 import time
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import httpx
 import websockets
@@ -306,25 +307,31 @@ async def drive(
     }
 
 
-def best_value_cents() -> int:
-    """The highest best value in the book, in cents (the book's own bids stop at 1.49; a
-    reused book also holds the bids of earlier runs)."""
+def one_row(query: str, params: list[object] | None = None) -> tuple[Any, ...]:
+    """The single row of an aggregate query on the bench database."""
     import psycopg
 
     with psycopg.connect(env()["DATABASE_URL"].replace("postgres://", "postgresql://")) as conn:
-        (top,) = conn.execute("SELECT max(value) FROM exchange_bestoffer").fetchone()
+        row = conn.execute(query, params).fetchone()
+    if row is None:
+        raise RuntimeError(f"no row from {query!r}")
+    return tuple(row)
+
+
+def best_value_cents() -> int:
+    """The highest best value in the book, in cents (the book's own bids stop at 1.49; a
+    reused book also holds the bids of earlier runs)."""
+    (top,) = one_row("SELECT max(value) FROM exchange_bestoffer")
     return max(150, int(top * 100) if top is not None else 0)
 
 
 def book_size() -> tuple[int, int]:
     """Open offers and active bids in the book now (a reused book holds earlier runs' bids)."""
-    import psycopg
-
-    with psycopg.connect(env()["DATABASE_URL"].replace("postgres://", "postgresql://")) as conn:
-        return conn.execute(
-            "SELECT (SELECT count(*) FROM exchange_offer WHERE state = 'open'),"
-            " (SELECT count(*) FROM exchange_bid WHERE state = 'active')"
-        ).fetchone()
+    offers, bids = one_row(
+        "SELECT (SELECT count(*) FROM exchange_offer WHERE state = 'open'),"
+        " (SELECT count(*) FROM exchange_bid WHERE state = 'active')"
+    )
+    return int(offers), int(bids)
 
 
 def settle_outbox() -> None:
@@ -340,15 +347,12 @@ def settle_outbox() -> None:
 
 def cycle_stats(since: float) -> dict[str, float]:
     """The matching cycles that ran during the measurement."""
-    import psycopg
-
-    with psycopg.connect(env()["DATABASE_URL"].replace("postgres://", "postgresql://")) as conn:
-        count, mean_ms, mean_changes, max_ms = conn.execute(
-            "SELECT count(*), coalesce(avg(extract(epoch FROM finished_at - started_at)) * 1000, 0),"
-            " coalesce(avg(changes), 0), coalesce(max(extract(epoch FROM finished_at - started_at))"
-            " * 1000, 0) FROM exchange_matchingcycle WHERE started_at >= to_timestamp(%s)",
-            [since],
-        ).fetchone()
+    count, mean_ms, mean_changes, max_ms = one_row(
+        "SELECT count(*), coalesce(avg(extract(epoch FROM finished_at - started_at)) * 1000, 0),"
+        " coalesce(avg(changes), 0), coalesce(max(extract(epoch FROM finished_at - started_at))"
+        " * 1000, 0) FROM exchange_matchingcycle WHERE started_at >= to_timestamp(%s)",
+        [since],
+    )
     return {
         "count": count,
         "mean_ms": float(mean_ms),
@@ -359,12 +363,7 @@ def cycle_stats(since: float) -> dict[str, float]:
 
 def verify(acknowledged: list[int]) -> tuple[int, str]:
     """How many acknowledged bids are stored, and the verdict of ``verify_best_offers``."""
-    import psycopg
-
-    with psycopg.connect(env()["DATABASE_URL"].replace("postgres://", "postgresql://")) as conn:
-        (stored,) = conn.execute(
-            "SELECT count(*) FROM exchange_bid WHERE id = ANY(%s)", [acknowledged]
-        ).fetchone()
+    (stored,) = one_row("SELECT count(*) FROM exchange_bid WHERE id = ANY(%s)", [acknowledged])
     check = subprocess.run(
         [PY, "manage.py", "verify_best_offers"], cwd=ROOT, env=env(), capture_output=True, text=True
     )

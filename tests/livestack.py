@@ -36,7 +36,7 @@ def process_env(database_name: str) -> dict[str, str]:
     env["DATABASE_URL"] = (
         f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{database_name}"
     )
-    env["REDIS_URL"] = settings.REDIS_URL
+    env["REDIS_URL"] = str(settings.REDIS_URL)
     env["PYTHONUNBUFFERED"] = "1"
     return env
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from matching.semantics import matches
-from matching.store import DatabaseStore, PaperStore, RangeStore, open_store
+from matching.store import ConstraintStore, DatabaseStore, PaperStore, RangeStore, open_store
 from matching.store.explain import explain_publications
 from matching.store.rules import intermediate_query
 from matching.workload import Workload, generate, iter_items, load_workload
@@ -243,7 +243,7 @@ def run_experiment(
                 elif pairs != first[b]:
                     r.identical = False
 
-                def run(store: DatabaseStore = store, ids: list[int] = ids, b: int = b) -> None:
+                def run(store: ConstraintStore = store, ids: list[int] = ids, b: int = b) -> None:
                     if store.match_publications(ids) != first[b]:
                         results[b].identical = False
 

@@ -240,7 +240,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     continue
                 w = Workload(step["kind"], step["subs"], step["pubs"], args.seed)
                 fixed = step["kind"] == "fixed"
-                spark = tuple(spark_plan(step, args.quick, args.spark_max_subs))
+                spark_batches = tuple(spark_plan(step, args.quick, args.spark_max_subs))
                 if step["figure"] == 5:
                     exp = run_experiment(
                         ctx,
@@ -248,12 +248,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                         [1],
                         paper_phase_times=fixed,
                         explain_batches=(1,),
-                        spark_batches=spark,
+                        spark_batches=spark_batches,
                     )
                 else:
                     explain = (max(step["batches"]),) if fixed else ()
                     exp = run_experiment(
-                        ctx, w, step["batches"], explain_batches=explain, spark_batches=spark
+                        ctx,
+                        w,
+                        step["batches"],
+                        explain_batches=explain,
+                        spark_batches=spark_batches,
                     )
                     if step["left_out"]:
                         log(

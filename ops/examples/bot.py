@@ -26,7 +26,9 @@ import websockets
 class Bot:
     def __init__(self, url: str, user: str, password: str):
         self.api = httpx.Client(base_url=url.rstrip("/") + "/api/v1", timeout=30)
-        token = self._ok(self.api.post("/auth/token/", json={"username": user, "password": password}))["token"]
+        token = self._ok(
+            self.api.post("/auth/token/", json={"username": user, "password": password})
+        )["token"]
         self.token = token
         self.api.headers["Authorization"] = f"Token {token}"
         self.ws_url = re.sub(r"^http", "ws", url.rstrip("/")) + f"/ws/?token={token}"
@@ -36,7 +38,9 @@ class Bot:
         if response.status_code >= 400:
             error = response.json().get("error", {})
             where = f" (at character {error['position']})" if "position" in error else ""
-            raise SystemExit(f"{response.status_code} {error.get('code')}: {error.get('message')}{where}")
+            raise SystemExit(
+                f"{response.status_code} {error.get('code')}: {error.get('message')}{where}"
+            )
         return response.json()
 
     def schema(self, market: str) -> dict:
@@ -46,7 +50,11 @@ class Bot:
         return self._ok(self.api.post("/bids/", json={"market": market, "constraint": constraint}))
 
     def amend(self, bid: dict, constraint: str) -> dict:
-        return self._ok(self.api.patch(f"/bids/{bid['id']}/", json={"constraint": constraint, "version": bid["version"]}))
+        return self._ok(
+            self.api.patch(
+                f"/bids/{bid['id']}/", json={"constraint": constraint, "version": bid["version"]}
+            )
+        )
 
     def standing(self, bid_id: int) -> dict:
         return self._ok(self.api.get(f"/bids/{bid_id}/"))
@@ -55,7 +63,10 @@ class Bot:
 def describe(bid: dict) -> str:
     if not bid["matches"]:
         return f"bid {bid['id']} v{bid['version']} ({bid['state']}): matches no open offer yet"
-    parts = [f"offer {m['offer']} at {m['value']}{' (best)' if m['best'] else ''}" for m in bid["matches"]]
+    parts = [
+        f"offer {m['offer']} at {m['value']}{' (best)' if m['best'] else ''}"
+        for m in bid["matches"]
+    ]
     return f"bid {bid['id']} v{bid['version']} ({bid['state']}): " + ", ".join(parts)
 
 
@@ -79,8 +90,11 @@ async def trade(bot: Bot, market: str, constraint: str, raised: str | None, seco
                 break
             if frame.get("stream") == "me" and frame.get("type") == "notification":
                 data = frame["data"]
-                print(f"notification #{frame['seq']}: {data['type']} on offer {data.get('offer')}"
-                      f" best value {data.get('best_value')}", flush=True)
+                print(
+                    f"notification #{frame['seq']}: {data['type']} on offer {data.get('offer')}"
+                    f" best value {data.get('best_value')}",
+                    flush=True,
+                )
                 standing = await asyncio.to_thread(bot.standing, bid["id"])
                 print(describe(standing), flush=True)
     return standing
@@ -92,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--user", required=True)
     parser.add_argument("--password", required=True)
     parser.add_argument("--market", required=True)
-    parser.add_argument("--constraint", required=True, help="the bid, e.g. 'lot = 10 AND price <= 1.10'")
+    parser.add_argument(
+        "--constraint", required=True, help="the bid, e.g. 'lot = 10 AND price <= 1.10'"
+    )
     parser.add_argument("--raise-to", help="amend the bid's price bound to this value")
     parser.add_argument("--watch", type=float, default=10.0, help="seconds to follow the WebSocket")
     args = parser.parse_args(argv)
@@ -100,11 +116,17 @@ def main(argv: list[str] | None = None) -> int:
     bot = Bot(args.url, args.user, args.password)
     market = bot.schema(args.market)
     price = next(a["name"] for a in market["schema"] if a["role"] == "price")
-    print(f"market {market['subject']}: " + ", ".join(f"{a['name']} ({a['type']})" for a in market["schema"])
-          + f"; tick {market['tick']}, {market['pricing']}-price auctions", flush=True)
+    print(
+        f"market {market['subject']}: "
+        + ", ".join(f"{a['name']} ({a['type']})" for a in market["schema"])
+        + f"; tick {market['tick']}, {market['pricing']}-price auctions",
+        flush=True,
+    )
     raised = None
     if args.raise_to:
-        raised = re.sub(rf"\b{price}\s*(<=|<)\s*[0-9.]+", f"{price} <= {args.raise_to}", args.constraint)
+        raised = re.sub(
+            rf"\b{price}\s*(<=|<)\s*[0-9.]+", f"{price} <= {args.raise_to}", args.constraint
+        )
     standing = asyncio.run(trade(bot, args.market, args.constraint, raised, args.watch))
     print("final: " + describe(standing), flush=True)
     return 0 if any(m["best"] for m in standing["matches"]) else 1

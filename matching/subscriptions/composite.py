@@ -1,0 +1,120 @@
+"""Form 2's engine: tuples of distinct events, one per alias, that satisfy every conjunct.
+
+Each event is tried in every alias slot it qualifies for, against the events kept for
+the other aliases (all earlier), so a tuple is found exactly when its last event is
+processed. Events are kept for an alias only while some other alias can still take
+events; the count of distinct kept events is the state SPEC 8.3 limits.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .events import Event
+from .model import CompositeQuery, Join
+from .predicates import COMPARE, condition_holds, in_range, resolve
+
+
+class CompositeEngine:
+    def __init__(self, q: CompositeQuery, now: dt.datetime) -> None:
+        self.q = q
+        self.aliases = q.aliases
+        self.ranges = {a: resolve(q.range_of(a), now) for a in q.aliases}
+        self.conditions = {a: [c for c in q.conditions if c.alias == a] for a in q.aliases}
+        self.kept: dict[str, list[Event]] = {a: [] for a in q.aliases}
+        self.holders: Counter[int] = Counter()  # seq -> how many aliases keep the event
+        # joins checked as soon as both of their aliases are bound (in FROM order)
+        order = {a: i for i, a in enumerate(q.aliases)}
+        self.joins_at: dict[str, list[Join]] = {a: [] for a in q.aliases}
+        for j in q.joins:
+            later = max(j.left_alias, j.right_alias, key=order.__getitem__)
+            self.joins_at[later].append(j)
+        self.useful = set(q.aliases)
+        self.closing: dt.datetime | None = min(
+            (end for _, end in self.ranges.values() if end is not None), default=None
+        )
+
+    def qualifies(self, alias: str, e: Event) -> bool:
+        start, end = self.ranges[alias]
+        return in_range(e.time, start, end) and all(
+            condition_holds(c, e.values) for c in self.conditions[alias]
+        )
+
+    def event(self, e: Event) -> list[tuple[int, dict[str, Any]]]:
+        slots = [a for a in self.aliases if self.qualifies(a, e)]
+        tuples: list[tuple[Event, ...]] = []
+        for alias in slots:
+            tuples.extend(self._complete(alias, e))
+        tuples.sort(key=lambda t: tuple(ev.seq for ev in t))
+        out = [(e.seq, self.project(t)) for t in tuples]
+        if self.closing is not None and e.time >= self.closing:
+            self._close(e.time)
+        for alias in slots:
+            if alias in self.useful:
+                self.kept[alias].append(e)
+                self.holders[e.seq] += 1
+        return out
+
+    @property
+    def kept_events(self) -> int:
+        return len(self.holders)
+
+    def _complete(self, alias: str, e: Event) -> Iterator[tuple[Event, ...]]:
+        """Every tuple with ``e`` bound to ``alias`` and earlier kept events elsewhere."""
+        bound: dict[str, Event] = {}
+        aliases = self.aliases
+
+        def extend(i: int) -> Iterator[tuple[Event, ...]]:
+            if i == len(aliases):
+                yield tuple(bound[a] for a in aliases)
+                return
+            a = aliases[i]
+            candidates = [e] if a == alias else self.kept[a]
+            for c in candidates:
+                if a != alias and any(b is c for b in bound.values()):
+                    continue  # the events of a tuple are distinct
+                bound[a] = c
+                if all(self._join_holds(j, bound) for j in self.joins_at[a]):
+                    yield from extend(i + 1)
+                del bound[a]
+
+        return extend(0)
+
+    @staticmethod
+    def _join_holds(j: Join, bound: Mapping[str, Event]) -> bool:
+        left = bound[j.left_alias].values.get(j.left)
+        right = bound[j.right_alias].values.get(j.right)
+        if left is None or right is None:
+            return False
+        return COMPARE[j.op](left, right)
+
+    def _close(self, time: dt.datetime) -> None:
+        """Some alias's range has ended: forget what can no longer join anything."""
+        open_ = {a for a, (_, end) in self.ranges.items() if end is None or time < end}
+        # An alias's events matter only while another alias can still take events.
+        self.useful = {a for a in self.aliases if open_ - {a}}
+        for alias in self.aliases:
+            if alias not in self.useful and self.kept[alias]:
+                for ev in self.kept[alias]:
+                    self.holders[ev.seq] -= 1
+                    if not self.holders[ev.seq]:
+                        del self.holders[ev.seq]
+                self.kept[alias] = []
+        later = [end for _, end in self.ranges.values() if end is not None and end > time]
+        self.closing = min(later, default=None)
+
+    def project(self, t: tuple[Event, ...]) -> dict[str, Any]:
+        by_alias = dict(zip(self.aliases, t, strict=True))
+        if self.q.select is None:
+            return {a: dict(ev.raw) for a, ev in by_alias.items()}
+        data: dict[str, dict[str, Any]] = {}
+        for item in self.q.select:
+            assert item.alias is not None
+            raw = by_alias[item.alias].raw
+            part = data.setdefault(item.alias, {})
+            if item.attribute in raw:
+                part[item.attribute] = raw[item.attribute]
+        return data

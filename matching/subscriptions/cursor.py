@@ -1,0 +1,61 @@
+"""A position in a token list, with the ``_match``/``_expect`` helpers the parsers share."""
+
+from __future__ import annotations
+
+from .errors import QueryError
+from .lexer import END, KW, OP, Token, describe
+
+
+class Cursor:
+    """Reads tokens left to right; every refusal is a ``QueryError`` at a token."""
+
+    def __init__(self, text: str, tokens: list[Token]) -> None:
+        self.text = text
+        self.tokens = tokens
+        self.i = 0
+
+    @property
+    def peek(self) -> Token:
+        return self.tokens[self.i]
+
+    def peek_at(self, ahead: int) -> Token:
+        return self.tokens[min(self.i + ahead, len(self.tokens) - 1)]
+
+    def advance(self) -> Token:
+        tok = self.tokens[self.i]
+        if tok.kind != END:
+            self.i += 1
+        return tok
+
+    def is_kw(self, *words: str) -> bool:
+        tok = self.tokens[self.i]
+        return tok.kind == KW and tok.text in words
+
+    def is_op(self, *ops: str) -> bool:
+        tok = self.tokens[self.i]
+        return tok.kind == OP and tok.text in ops
+
+    def _match(self, kind: str, *texts: str) -> Token | None:
+        """The next token if it has this kind (and one of these texts); it is consumed."""
+        tok = self.tokens[self.i]
+        if tok.kind == kind and (not texts or tok.text in texts):
+            self.i += 1
+            return tok
+        return None
+
+    def _expect(self, kind: str, *texts: str, what: str) -> Token:
+        """Like ``_match``, but a missing token is an error saying ``what`` was expected."""
+        tok = self._match(kind, *texts)
+        if tok is None:
+            raise self.error(f"expected {what}, found {describe(self.peek)}")
+        return tok
+
+    def error(
+        self, message: str, token: Token | None = None, *, code: str = "syntax"
+    ) -> QueryError:
+        tok = token or self.peek
+        return QueryError(message, tok.position, code=code)
+
+    def end_of(self, token: Token) -> int:
+        """The offset just after ``token`` in the text (keywords keep their length)."""
+        return token.position + len(token.text)

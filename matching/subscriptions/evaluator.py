@@ -1,0 +1,138 @@
+"""The one evaluator of subscriptions (SPEC 8.3, forms 1 and 2).
+
+A ``Subscription`` is registered at ``now`` and then fed events in ``seq`` order, each
+marked as history (in the log at registration) or live. It answers each event with the
+notifications it causes, numbered ``n`` = 1, 2, 3, ... The live path, backtests and
+``subscription_run`` drive this same object; ``run_offline`` is SPEC 8.3's offline
+contract on top of it.
+
+Time: an event takes part when ``start <= time < end`` (start defaults to ``now``). An
+end at or before ``now`` completes the subscription when its history is over; a later
+end completes it at the first live event with ``time >= end`` (not delivered). A form 2
+subscription completes when every alias's range has ended.
+
+State: the events a subscription holds (open windows, events kept for joins) are
+counted; past ``state_limit`` it sends ``{"error": "state_limit"}`` and stops (SPEC 8.3:
+never silently trimmed).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .atomic import AtomicEngine
+from .composite import CompositeEngine
+from .events import Event, event_from_dict
+from .model import CompositeQuery, Query
+from .predicates import resolve
+
+STATE_LIMIT = 100_000
+
+
+@dataclass(frozen=True)
+class Notification:
+    n: int
+    seq: int
+    data: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n, "seq": self.seq, "data": self.data}
+
+
+@dataclass(frozen=True)
+class End:
+    """The subscription completed (offline ``{"end": true}``, live a frame of type ``end``)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"end": True}
+
+
+Output = Notification | End
+
+
+class Subscription:
+    """One registered subscription. Feed it events in ``seq`` order with ``push``; call
+    ``history_done`` once the history is over if no live event follows.
+
+    ``finished`` is true once it has completed (its last output is ``End``) or been
+    suspended (``suspended``; its last output is the ``state_limit`` notification).
+    """
+
+    def __init__(self, query: Query, *, now: dt.datetime, state_limit: int = STATE_LIMIT) -> None:
+        self.query = query
+        self.now = now
+        self.engine: AtomicEngine | CompositeEngine
+        if isinstance(query, CompositeQuery):
+            self.engine = CompositeEngine(query, now)
+            ends = [resolve(query.range_of(a), now)[1] for a in query.aliases]
+            self.end = None if any(x is None for x in ends) else max(ends)  # type: ignore[type-var]
+        else:
+            self.engine = AtomicEngine(query, now)
+            self.end = self.engine.end
+        self.state_limit = state_limit
+        self.n = 0
+        self.live = False
+        self.finished = False
+        self.suspended = False
+
+    def push(self, event: Event | Mapping[str, Any], *, live: bool) -> list[Output]:
+        """The outputs caused by one event (history while ``live`` is false)."""
+        if self.finished:
+            return []
+        e = event if isinstance(event, Event) else event_from_dict(event)
+        out: list[Output] = []
+        if live and not self.live:
+            out.extend(self.history_done())
+            if self.finished:
+                return out
+        if live and self.end is not None and e.time >= self.end:
+            self.finished = True
+            return [*out, End()]
+        out.extend(self._number(self.engine.event(e)))
+        if self.engine.kept_events > self.state_limit:
+            # Measured once the event is fully processed: what it completed is delivered.
+            self.finished = self.suspended = True
+            out.extend(self._number([(e.seq, {"error": "state_limit"})]))
+        return out
+
+    def history_done(self) -> list[Output]:
+        """The history is over: a subscription whose end is at or before ``now`` completes."""
+        if self.live or self.finished:
+            return []
+        self.live = True
+        if self.end is not None and self.end <= self.now:
+            self.finished = True
+            return [End()]
+        return []
+
+    def _number(self, found: Iterable[tuple[int, dict[str, Any]]]) -> list[Output]:
+        out: list[Output] = []
+        for seq, data in found:
+            self.n += 1
+            out.append(Notification(self.n, seq, data))
+        return out
+
+
+def run_offline(
+    query: Query,
+    events: Iterable[Mapping[str, Any] | Event],
+    *,
+    now: dt.datetime,
+    state_limit: int = STATE_LIMIT,
+) -> Iterator[dict[str, Any]]:
+    """SPEC 8.3's offline contract: events before ``now`` are history, the rest live, in
+    the order given; yields each notification's JSON form and ``{"end": true}`` if the
+    subscription completes. ``EventError`` for a malformed event.
+    """
+    sub = Subscription(query, now=now, state_limit=state_limit)
+    for raw in events:
+        e = raw if isinstance(raw, Event) else event_from_dict(raw)
+        for output in sub.push(e, live=e.time >= now):
+            yield output.to_json()
+        if sub.finished:
+            return
+    for output in sub.history_done():
+        yield output.to_json()

@@ -1,0 +1,150 @@
+"""Canonical text of a parsed query: ``parse_query(to_text(q)) == q`` for every query.
+
+Items keep their order and spelling rules (``AVG(price, 2)``, ``AS`` names quoted only
+when needed); conditions print in their normalized form (SPEC 2.4), followed by the time
+bounds; ``GROUP BY`` comes before ``HAVING``. Durations use the largest unit that divides
+them (``NOW - 60m`` prints as ``NOW - 1h``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import matching
+from matching import Constraint, Disjunct, Type
+from matching.values import format_value
+
+from .clauses import UNITS, result_type
+from .lexer import KEYWORDS
+from .model import (
+    Aggregate,
+    AtomicQuery,
+    Attr,
+    CompositeQuery,
+    Condition,
+    Having,
+    Item,
+    Join,
+    Query,
+    SubjectTest,
+    Test,
+    TimeBound,
+    TimeRange,
+)
+from .schema import END_TIME, START_TIME
+
+_IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def to_text(query: Query) -> str:
+    """The canonical text of ``query``."""
+    if isinstance(query, CompositeQuery):
+        return _composite(query)
+    return _atomic(query)
+
+
+def _atomic(q: AtomicQuery) -> str:
+    parts = ["SELECT " + _select(q.select)]
+    where = [condition_text(c) for c in q.conditions] + _bounds("", q.time)
+    if where:
+        parts.append("WHERE " + ", ".join(where))
+    if q.group_by:
+        parts.append("GROUP BY " + ", ".join(name_text(g) for g in q.group_by))
+    if q.having is not None:
+        parts.append(_having(q.having))
+    return " ".join(parts)
+
+
+def _composite(q: CompositeQuery) -> str:
+    select = "*" if q.select is None else ", ".join(f"{i.alias}.{i.attribute}" for i in q.select)
+    where = [condition_text(c) for c in q.conditions]
+    where += [_join(j) for j in q.joins]
+    where += _bounds("", q.time)
+    for alias, time in q.alias_times:
+        where += _bounds(alias + ".", time)
+    return f"SELECT {select} FROM {' AND '.join(q.aliases)} WHERE {', '.join(where)}"
+
+
+def _select(items: tuple[Item, ...] | None) -> str:
+    if items is None:
+        return "*"
+    return ", ".join(
+        item_text(i) + ("" if i.name is None else f" AS {name_text(i.name)}") for i in items
+    )
+
+
+def item_text(item: Item) -> str:
+    """An item without its ``AS`` name: ``price``, ``a.price`` or ``AVG(price, 2)``."""
+    if isinstance(item, Aggregate):
+        return aggregate_text(item)
+    assert isinstance(item, Attr)
+    name = name_text(item.attribute)
+    return name if item.alias is None else f"{item.alias}.{name}"
+
+
+def aggregate_text(a: Aggregate) -> str:
+    return f"{a.func}({name_text(a.attribute)}, {a.n})"
+
+
+def name_text(name: str) -> str:
+    if _IDENTIFIER_RE.fullmatch(name) and name.lower() not in KEYWORDS:
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def condition_text(c: Condition) -> str:
+    if len(c.disjuncts) == 1:
+        (tests,) = c.disjuncts
+        body = " AND ".join(test_text(t) for t in tests)
+        needs_parens = len(tests) > 1 or any(
+            isinstance(t, SubjectTest) and t.negated for t in tests
+        )
+        return f"({body})" if needs_parens else body
+    texts = []
+    for tests in c.disjuncts:
+        body = " AND ".join(test_text(t) for t in tests)
+        texts.append(f"({body})" if len(tests) > 1 else body)
+    return "(" + " OR ".join(texts) + ")"
+
+
+def test_text(t: Test) -> str:
+    prefix = "" if t.alias is None else t.alias + "."
+    if isinstance(t, SubjectTest):
+        pattern = t.pattern.replace("'", "''")
+        return f"{'NOT ' if t.negated else ''}{prefix}subject MATCHES '{pattern}'"
+    text = matching.to_text(
+        Constraint((Disjunct(((matching.Attribute(t.attribute, t.type), t.predicate),)),))
+    )
+    # The event schema types every attribute, so the prefix SPEC 2 prints is never needed.
+    type_prefix = f"{t.type.value} "
+    if text.startswith(type_prefix):
+        text = text[len(type_prefix) :]
+    return prefix + text
+
+
+def _join(j: Join) -> str:
+    return f"{j.left_alias}.{j.left} {j.op} {j.right_alias}.{j.right}"
+
+
+def _bounds(prefix: str, time: TimeRange) -> list[str]:
+    out = []
+    for name, bound in ((START_TIME, time.start), (END_TIME, time.end)):
+        if bound is not None:
+            out.append(f"{prefix}{name} = {bound_text(bound)}")
+    return out
+
+
+def bound_text(b: TimeBound) -> str:
+    if b.at is not None:
+        return format_value(Type.TIMESTAMP, b.at)
+    if b.offset == 0:
+        return "NOW"
+    seconds = abs(b.offset)
+    unit = next(u for u, size in UNITS.items() if seconds % size == 0)
+    return f"NOW {'+' if b.offset > 0 else '-'} {seconds // UNITS[unit]}{unit}"
+
+
+def _having(h: Having) -> str:
+    value = format_value(result_type(h.aggregate), h.value)
+    text = f"HAVING {aggregate_text(h.aggregate)} {h.op} {value}"
+    return text + (" RESET" if h.reset else "")
