@@ -18,9 +18,10 @@ from typing import Any, Literal
 
 import matching
 from matching.model import Attribute, Constraint, Disjunct, Interval, Type, Wildcard
-from matching.store import StoreLimitError, check_storable
+from matching.syntax import MAX_PREDICATES
 
 from .errors import InvalidInput
+from .models.markets import ATTRIBUTE_NAME_LENGTH, LABEL_LENGTH, MAX_ATTRIBUTES, UNIT_LENGTH
 
 SUBJECT_ATTRIBUTE = "subject"
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -32,6 +33,10 @@ TYPE_NAMES.update(
 ROLES = ("price", "quantity")
 
 Side = Literal["offer", "bid"]
+# What a trader sends as a constraint: the text, or the decoded JSON form (an object).
+ConstraintSource = str | dict[str, Any]
+# A schema as staff send it: a list of attribute objects (validated by ``schema_parse``).
+RawSchema = list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,12 @@ def schema_parse(raw: Any) -> MarketSchema:
         raise InvalidInput(
             "invalid_schema", "The schema must be a non-empty list of attributes.", field="schema"
         )
+    if len(raw) > MAX_ATTRIBUTES:
+        raise InvalidInput(
+            "invalid_schema",
+            f"A schema has at most {MAX_ATTRIBUTES} attributes; this one has {len(raw)}.",
+            field="schema",
+        )
     seen: set[str] = set()
     attributes = []
     for index, item in enumerate(raw):
@@ -98,6 +109,12 @@ def schema_parse(raw: Any) -> MarketSchema:
             raise InvalidInput(
                 "invalid_schema",
                 f"{where}.name must be a name such as lot or delivery_date (letters, digits, _).",
+                field="schema",
+            )
+        if len(name) > ATTRIBUTE_NAME_LENGTH:
+            raise InvalidInput(
+                "invalid_schema",
+                f"{where}.name is {len(name)} characters long; at most {ATTRIBUTE_NAME_LENGTH}.",
                 field="schema",
             )
         if name == SUBJECT_ATTRIBUTE:
@@ -128,10 +145,17 @@ def schema_parse(raw: Any) -> MarketSchema:
                 raise InvalidInput(
                     "invalid_schema", f"{where}.{flag} must be true or false.", field="schema"
                 )
-        for text in ("label", "unit"):
-            if not isinstance(item.get(text, ""), str):
+        for text, limit in (("label", LABEL_LENGTH), ("unit", UNIT_LENGTH)):
+            value = item.get(text, "")
+            if not isinstance(value, str):
                 raise InvalidInput(
                     "invalid_schema", f"{where}.{text} must be a string.", field="schema"
+                )
+            if len(value) > limit:
+                raise InvalidInput(
+                    "invalid_schema",
+                    f"{where}.{text} is {len(value)} characters long; at most {limit}.",
+                    field="schema",
                 )
         attributes.append(
             SchemaAttribute(
@@ -315,10 +339,8 @@ def order_constraint(
         if snapped is None:
             continue  # no price on the tick grid is left in this disjunct
         items[price.attribute] = snapped
-        if side == "bid":
-            for spec in schema.attributes:
-                items.setdefault(spec.attribute, Wildcard())
-        disjuncts.append(Disjunct(tuple(items.items())))
+        disjunct = Disjunct(tuple(items.items()))
+        disjuncts.append(bid_widened(disjunct, schema) if side == "bid" else disjunct)
     unique = tuple(dict.fromkeys(disjuncts))
     if not unique:
         raise InvalidInput(
@@ -327,15 +349,61 @@ def order_constraint(
             field="constraint",
         )
     constraint = Constraint(unique)
-    try:
-        check_storable(constraint)
-    except StoreLimitError as exc:
+    text = _stored_form_check(constraint, source=source, schema=schema)
+    return OrderConstraint(constraint, text, matching.to_json(constraint))
+
+
+def _stored_form_check(constraint: Constraint, *, source: Any, schema: MarketSchema) -> str:
+    """The canonical text of ``constraint`` once it is known to be storable as it is.
+
+    The rules above add predicates the trader did not write (a bid's wildcards for the
+    schema's other attributes; the engine adds the subject to every disjunct), so a
+    constraint inside the language's limits as written can be outside them as stored.
+    Stored text must always print back and parse to the same constraint (SPEC 2.5), so the
+    limits are checked here on the stored form: its text parses back to an equal constraint,
+    and its predicates with the subject's stay within the limit.
+    """
+    position = 0 if isinstance(source, str) else None
+    added = "the attributes you left out and the market's subject"
+    predicates = sum(len(d.items) + 1 for d in constraint)  # + 1: the subject
+    if predicates > MAX_PREDICATES:
         raise InvalidInput(
-            "too_large",
-            f"The constraint holds a value too large to index: {exc}.",
+            "too_many_predicates",
+            f"Once the market adds {added}, this constraint would have {predicates} conditions, "
+            f"more than the {MAX_PREDICATES} allowed: constrain every attribute or split it "
+            "into several orders.",
             field="constraint",
+            position=position,
+        )
+    text = matching.to_text(constraint)
+    try:
+        again = matching.parse(text, schema=schema.types)
+    except matching.ConstraintError as exc:
+        raise InvalidInput(
+            exc.code,
+            f"Once the market adds {added}, this constraint would be stored in a form that "
+            f"is refused ({exc.message}): simplify it or split it into several orders.",
+            field="constraint",
+            position=position,
         ) from exc
-    return OrderConstraint(constraint, matching.to_text(constraint), matching.to_json(constraint))
+    if again != constraint:
+        raise InvalidInput(
+            "not_storable",
+            "This constraint would not read back the same once stored: simplify it.",
+            field="constraint",
+            position=position,
+        )
+    return text
+
+
+def bid_widened(disjunct: Disjunct, schema: MarketSchema) -> Disjunct:
+    """A bid's disjunct with a wildcard for every schema attribute it leaves out (a bid
+    that does not care about an attribute must still name it to match an offer that does)."""
+    named = {attribute for attribute, _ in disjunct}
+    missing = tuple(
+        (a.attribute, Wildcard()) for a in schema.attributes if a.attribute not in named
+    )
+    return Disjunct((*disjunct.items, *missing)) if missing else disjunct
 
 
 def with_subject(constraint: Constraint, subject: str) -> Constraint:

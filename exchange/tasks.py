@@ -5,15 +5,24 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 
+import redis
 from celery import shared_task
 from django.conf import settings
-from django.utils import timezone
+
+from exchange.selectors.dashboard import changes_stale
+from exchange.services.closing import offers_close_due
+from exchange.services.matching import BATCH_LIMIT, matching_cycle_run
+from exchange.services.notifications import notifications_sweep
 
 
 @shared_task(name="exchange.ping")
 def ping(token: str) -> str:
     """Round-trip check used by /healthz and the smoke tests: echoes its argument."""
     return f"pong:{token}"
+
+
+# What the sweep repairs is older than this: younger work is still on its way after commit.
+SWEEP_AGE = dt.timedelta(seconds=5)
 
 
 # While this key exists a cycle is queued and has not started yet, so a new change need not
@@ -28,8 +37,6 @@ _redis_client = None
 def _redis():
     global _redis_client
     if _redis_client is None:
-        import redis
-
         _redis_client = redis.Redis.from_url(
             settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2
         )
@@ -50,7 +57,6 @@ def matching_cycle_request() -> None:
 @shared_task(name="exchange.matching_cycle", ignore_result=True)
 def matching_cycle() -> int:
     """One matching cycle over the pending changes; queues another if it left some behind."""
-    from exchange.services.matching import BATCH_LIMIT, matching_cycle_run
 
     # Without Redis the key expires by itself; the cycle must run anyway.
     with contextlib.suppress(Exception):
@@ -64,24 +70,15 @@ def matching_cycle() -> int:
 @shared_task(name="exchange.sweep", ignore_result=True)
 def sweep() -> dict:
     """Repair what a crash left behind: unprocessed changes and undelivered notifications."""
-    from exchange.models import Notification, OrderChange
-    from exchange.services.notifications import notifications_push
 
-    stale = timezone.now() - dt.timedelta(seconds=5)
-    if OrderChange.objects.filter(processed_at=None, created_at__lte=stale).exists():
+    if changes_stale(older_than=SWEEP_AGE):
         matching_cycle.delay()
-    ids = list(
-        Notification.objects.filter(delivered_at=None, created_at__lte=stale)
-        .order_by("id")
-        .values_list("id", flat=True)[:5000]
-    )
-    return {"pushed": notifications_push(ids=ids) if ids else 0}
+    return {"pushed": notifications_sweep(older_than=SWEEP_AGE)}
 
 
 @shared_task(name="exchange.close_due_offers", ignore_result=True)
 def close_due_offers() -> int:
     """Close the offers whose ``closes_at`` has passed."""
-    from exchange.services.closing import offers_close_due
 
     return len(offers_close_due())
 

@@ -39,6 +39,8 @@ from .syntax import MAX_DEPTH, And, Counter, Node, Not, Or, Schema, attribute_ty
 from .values import (
     NUMBER_RE,
     Lit,
+    check_decimal,
+    check_int,
     check_text,
     coordinate,
     format_decimal,
@@ -62,8 +64,6 @@ _OPS = {
 }
 _BOUNDS = ("[]", "[)", "(]", "()")
 _NUMERIC = (Type.INT, Type.DECIMAL, Type.FLOAT)
-# 2**13300 has about 4,000 digits: past it Python will not even print the number.
-_MAX_INT_BITS = 13300
 
 
 def escape(key: str) -> str:
@@ -276,16 +276,16 @@ class _JsonParser:
         if isinstance(value, bool) or value is None:
             raise error("bad_literal", f"{_what(value)} is not a value here", path)
         if isinstance(value, int):
-            if value.bit_length() > _MAX_INT_BITS:
-                raise error("bad_literal", "this number has too many digits", path)
+            check_int(value, path)
             return Lit(Type.INT, value, path)
         if isinstance(value, float):
             if not math.isfinite(value):
                 raise error("bad_literal", "NaN and infinities are not values", path)
-            return Lit(Type.DECIMAL, Decimal(repr(value)), path)
+            return Lit(Type.DECIMAL, Decimal(repr(value)), path)  # repr: at most 17 digits
         if isinstance(value, Decimal):
             if not value.is_finite():
                 raise error("bad_literal", "NaN and infinities are not values", path)
+            check_decimal(value, path)
             return Lit(Type.DECIMAL, value, path)
         if isinstance(value, str):
             if known in _NUMERIC:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 
@@ -162,13 +162,14 @@ class Disjunct:
     """
 
     items: tuple[tuple[Attribute, Predicate], ...]
+    _map: Mapping[Attribute, Predicate] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_map", dict(self.items))
 
     @property
     def mapping(self) -> Mapping[Attribute, Predicate]:
-        return self._map  # type: ignore[attr-defined]
+        return self._map
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Disjunct):

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection
+from functools import partial
 
-from .errors import ConstraintError
+from .errors import ConstraintError, Loc
 from .lexer import KEYWORDS, TYPE_KEYWORDS, Kind, Token, tokenize, unquote
 from .model import Box, Point, Type
 from .syntax import (
@@ -102,6 +103,10 @@ def describe(tok: Token) -> str:
     return f"{_DESCRIBE_KIND[kind]} {text}"
 
 
+def _not_a_separator(expected: str, form: str, n: int, found: Token) -> str:
+    return f"expected '{expected}' in {form} (it takes {n} numbers), found {describe(found)}"
+
+
 class _Parser:
     """Recursive descent over the token list, one method per grammar rule.
 
@@ -163,22 +168,22 @@ class _Parser:
         return node
 
     def or_expr(self) -> Node:
-        first = self.and_expr()
-        if not self._match(_KEYWORD, "or"):
-            return first
-        children = [first, self.and_expr()]
-        while self._match(_KEYWORD, "or"):
-            children.append(self.and_expr())
-        return Or(children, first.loc)
+        return self._chain("or", self.and_expr, Or)
 
     def and_expr(self) -> Node:
-        first = self.not_expr()
-        if not self._match(_KEYWORD, "and"):
+        return self._chain("and", self.not_expr, And)
+
+    def _chain(
+        self, keyword: str, operand: Callable[[], Node], node: Callable[[list[Node], Loc], Node]
+    ) -> Node:
+        # operand ( keyword operand )*: one flat node for the whole run, never a nested one
+        first = operand()
+        if not self._match(_KEYWORD, keyword):
             return first
-        children = [first, self.not_expr()]
-        while self._match(_KEYWORD, "and"):
-            children.append(self.not_expr())
-        return And(children, first.loc)
+        children = [first, operand()]
+        while self._match(_KEYWORD, keyword):
+            children.append(operand())
+        return node(children, first.loc)
 
     def not_expr(self) -> Node:
         tok = self._curr
@@ -345,14 +350,9 @@ class _Parser:
             out.append(coordinate(number_lit(tok.text, tok.position)))
             self.i += 1
             expected = "," if k < n - 1 else ")"
-
-            def message(found: Token, expected: str = expected) -> str:
-                return (
-                    f"expected '{expected}' in {form} "
-                    f"(it takes {n} numbers), found {describe(found)}"
-                )
-
-            self._expect(self._match(_OPERATOR, expected), message)
+            self._expect(
+                self._match(_OPERATOR, expected), partial(_not_a_separator, expected, form, n)
+            )
         return out
 
     def _not_a_name(self, tok: Token, prefix: Type | None) -> str:

@@ -19,9 +19,17 @@ from .model import Box, Point, Type, Value
 INT8_MIN = -(2**63)
 INT8_MAX = 2**63 - 1
 
-# PostgreSQL numeric's limits (digits before / after the decimal point).
-_DECIMAL_MAX_INT_DIGITS = 131072
-_DECIMAL_MAX_FRAC_DIGITS = 16383
+# The bounds on a number as written (docs/matching.md, "Limits"), checked on its spelling
+# before int(), Decimal() or float() sees it, so that no literal costs more than a few
+# hundred digits of work: at most MAX_DIGITS significant digits (from the first non-zero
+# one to the last written one), and no written digit standing for a power of ten above
+# 10**MAX_EXPONENT or below 10**-(MAX_EXPONENT + MAX_DIGITS) (so 1e-400 can still carry all
+# its digits). That holds all of float8 (about 5e-324 to 1.8e308; its own checks explain the
+# numbers between its edges and these) and is far inside PostgreSQL numeric; int8's exact
+# range is checked when an int is converted.
+MAX_DIGITS = 40
+MAX_EXPONENT = 400
+_LOWEST = -(MAX_EXPONENT + MAX_DIGITS)
 
 _NUMERIC_RANK = {Type.INT: 0, Type.DECIMAL: 1, Type.FLOAT: 2}
 
@@ -35,6 +43,10 @@ _TIMESTAMP_RE = re.compile(
     re.ASCII,
 )
 NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\Z", re.ASCII)
+_NUMBER_PARTS_RE = re.compile(r"-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?)0*(\d*))?\Z", re.ASCII)
+# An exponent with more digits than this is out of range whatever the mantissa (it would
+# take a mantissa of a million digits to bring it back, and that is out of range itself).
+_MAX_EXPONENT_DIGITS = 6
 
 EXAMPLES = {
     Type.INT: "a whole number such as 42",
@@ -87,8 +99,67 @@ def number_kind(text: str) -> Type:
 
 
 def number_lit(text: str, loc: Loc) -> Lit:
-    """The literal of a number as written (text that already matched ``NUMBER_RE``)."""
+    """The literal of a number as written (text that already matched ``NUMBER_RE``).
+
+    ``ConstraintError`` if it is out of the bounds above: this is the one door through which
+    a written number enters the language, text and JSON form alike.
+    """
+    m = _NUMBER_PARTS_RE.match(text)
+    assert m is not None, text
+    whole, fraction, sign, exponent_digits = m.groups()
+    fraction = fraction or ""
+    exponent = 0
+    if exponent_digits:
+        if len(exponent_digits) > _MAX_EXPONENT_DIGITS:
+            raise _out_of_range(abbreviated(text), loc)
+        exponent = -int(exponent_digits) if sign == "-" else int(exponent_digits)
+    if len(whole) - 1 + exponent > MAX_EXPONENT or exponent - len(fraction) < _LOWEST:
+        raise _out_of_range(abbreviated(text), loc)
+    # at most MAX_EXPONENT - _LOWEST + 1 digits are left to count
+    if len((whole + fraction).lstrip("0")) > MAX_DIGITS:
+        raise _too_many_digits(abbreviated(text), loc)
     return Lit(number_kind(text), text, loc)
+
+
+def check_decimal(value: Decimal, loc: Loc) -> None:
+    """The bounds of ``number_lit`` on a finite ``Decimal`` from the JSON form."""
+    _, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    if exponent + len(digits) - 1 > MAX_EXPONENT or exponent < _LOWEST:
+        raise _out_of_range(abbreviated(str(value)), loc)
+    if len(digits) > MAX_DIGITS:  # a Decimal's digits have no leading zeros
+        raise _too_many_digits(abbreviated(str(value)), loc)
+
+
+def check_int(value: int, loc: Loc) -> None:
+    """The bounds of ``number_lit`` on an ``int`` from the JSON form."""
+    if not -(10**MAX_DIGITS) < value < 10**MAX_DIGITS:
+        # not printed: str() of a huge int is itself the work being refused
+        raise _too_many_digits("this number", loc)
+
+
+def _out_of_range(text: str, loc: Loc) -> Exception:
+    return error(
+        "bad_literal",
+        f"{text} is out of range: numbers go up to 1e{MAX_EXPONENT} in size and down to "
+        f"1e{_LOWEST} in precision (floats go from about 5e-324 to about 1.8e308)",
+        loc,
+    )
+
+
+def _too_many_digits(what: str, loc: Loc) -> Exception:
+    return error(
+        "bad_literal",
+        f"{what} has too many digits: a number may have at most {MAX_DIGITS} significant digits",
+        loc,
+    )
+
+
+def abbreviated(text: str) -> str:
+    """``text`` for a message: whole if short, else its start and its length."""
+    if len(text) <= 40:
+        return text
+    return f"{text[:30]}... ({len(text):,} characters)"
 
 
 def shown(lit: Lit) -> str:
@@ -97,13 +168,13 @@ def shown(lit: Lit) -> str:
     if kind is None:
         return "*"
     if kind is Type.STRING:
-        return quote_string(str(raw))
+        return _shown_string(str(raw))
     if kind is Type.DATE:
-        return f"DATE {quote_string(str(raw))}"
+        return f"DATE {_shown_string(str(raw))}"
     if kind is Type.TIMESTAMP:
         if isinstance(raw, dt.datetime):
             return f"TIMESTAMP '{format_timestamp_body(raw)}'"
-        return f"TIMESTAMP {quote_string(str(raw))}"
+        return f"TIMESTAMP {_shown_string(str(raw))}"
     if isinstance(raw, Point):
         return f"POINT({raw.x!r}, {raw.y!r})"
     if isinstance(raw, Box):
@@ -111,6 +182,13 @@ def shown(lit: Lit) -> str:
     if isinstance(raw, Decimal):
         return format(raw, "f") if abs(raw.adjusted()) < 40 else str(raw)
     return str(raw)
+
+
+def _shown_string(text: str) -> str:
+    # A message quotes a long string by its start: the JSON form's strings have no length limit.
+    if len(text) <= 40:
+        return quote_string(text)
+    return f"{quote_string(text[:30])[:-1]}...' ({len(text):,} characters)"
 
 
 def kind_name(kind: Type) -> str:
@@ -228,16 +306,8 @@ def _to_decimal(lit: Lit) -> Decimal:
         raise error("bad_literal", f"{shown(lit)} is not a number", lit.loc) from None
     if not value.is_finite():
         raise error("bad_literal", "NaN and infinities are not values", lit.loc)
-    _, digit_tuple, exponent = value.as_tuple()
+    exponent = value.as_tuple().exponent
     assert isinstance(exponent, int)
-    digits = len(digit_tuple)
-    if -exponent > _DECIMAL_MAX_FRAC_DIGITS or digits + exponent > _DECIMAL_MAX_INT_DIGITS:
-        raise error(
-            "bad_literal",
-            f"{shown(lit)} has too many digits for a decimal "
-            f"(at most {_DECIMAL_MAX_INT_DIGITS} before and {_DECIMAL_MAX_FRAC_DIGITS} after the point)",
-            lit.loc,
-        )
     if exponent > 0:
         # From the JSON form (1E+3): give it the digits it would have if written out
         # (through text: quantize() would round to the context's 28 digits).

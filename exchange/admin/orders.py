@@ -33,9 +33,15 @@ class OfferAdmin(ReadOnlyOrderAdmin):
         "best_value",
         "matching_bids",
         "closes_at",
+        "set_aside_at",
         "created_at",
     ]
-    list_filter = ["state", "market", ("closes_at", admin.DateFieldListFilter)]
+    list_filter = [
+        "state",
+        "market",
+        ("closes_at", admin.DateFieldListFilter),
+        ("set_aside_at", admin.EmptyFieldListFilter),
+    ]
     search_fields = ["id", "constraint_text", "seller__username", "market__subject"]
     list_select_related = ["market", "seller", "best"]
     date_hierarchy = "created_at"
@@ -82,8 +88,8 @@ class OfferAdmin(ReadOnlyOrderAdmin):
                         "offer": p.offer,
                         "bid": p.bid,
                         "buyer": p.bid.buyer if p.bid else None,
-                        "value": price_text(p.value, p.offer.market.tick),
-                        "price": price_text(p.price, p.offer.market.tick),
+                        "value": p.value_text,
+                        "price": p.price_text,
                         "quantity": p.quantity,
                         "agreed": p.agreed_constraint,
                     }
@@ -111,8 +117,17 @@ class OfferAdmin(ReadOnlyOrderAdmin):
 
 @admin.register(Bid)
 class BidAdmin(ReadOnlyOrderAdmin):
-    list_display = ["id", "market", "buyer", "state", "version", "priority_at", "created_at"]
-    list_filter = ["state", "market"]
+    list_display = [
+        "id",
+        "market",
+        "buyer",
+        "state",
+        "version",
+        "priority_at",
+        "set_aside_at",
+        "created_at",
+    ]
+    list_filter = ["state", "market", ("set_aside_at", admin.EmptyFieldListFilter)]
     search_fields = ["id", "constraint_text", "buyer__username", "market__subject"]
     list_select_related = ["market", "buyer"]
     date_hierarchy = "created_at"

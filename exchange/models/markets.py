@@ -4,8 +4,27 @@ from decimal import Decimal
 
 from django.core.validators import RegexValidator
 from django.db import models
+from django.db.models.functions import Length
+from django.db.models.lookups import Exact, LessThanOrEqual
 
 SUBJECT_PATTERN = r"^[a-z0-9]+(\.[a-z0-9]+)*$"
+
+# Length limits of what staff type (SPEC 9: every staff text field has one), enforced by the
+# schema validation and the services with a clear error, and here by PostgreSQL.
+TITLE_LENGTH = 200
+DESCRIPTION_LENGTH = 5000
+MAX_ATTRIBUTES = 50
+ATTRIBUTE_NAME_LENGTH = 63
+LABEL_LENGTH = 100
+UNIT_LENGTH = 40
+
+# True when some attribute of the schema has a name, label or unit over its limit (jsonpath:
+# a string of n+1 characters or more matches ``^.{n+1}``; the "s" flag counts newlines too).
+_SCHEMA_TEXT_TOO_LONG = (
+    f'$[*] ? (@.name like_regex "^.{{{ATTRIBUTE_NAME_LENGTH + 1}}}" flag "s" '
+    f'|| @.label like_regex "^.{{{LABEL_LENGTH + 1}}}" flag "s" '
+    f'|| @.unit like_regex "^.{{{UNIT_LENGTH + 1}}}" flag "s")'
+)
 
 
 class Market(models.Model):
@@ -24,8 +43,8 @@ class Market(models.Model):
         unique=True,
         validators=[RegexValidator(SUBJECT_PATTERN, "Dot-separated lower-case tokens.")],
     )
-    title = models.CharField(max_length=200)
-    description = models.TextField(blank=True)
+    title = models.CharField(max_length=TITLE_LENGTH)
+    description = models.TextField(blank=True, max_length=DESCRIPTION_LENGTH)
     schema = models.JSONField(default=list)
     tick = models.DecimalField(max_digits=20, decimal_places=10, default=Decimal("0.01"))
     pricing = models.CharField(max_length=10, choices=Pricing.choices, default=Pricing.FIRST)
@@ -41,6 +60,39 @@ class Market(models.Model):
             ),
             models.CheckConstraint(
                 condition=models.Q(subject__regex=SUBJECT_PATTERN), name="market_subject_format"
+            ),
+            models.CheckConstraint(
+                condition=LessThanOrEqual(Length("description"), DESCRIPTION_LENGTH),
+                name="market_description_length",
+            ),
+            models.CheckConstraint(
+                condition=Exact(
+                    models.Func(
+                        models.F("schema"), function="jsonb_typeof", output_field=models.TextField()
+                    ),
+                    "array",
+                )
+                & LessThanOrEqual(
+                    models.Func(
+                        models.F("schema"),
+                        function="jsonb_array_length",
+                        output_field=models.IntegerField(),
+                    ),
+                    MAX_ATTRIBUTES,
+                ),
+                name="market_schema_size",
+            ),
+            models.CheckConstraint(
+                condition=Exact(
+                    models.Func(
+                        models.F("schema"),
+                        models.Value(_SCHEMA_TEXT_TOO_LONG),
+                        function="jsonb_path_exists",
+                        output_field=models.BooleanField(),
+                    ),
+                    False,
+                ),
+                name="market_schema_text_length",
             ),
         ]
 

@@ -114,6 +114,8 @@ class MatchingCycle(models.Model):
     changes = models.PositiveIntegerField()
     offers_touched = models.PositiveIntegerField()
     notifications = models.PositiveIntegerField()
+    # Orders the cycle found it could not use and set aside (see services.matching).
+    set_aside = models.PositiveIntegerField(default=0)
     strategy = models.CharField(max_length=10)
 
     class Meta:

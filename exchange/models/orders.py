@@ -6,6 +6,11 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+# An order is set aside with a reason, or not at all.
+SET_ASIDE_HAS_REASON = models.Q(set_aside_at__isnull=True, set_aside_reason="") | (
+    models.Q(set_aside_at__isnull=False) & ~models.Q(set_aside_reason="")
+)
+
 
 class Order(models.Model):
     """What offers and bids share: a market, a constraint and a version."""
@@ -15,6 +20,11 @@ class Order(models.Model):
     constraint_text = models.TextField()
     constraint_json = models.JSONField()
     version = models.PositiveIntegerField(default=1)
+    # Set when the matching engine could not use the stored constraint (it no longer parses,
+    # or no longer fits the store): the order stays in its state but is left out of
+    # matching until its owner amends it, and staff see why on the dashboard.
+    set_aside_at = models.DateTimeField(null=True, blank=True)
+    set_aside_reason = models.CharField(max_length=500, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -42,7 +52,10 @@ class Offer(Order):
             models.CheckConstraint(
                 condition=models.Q(state__in=["open", "closed", "cancelled", "withdrawn"]),
                 name="offer_state_known",
-            )
+            ),
+            models.CheckConstraint(
+                condition=SET_ASIDE_HAS_REASON, name="offer_set_aside_has_reason"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -70,7 +83,8 @@ class Bid(Order):
             models.CheckConstraint(
                 condition=models.Q(state__in=["active", "filled", "withdrawn"]),
                 name="bid_state_known",
-            )
+            ),
+            models.CheckConstraint(condition=SET_ASIDE_HAS_REASON, name="bid_set_aside_has_reason"),
         ]
 
     def __str__(self) -> str:

@@ -1,4 +1,5 @@
-"""What the staff dashboard shows: the health of the matching cycle and the auctions about to close."""
+"""What the staff dashboard shows: the health of the matching cycle, the orders it set aside
+and the auctions about to close."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
-from exchange.models import MatchingCycle, Notification, Offer, OrderChange
+from exchange.models import Bid, MatchingCycle, Notification, Offer, OrderChange
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,12 @@ def cycle_health() -> CycleHealth:
     )
 
 
+def changes_stale(*, older_than: dt.timedelta) -> bool:
+    """Whether a change has waited longer than ``older_than`` for a cycle (a lost trigger)."""
+    stale = timezone.now() - older_than
+    return OrderChange.objects.filter(processed_at=None, created_at__lte=stale).exists()
+
+
 def offers_closing_soon(*, limit: int = 20) -> list[Offer]:
     """Open offers with a closing time, soonest first."""
     return list(
@@ -49,3 +56,43 @@ def offers_closing_soon(*, limit: int = 20) -> list[Offer]:
         .select_related("market")
         .order_by("closes_at", "pk")[:limit]
     )
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """A live order the matching engine left out, and why."""
+
+    side: str
+    order_id: int
+    market: str
+    owner: str
+    at: dt.datetime
+    reason: str
+
+
+def orders_set_aside(*, limit: int = 50) -> list[SetAside]:
+    """Live offers and bids that the matching cycle set aside, most recent first."""
+    offers = (
+        Offer.objects.filter(state=Offer.State.OPEN, set_aside_at__isnull=False)
+        .select_related("market", "seller")
+        .order_by("-set_aside_at", "-pk")[:limit]
+    )
+    bids = (
+        Bid.objects.filter(state=Bid.State.ACTIVE, set_aside_at__isnull=False)
+        .select_related("market", "buyer")
+        .order_by("-set_aside_at", "-pk")[:limit]
+    )
+    rows = [
+        SetAside(
+            "offer" if isinstance(order, Offer) else "bid",
+            order.pk,
+            order.market.subject,
+            owner.get_username(),
+            order.set_aside_at,
+            order.set_aside_reason,
+        )
+        for order, owner in [*((o, o.seller) for o in offers), *((b, b.buyer) for b in bids)]
+        if order.set_aside_at is not None
+    ]
+    rows.sort(key=lambda r: r.at, reverse=True)
+    return rows[:limit]

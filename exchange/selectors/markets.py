@@ -1,10 +1,22 @@
+"""Reading markets: the list with its counts, the typed schema, and checking a constraint."""
+
 from __future__ import annotations
 
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from exchange.market_rules import MarketSchema, schema_parse
+from exchange.engine.constraints import market_schema_of, storable_check
+from exchange.errors import InvalidInput
+from exchange.market_rules import (
+    ConstraintSource,
+    MarketSchema,
+    OrderConstraint,
+    Side,
+    order_constraint,
+    with_subject,
+)
 from exchange.models import Bid, Market, Offer
+from matching.store import StoreLimitError
 
 
 def _count_in_market(model: type[Offer] | type[Bid], state: str) -> Coalesce:
@@ -30,4 +42,25 @@ def market_list() -> QuerySet[Market]:
 
 def market_schema(*, market: Market) -> MarketSchema:
     """The typed schema of a market (validated when it was written)."""
-    return schema_parse(market.schema)
+    return market_schema_of(market)
+
+
+def constraint_check(*, market: Market, side: Side, source: ConstraintSource) -> OrderConstraint:
+    """A trader's constraint as ``market`` would store it for ``side``, or ``InvalidInput``
+    with the position: the market's rules (``order_constraint``), then the store's limits on
+    the stored form. Posting and every "check as you type" endpoint call this, so a check
+    answers exactly what posting would; nothing is written.
+    """
+    rules = order_constraint(
+        schema=market_schema(market=market), tick=market.tick, side=side, source=source
+    )
+    try:
+        storable_check(with_subject(rules.constraint, market.subject))
+    except StoreLimitError as exc:
+        raise InvalidInput(
+            "too_large",
+            f"The constraint holds a value too large to index: {exc}.",
+            field="constraint",
+            position=0 if isinstance(source, str) else None,
+        ) from exc
+    return rules

@@ -80,5 +80,20 @@ def notification_list(*, user: AbstractBaseUser, after: int = 0) -> QuerySet[Not
     )
 
 
+def notification_latest_seq(*, user: AbstractBaseUser | AnonymousUser) -> int:
+    """The newest personal notification's sequence number, where a client that has seen
+    everything resumes (0: none yet, or not signed in). The one home of this query: pages
+    and the WebSocket's ``me`` stream start from it."""
+    if not user.is_authenticated:
+        return 0
+    last = (
+        Notification.objects.filter(recipient=user)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    return last or 0
+
+
 def offer_visible_to_owner(offer: Offer, user: AbstractBaseUser | AnonymousUser) -> bool:
     return bool(user.is_authenticated and (user.is_staff or offer.seller_id == user.pk))

@@ -7,6 +7,7 @@ very moment.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -14,22 +15,19 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-import matching
 from exchange import engine
+from exchange.engine.constraints import market_schema_of
 from exchange.errors import InvalidInput, NotAllowed, NotFound
 from exchange.market_rules import price_text
-from exchange.models import (
-    BestOffer,
-    Bid,
-    Market,
-    Notification,
-    Offer,
-    OfferBidMatch,
-    OrderChange,
-    Trade,
+from exchange.models import BestOffer, Bid, Market, Notification, Offer, OfferBidMatch, Trade
+from exchange.services.matching import (
+    apply_changes,
+    best_offers_refresh,
+    cycle_lock,
+    pending_changes_apply,
 )
-from exchange.services.matching import apply_changes, best_offers_refresh, cycle_lock
-from exchange.services.notifications import decimal_text, notifications_push_on_commit
+from exchange.services.notifications import notifications_push_on_commit, trade_notifications
+from matching import Agreement
 
 
 @dataclass(frozen=True)
@@ -44,47 +42,47 @@ class CloseResult:
 
 @dataclass(frozen=True)
 class Preview:
-    """What closing now would do: the winner-to-be and the price (for the confirmation page)."""
+    """What closing now would do: the winner-to-be and the price (for the confirmation page).
+
+    ``unusable`` says why no terms can be computed when the offer or its best bid holds a
+    constraint the engine cannot use (closing would set it aside and look again).
+    """
 
     offer: Offer
     bid: Bid | None
     value: Decimal | None
     price: Decimal | None
     quantity: Decimal | None
-    agreed_constraint: str | None
+    agreement: Agreement | None
+    unusable: str | None = None
 
+    @property
+    def agreed_constraint(self) -> str | None:
+        return None if self.agreement is None else self.agreement.to_text()
 
-def _take_pending_changes() -> list[Notification]:
-    pending = list(
-        OrderChange.objects.filter(processed_at=None).values_list("id", "side", "order_id")
-    )
-    if not pending:
-        return []
-    _, notes = apply_changes(
-        offer_ids={o for _, side, o in pending if side == "offer"},
-        bid_ids={o for _, side, o in pending if side == "bid"},
-    )
-    OrderChange.objects.filter(id__in=[row[0] for row in pending]).update(
-        processed_at=timezone.now()
-    )
-    return notes
+    @property
+    def value_text(self) -> str | None:
+        return price_text(self.value, self.offer.market.tick)
+
+    @property
+    def price_text(self) -> str | None:
+        return price_text(self.price, self.offer.market.tick)
 
 
 def _terms(offer: Offer) -> Preview:
-    """The winner and the trade terms from the current best-offer table and matches."""
+    """The winner and the trade terms from the current best-offer table and matches.
+
+    Raises ``engine.UnusableOrders`` if the offer or its best bid cannot be used.
+    """
     best = BestOffer.objects.filter(offer=offer).select_related("bid").first()
     if best is None or best.bid is None:
         return Preview(offer, None, None, None, None, None)
     market: Market = offer.market
     match = OfferBidMatch.objects.get(offer=offer, bid=best.bid)
-    constraints = engine.constraints(Offer, {offer.pk})
-    pub, price_attr = constraints[offer.pk]
-    sub, _ = engine.constraints(Bid, {best.bid_id})[best.bid_id]
-    dp, ds = pub.disjuncts[match.pub_disjunct], sub.disjuncts[match.sub_disjunct]
-    agreement = matching.agree(dp, ds)
+    agreement, dp, price_attribute = engine.pair_agreement(match)
     value = match.value
     if market.pricing == Market.Pricing.SECOND:
-        reserve = engine.price_interval(dp, price_attr).lo or Decimal(0)
+        reserve = engine.price_interval(dp, price_attribute).lo or Decimal(0)
         second = (
             OfferBidMatch.objects.filter(offer=offer)
             .exclude(bid=best.bid)
@@ -96,19 +94,37 @@ def _terms(offer: Offer) -> Preview:
         price = min(price, value)
     else:
         price = value
-    quantity_attr = engine.quantity_attribute(market)
+    quantity_spec = market_schema_of(market).by_role("quantity")
     quantity = None
-    if quantity_attr is not None:
-        top = agreement.max_value(quantity_attr)
+    if quantity_spec is not None:
+        top = agreement.max_value(quantity_spec.attribute)
         quantity = None if top is None else Decimal(top)
-    return Preview(offer, best.bid, value, price, quantity, agreement.to_text())
+    return Preview(offer, best.bid, value, price, quantity, agreement)
+
+
+def _settled_terms(offer: Offer) -> tuple[Preview, list[Notification]]:
+    """``_terms`` once the orders it finds unusable are set aside and the book recomputed
+    without them (a poisoned best bid gives way to the next one). Needs the cycle lock."""
+    notes: list[Notification] = []
+    while True:
+        try:
+            return _terms(offer), notes
+        except engine.UnusableOrders as exc:
+            applied = apply_changes(offer_ids=set(exc.offers), bid_ids=set(exc.bids))
+            notes += applied.notes
+            if not applied.set_aside:
+                raise  # read again under lock they are usable: there is no progress to make
 
 
 def offer_close_preview(*, offer_id: int) -> Preview:
     offer = Offer.objects.select_related("market").filter(pk=offer_id).first()
     if offer is None:
         raise NotFound("not_found", f"There is no offer {offer_id}.")
-    return _terms(offer)
+    try:
+        return _terms(offer)
+    except engine.UnusableOrders as exc:
+        reasons = [*exc.offers.values(), *exc.bids.values()]
+        return Preview(offer, None, None, None, None, None, unusable="; ".join(reasons))
 
 
 def offer_close(*, offer_id: int, staff: AbstractBaseUser | None) -> CloseResult:
@@ -132,8 +148,9 @@ def offer_close(*, offer_id: int, staff: AbstractBaseUser | None) -> CloseResult
             return CloseResult(offer, Trade.objects.filter(offer=offer).first())
         if offer.state != Offer.State.OPEN:
             raise InvalidInput("not_open", f"This offer is {offer.state}; only open offers close.")
-        notes = _take_pending_changes()
-        terms = _terms(offer)
+        notes = pending_changes_apply()
+        terms, aside = _settled_terms(offer)
+        notes += aside
         now = timezone.now()
         trade = None
         offer.state = Offer.State.CLOSED
@@ -143,7 +160,7 @@ def offer_close(*, offer_id: int, staff: AbstractBaseUser | None) -> CloseResult
             bid = Bid.objects.select_for_update(no_key=True).get(pk=terms.bid.pk)
             bid.state = Bid.State.FILLED
             bid.save(update_fields=["state", "updated_at"])
-            agreement = terms.agreed_constraint or ""
+            assert terms.agreement is not None  # a best bid always comes with its agreement
             trade = Trade.objects.create(
                 offer=offer,
                 bid=bid,
@@ -153,8 +170,8 @@ def offer_close(*, offer_id: int, staff: AbstractBaseUser | None) -> CloseResult
                 price=terms.price,
                 quantity=terms.quantity,
                 pricing=offer.market.pricing,
-                agreed_constraint=agreement,
-                agreed_constraint_json=_agreement_json(offer, bid),
+                agreed_constraint=terms.agreement.to_text(),
+                agreed_constraint_json=terms.agreement.to_json(),
                 closed_at=now,
             )
             # The filled bid leaves every other offer it matched; those are recomputed.
@@ -165,69 +182,12 @@ def offer_close(*, offer_id: int, staff: AbstractBaseUser | None) -> CloseResult
         if trade is not None:
             OfferBidMatch.objects.filter(bid_id=trade.bid_id).delete()
         notes += best_offers_refresh(offer_ids=touched)
-        notes += _trade_notifications(offer, trade)
+        notes += trade_notifications(offer=offer, trade=trade)
         notifications_push_on_commit(notes)
     return CloseResult(offer, trade)
 
 
-def _agreement_json(offer: Offer, bid: Bid) -> dict:
-    match = OfferBidMatch.objects.get(offer=offer, bid=bid)
-    pub, _ = engine.constraints(Offer, {offer.pk})[offer.pk]
-    sub, _ = engine.constraints(Bid, {bid.pk})[bid.pk]
-    return matching.agree(
-        pub.disjuncts[match.pub_disjunct], sub.disjuncts[match.sub_disjunct]
-    ).to_json()
-
-
-def _trade_notifications(offer: Offer, trade: Trade | None) -> list[Notification]:
-    data = {
-        "offer": offer.pk,
-        "market": offer.market.subject,
-        "state": offer.state,
-        "sold": trade is not None,
-    }
-    if trade is None:
-        return Notification.objects.bulk_create(
-            [
-                Notification(market=offer.market, offer=offer, type="offer", data=data),
-                Notification(
-                    market=offer.market,
-                    offer=offer,
-                    recipient_id=offer.seller_id,
-                    type="offer",
-                    data=data,
-                ),
-            ]
-        )
-    public = {
-        **data,
-        "trade": trade.pk,
-        "price": price_text(trade.price, offer.market.tick),
-        "quantity": decimal_text(trade.quantity),
-    }
-    private = {**public, "bid": trade.bid_id, "agreed_constraint": trade.agreed_constraint}
-    return Notification.objects.bulk_create(
-        [
-            Notification(market=offer.market, offer=offer, type="trade", data=public),
-            Notification(
-                market=offer.market,
-                offer=offer,
-                recipient_id=trade.seller_id,
-                type="trade",
-                data={**private, "buyer": trade.buyer.get_username()},
-            ),
-            Notification(
-                market=offer.market,
-                offer=offer,
-                recipient_id=trade.buyer_id,
-                type="trade",
-                data=private,
-            ),
-        ]
-    )
-
-
-def offers_close_due(*, now=None, limit: int = 100) -> list[CloseResult]:
+def offers_close_due(*, now: dt.datetime | None = None, limit: int = 100) -> list[CloseResult]:
     """Close open offers whose ``closes_at`` has passed (the beat task), oldest first."""
     now = now or timezone.now()
     due = list(

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Any
 
 from django.db import transaction
 
+import matching
 from exchange.errors import InvalidInput
-from exchange.market_rules import schema_parse
+from exchange.market_rules import MarketSchema, RawSchema, bid_widened, schema_parse
 from exchange.models import Bid, Market, Offer
-from exchange.models.markets import SUBJECT_PATTERN
+from exchange.models.markets import DESCRIPTION_LENGTH, SUBJECT_PATTERN, TITLE_LENGTH
+from exchange.services.orders import order_changed
+from matching.model import Constraint
 
 
-def _tick(value: Any) -> Decimal:
+def _tick(value: object) -> Decimal:
     try:
         tick = Decimal(str(value))
     except (InvalidOperation, ValueError):
@@ -26,7 +28,7 @@ def _tick(value: Any) -> Decimal:
     return tick
 
 
-def subject_check(subject: Any) -> str:
+def subject_check(subject: object) -> str:
     if not isinstance(subject, str) or len(subject) > 200 or not re.match(SUBJECT_PATTERN, subject):
         raise InvalidInput(
             "invalid_subject",
@@ -36,7 +38,7 @@ def subject_check(subject: Any) -> str:
     return subject
 
 
-def _text(value: Any, field: str, *, required: bool, limit: int) -> str:
+def _text(value: object, field: str, *, required: bool, limit: int) -> str:
     if value is None:
         value = ""
     if not isinstance(value, str) or len(value) > limit or (required and not value.strip()):
@@ -48,7 +50,7 @@ def _text(value: Any, field: str, *, required: bool, limit: int) -> str:
     return value.strip()
 
 
-def _pricing(value: Any) -> str:
+def _pricing(value: object) -> str:
     if value not in Market.Pricing.values:
         raise InvalidInput("invalid_pricing", "Pricing must be first or second.", field="pricing")
     return value
@@ -56,18 +58,18 @@ def _pricing(value: Any) -> str:
 
 def market_create(
     *,
-    subject: Any,
-    title: Any,
-    schema: Any,
-    tick: Any = "0.01",
-    pricing: Any = Market.Pricing.FIRST,
-    description: Any = "",
+    subject: str,
+    title: str,
+    schema: RawSchema,
+    tick: Decimal | str = "0.01",
+    pricing: str = Market.Pricing.FIRST,
+    description: str = "",
 ) -> Market:
     subject = subject_check(subject)
     market = Market(
         subject=subject,
-        title=_text(title, "title", required=True, limit=200),
-        description=_text(description, "description", required=False, limit=5000),
+        title=_text(title, "title", required=True, limit=TITLE_LENGTH),
+        description=_text(description, "description", required=False, limit=DESCRIPTION_LENGTH),
         schema=schema_parse(schema).as_list(),
         tick=_tick(tick),
         pricing=_pricing(pricing),
@@ -84,11 +86,11 @@ def market_create(
 def market_update(
     *,
     market_id: int,
-    title: Any = None,
-    description: Any = None,
-    schema: Any = None,
-    tick: Any = None,
-    pricing: Any = None,
+    title: str | None = None,
+    description: str | None = None,
+    schema: RawSchema | None = None,
+    tick: Decimal | str | None = None,
+    pricing: str | None = None,
 ) -> Market:
     """Change a market while it runs. Attributes that live orders use keep their name and
     type, and the tick only changes while the market has no live orders; new attributes,
@@ -98,10 +100,12 @@ def market_update(
         live = market_has_live_orders(market)
         fields = []
         if title is not None:
-            market.title = _text(title, "title", required=True, limit=200)
+            market.title = _text(title, "title", required=True, limit=TITLE_LENGTH)
             fields.append("title")
         if description is not None:
-            market.description = _text(description, "description", required=False, limit=5000)
+            market.description = _text(
+                description, "description", required=False, limit=DESCRIPTION_LENGTH
+            )
             fields.append("description")
         if pricing is not None:
             market.pricing = _pricing(pricing)
@@ -122,7 +126,7 @@ def market_update(
         if fields:
             market.save(update_fields=[*fields, "updated_at"])
         if added:
-            _bids_widen(market, added)
+            _bids_widen(market, parsed)
     return market
 
 
@@ -134,8 +138,12 @@ def market_has_live_orders(market: Market) -> bool:
 
 
 def market_change_check(
-    *, market: Market, live: bool | None = None, schema: Any = None, tick: Any = None
-) -> Any:
+    *,
+    market: Market,
+    live: bool | None = None,
+    schema: RawSchema | None = None,
+    tick: Decimal | str | None = None,
+) -> Decimal | None:
     """Refuse changes that live orders could not survive; returns the parsed tick if given."""
     if live is None:
         live = market_has_live_orders(market)
@@ -159,7 +167,7 @@ def market_change_check(
                 f"Open offers or active bids use {missing}: keep its name and type while they do.",
                 field="schema",
             )
-        old_roles = {a["name"]: a.get("role") for a in market.schema}
+        old_roles = {a.name: a.role for a in schema_parse(market.schema).attributes}
         if any(a.role != old_roles.get(a.name, a.role) for a in parsed.attributes):
             raise InvalidInput(
                 "market_in_use",
@@ -169,24 +177,18 @@ def market_change_check(
     return new_tick
 
 
-def _bids_widen(market: Market, added: list) -> None:
-    """Active bids say "any value" for the attributes added to their market's schema too."""
-    import matching
-    from exchange.services.orders import order_changed
-    from matching.model import Constraint, Disjunct, Wildcard
-
+def _bids_widen(market: Market, schema: MarketSchema) -> None:
+    """Active bids say "any value" for the attributes added to their market's schema too
+    (the market rule of ``bid_widened``); each widened bid is a change for the cycle."""
     for bid in (
         Bid.objects.select_for_update(no_key=True)
         .filter(market=market, state=Bid.State.ACTIVE)
         .order_by("pk")
     ):
         constraint = matching.parse(bid.constraint_text)
-        widened = Constraint(
-            tuple(
-                Disjunct((*d.items, *((a.attribute, Wildcard()) for a in added)))
-                for d in constraint
-            )
-        )
+        widened = Constraint(tuple(bid_widened(d, schema) for d in constraint))
+        if widened == constraint:
+            continue
         bid.constraint_text, bid.constraint_json = (
             matching.to_text(widened),
             matching.to_json(widened),

@@ -2,24 +2,30 @@
 
 One cycle, in one transaction, under an advisory lock so that cycles never overlap:
 
-1. take every pending ``OrderChange`` as one batch;
+1. take the pending ``OrderChange`` rows as one batch (at most ``BATCH_LIMIT``);
 2. bring the engine's constraint store up to date (changed orders out, live ones back in);
 3. match incrementally: the changed offers against all bids, the changed bids against all
    offers; replace their ``OfferBidMatch`` rows with the new pairs and values;
 4. recompute the best bid of every offer that could have changed, write ``BestOffer`` and its
    history, and an outbox ``Notification`` for each change of an offer's best bid;
-5. mark the batch processed. After commit the notifications are pushed over Channels.
+5. mark the batch processed and record the cycle. After commit the notifications are pushed
+   over Channels.
+
+An order whose stored constraint the engine cannot use (it no longer parses, bounds no price,
+or does not fit the store) never fails the batch: the work is rolled back to a savepoint, the
+order is set aside (``set_aside_at`` and a reason, shown on the staff dashboard), its owner is
+notified, and the same work runs again without it (``until_usable``).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TypeVar
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from exchange import engine
@@ -33,7 +39,15 @@ from exchange.models import (
     OfferBidMatch,
     OrderChange,
 )
-from exchange.services.notifications import best_offer_notifications, notifications_push_on_commit
+from exchange.services.notifications import (
+    best_offer_notifications,
+    notifications_push_on_commit,
+    set_aside_notifications,
+)
+from matching.model import Constraint
+from matching.store import ConstraintStore
+
+T = TypeVar("T")
 
 # Key of the PostgreSQL advisory lock that serializes matching cycles and closings.
 CYCLE_LOCK = 0x1D7E45EC7
@@ -66,62 +80,148 @@ NO_BEST = Best(None, None, 0)
 
 def matching_cycle_run(*, limit: int = BATCH_LIMIT) -> CycleReport:
     """Run one cycle over (at most ``limit``) pending changes; safe to call at any time."""
-    started = timezone.now()
     with transaction.atomic():
         cycle_lock()
-        batch = list(
-            OrderChange.objects.filter(processed_at=None)
-            .order_by("id")
-            .values_list("id", "side", "order_id")[:limit]
-        )
-        if not batch:
-            return CycleReport(0, 0, 0)
-        offer_ids = {order_id for _, side, order_id in batch if side == "offer"}
-        bid_ids = {order_id for _, side, order_id in batch if side == "bid"}
-        touched, notes = apply_changes(offer_ids=offer_ids, bid_ids=bid_ids)
-        OrderChange.objects.filter(id__in=[row[0] for row in batch]).update(
-            processed_at=timezone.now()
-        )
-        MatchingCycle.objects.create(
-            started_at=started,
-            finished_at=timezone.now(),
-            changes=len(batch),
-            offers_touched=touched,
-            notifications=len(notes),
-            strategy=engine.strategy(),
-        )
+        report, notes = batch_apply(limit=limit)
         notifications_push_on_commit(notes)
-    return CycleReport(len(batch), touched, len(notes))
+    return report
 
 
-def apply_changes(*, offer_ids: set[int], bid_ids: set[int]) -> tuple[int, list[Notification]]:
-    """Steps 2-4 for the given changed orders; the caller holds the cycle lock."""
-    store = engine.store()
-    live_offers = list(
-        Offer.objects.filter(id__in=offer_ids, state=Offer.State.OPEN).select_related("market")
+def batch_apply(*, limit: int = BATCH_LIMIT) -> tuple[CycleReport, list[Notification]]:
+    """Take at most ``limit`` pending changes, apply them, mark them processed and record
+    the cycle; the caller holds the cycle lock and pushes the notifications after commit.
+
+    The matching cycle and closing both take changes through here, so both respect the
+    batch limit and both leave a ``MatchingCycle`` row.
+    """
+    started = timezone.now()
+    batch = list(
+        OrderChange.objects.filter(processed_at=None)
+        .order_by("id")
+        .values_list("id", "side", "order_id")[:limit]
     )
-    live_bids = list(
-        Bid.objects.filter(id__in=bid_ids, state=Bid.State.ACTIVE).select_related("market")
+    if not batch:
+        return CycleReport(0, 0, 0), []
+    applied = apply_changes(
+        offer_ids={order_id for _, side, order_id in batch if side == "offer"},
+        bid_ids={order_id for _, side, order_id in batch if side == "bid"},
     )
-    store.delete_publications(sorted(offer_ids))
-    store.delete_subscriptions(sorted(bid_ids))
-    store.add_publications([(o.pk, engine.candidate_constraint(o)) for o in live_offers])
-    store.add_subscriptions([(b.pk, engine.candidate_constraint(b)) for b in live_bids])
-
-    # Offers whose best bid may change: the changed ones and every offer a changed bid matched.
-    affected = set(offer_ids)
-    affected.update(
-        OfferBidMatch.objects.filter(bid_id__in=bid_ids).values_list("offer_id", flat=True)
+    OrderChange.objects.filter(id__in=[row[0] for row in batch]).update(processed_at=timezone.now())
+    MatchingCycle.objects.create(
+        started_at=started,
+        finished_at=timezone.now(),
+        changes=len(batch),
+        offers_touched=applied.touched,
+        notifications=len(applied.notes),
+        set_aside=applied.set_aside,
+        strategy=engine.strategy(),
     )
-    OfferBidMatch.objects.filter(Q(offer_id__in=offer_ids) | Q(bid_id__in=bid_ids)).delete()
+    return CycleReport(len(batch), applied.touched, len(applied.notes)), applied.notes
 
-    quads = store.match_publications([o.pk for o in live_offers], disjuncts=True)
-    quads |= store.match_subscriptions([b.pk for b in live_bids], disjuncts=True)
-    matches = pair_values(quads)
-    OfferBidMatch.objects.bulk_create(matches, batch_size=2000)
-    affected.update(m.offer_id for m in matches)
 
-    return len(affected), best_offers_refresh(offer_ids=affected)
+def pending_changes_apply() -> list[Notification]:
+    """Take in every pending change, batch after batch (closing needs the book settled);
+    the caller holds the cycle lock."""
+    notes: list[Notification] = []
+    while True:
+        report, more = batch_apply(limit=BATCH_LIMIT)
+        notes += more
+        if report.changes < BATCH_LIMIT:
+            return notes
+
+
+@dataclass(frozen=True)
+class Applied:
+    touched: int
+    notes: list[Notification]
+    set_aside: int
+
+
+def until_usable(work: Callable[[set[int], set[int]], T]) -> tuple[T, list[Notification], int]:
+    """Run ``work`` in a savepoint; while it finds orders the engine cannot use, roll it
+    back, set those orders aside and run it again. One bad order never fails the batch.
+
+    ``work`` gets the ids of the offers and bids set aside so far (it must treat them as
+    changed: out of the store, their matches gone). Returns what ``work`` returned, the
+    owners' notifications and how many orders were set aside.
+    """
+    offers: set[int] = set()
+    bids: set[int] = set()
+    notes: list[Notification] = []
+    while True:
+        try:
+            with transaction.atomic():
+                return work(offers, bids), notes, len(offers) + len(bids)
+        except engine.UnusableOrders as exc:
+            aside = orders_set_aside(offer_ids=set(exc.offers), bid_ids=set(exc.bids))
+            if not aside:
+                raise  # read again under lock they are usable: there is no progress to make
+            offers.update(o.pk for o in aside if isinstance(o, Offer))
+            bids.update(o.pk for o in aside if isinstance(o, Bid))
+            notes += set_aside_notifications(orders=aside)
+
+
+def candidates_of(
+    orders: Iterable[Offer | Bid],
+) -> tuple[list[tuple[int, Constraint]], dict[int, str]]:
+    """The candidate constraints of live orders, and the orders the engine cannot use."""
+    found, unusable = [], {}
+    for order in orders:
+        try:
+            found.append((order.pk, engine.candidate_constraint(order)))
+        except engine.UnusableOrder as exc:
+            unusable[order.pk] = exc.reason
+    return found, unusable
+
+
+def _store_load(store: ConstraintStore, offers: list[Offer], bids: list[Bid]) -> None:
+    """Add live orders to ``store``; ``UnusableOrders`` if any of them cannot be used."""
+    publications, bad_offers = candidates_of(offers)
+    subscriptions, bad_bids = candidates_of(bids)
+    if bad_offers or bad_bids:
+        raise engine.UnusableOrders(offers=bad_offers, bids=bad_bids)
+    store.add_publications(publications)
+    store.add_subscriptions(subscriptions)
+
+
+def _live(model: type[Offer] | type[Bid]) -> QuerySet:
+    state = Offer.State.OPEN if model is Offer else Bid.State.ACTIVE
+    return model.objects.filter(state=state, set_aside_at=None).select_related("market")
+
+
+def apply_changes(*, offer_ids: set[int], bid_ids: set[int]) -> Applied:
+    """Steps 2-4 for the given changed orders; the caller holds the cycle lock.
+
+    Orders the engine cannot use (among the changed ones, or met while matching them) are
+    set aside and handled as changed too: out of the store, their matches gone.
+    """
+    changed_offers, changed_bids = set(offer_ids), set(bid_ids)
+
+    def work(offers_aside: set[int], bids_aside: set[int]) -> tuple[int, list[Notification]]:
+        offer_ids, bid_ids = changed_offers | offers_aside, changed_bids | bids_aside
+        store = engine.store()
+        live_offers = list(_live(Offer).filter(id__in=offer_ids))
+        live_bids = list(_live(Bid).filter(id__in=bid_ids))
+        store.delete_publications(sorted(offer_ids))
+        store.delete_subscriptions(sorted(bid_ids))
+        _store_load(store, live_offers, live_bids)
+
+        # Offers whose best bid may change: the changed ones and every offer a changed bid matched.
+        affected = set(offer_ids)
+        affected.update(
+            OfferBidMatch.objects.filter(bid_id__in=bid_ids).values_list("offer_id", flat=True)
+        )
+        OfferBidMatch.objects.filter(Q(offer_id__in=offer_ids) | Q(bid_id__in=bid_ids)).delete()
+
+        quads = store.match_publications([o.pk for o in live_offers], disjuncts=True)
+        quads |= store.match_subscriptions([b.pk for b in live_bids], disjuncts=True)
+        matches = engine.pair_values(quads)
+        OfferBidMatch.objects.bulk_create(matches, batch_size=2000)
+        affected.update(m.offer_id for m in matches)
+        return len(affected), best_offers_refresh(offer_ids=affected)
+
+    (touched, notes), aside_notes, count = until_usable(work)
+    return Applied(touched, aside_notes + notes, count)
 
 
 def engine_rebuild_run(name: str) -> tuple[int, list[Notification]]:
@@ -129,64 +229,59 @@ def engine_rebuild_run(name: str) -> tuple[int, list[Notification]]:
     match and best offer from it. Takes the cycle lock; returns (offers recomputed, notes)."""
     with transaction.atomic():
         cycle_lock()
-        store = engine.store(name)
-        store.drop()
-        store.create()
         if name != engine.strategy():
+            store = engine.store(name)
+            store.drop()
+            store.create()
             return 0, []  # a store not in use stays empty until the setting points at it
-        offers = list(Offer.objects.filter(state=Offer.State.OPEN).select_related("market"))
-        bids = list(Bid.objects.filter(state=Bid.State.ACTIVE).select_related("market"))
-        store.add_publications([(o.pk, engine.candidate_constraint(o)) for o in offers])
-        store.add_subscriptions([(b.pk, engine.candidate_constraint(b)) for b in bids])
-        store.analyze()
-        OfferBidMatch.objects.all().delete()
-        OfferBidMatch.objects.bulk_create(
-            pair_values(store.match_all(disjuncts=True)), batch_size=5000
-        )
-        affected = {o.pk for o in offers}
-        affected.update(BestOffer.objects.values_list("offer_id", flat=True))
-        notes = best_offers_refresh(offer_ids=affected)
-        notifications_push_on_commit(notes)
-    return len(affected), notes
 
-
-def pair_values(quads: Iterable[tuple[int, int, int, int]]) -> list[OfferBidMatch]:
-    """One ``OfferBidMatch`` per (offer, bid): the best value over its matching disjunct pairs.
-
-    ``quads`` are the store's candidate disjunct pairs; the ones that do not match on the
-    full constraints (see ``engine.candidate_constraint``) are dropped here.
-
-    The value of a disjunct pair is the highest price both accept: the smaller of the two
-    upper bounds of the price (an offer's reserve has none; a bid always has one).
-    """
-    quads = list(quads)
-    if not quads:
-        return []
-    offers = engine.constraints(Offer, {q[0] for q in quads})
-    bids = engine.constraints(Bid, {q[2] for q in quads})
-    by_pair: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-    for p, pd, s, sd in engine.candidate_pairs(quads, offers, bids):
-        by_pair[(p, s)].append((pd, sd))
-    out = []
-    for (offer_id, bid_id), disjunct_pairs in by_pair.items():
-        offer, price = offers[offer_id]
-        bid, _ = bids[bid_id]
-        best: tuple[Decimal, int, int] | None = None
-        for pd, sd in sorted(disjunct_pairs):
-            value = engine.pair_value(offer.disjuncts[pd], bid.disjuncts[sd], price)
-            if best is None or value > best[0]:
-                best = (value, pd, sd)
-        assert best is not None
-        out.append(
-            OfferBidMatch(
-                offer_id=offer_id,
-                bid_id=bid_id,
-                value=best[0],
-                pub_disjunct=best[1],
-                sub_disjunct=best[2],
+        def work(_offers: set[int], _bids: set[int]) -> tuple[int, list[Notification]]:
+            # Everything is rebuilt, so the orders set aside need no special care.
+            store = engine.store(name)
+            store.drop()
+            store.create()
+            offers = list(_live(Offer))
+            _store_load(store, offers, list(_live(Bid)))
+            store.analyze()
+            OfferBidMatch.objects.all().delete()
+            OfferBidMatch.objects.bulk_create(
+                engine.pair_values(store.match_all(disjuncts=True)), batch_size=5000
             )
+            affected = {o.pk for o in offers}
+            affected.update(BestOffer.objects.values_list("offer_id", flat=True))
+            return len(affected), best_offers_refresh(offer_ids=affected)
+
+        (touched, notes), aside_notes, _ = until_usable(work)
+        notes = aside_notes + notes
+        notifications_push_on_commit(notes)
+    return touched, notes
+
+
+def orders_set_aside(*, offer_ids: set[int], bid_ids: set[int]) -> list[Offer | Bid]:
+    """Set aside those of the given orders that, read again under their row lock, the
+    engine still cannot use; returns them. The caller holds the cycle lock."""
+    now = timezone.now()
+    aside: list[Offer | Bid] = []
+    for model, ids in ((Offer, offer_ids), (Bid, bid_ids)):
+        if not ids:
+            continue
+        # order_by("pk") so that concurrent lockers never deadlock.
+        rows = (
+            model.objects.select_for_update(no_key=True, of=("self",))
+            .select_related("market")
+            .filter(pk__in=ids, set_aside_at=None)
+            .order_by("pk")
         )
-    return out
+        changed = []
+        for order in rows:
+            try:
+                engine.usable_constraint(order)
+            except engine.UnusableOrder as exc:
+                order.set_aside_at, order.set_aside_reason = now, exc.reason
+                changed.append(order)
+        model.objects.bulk_update(changed, ["set_aside_at", "set_aside_reason"])
+        aside += changed
+    return aside
 
 
 def best_bids(offer_ids: Iterable[int]) -> dict[int, Best]:
@@ -242,8 +337,13 @@ def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
         best = new[offer_id] if offer_id in open_ids else NO_BEST
         if offer_id in open_ids:
             if row is None or old != best:
-                row = row or BestOffer(offer=offer)
-                (created if row.pk is None else updated).append(row)
+                # A new row is told apart by ``row is None``, not by its pk: the offer is
+                # the primary key, so even a new row has one.
+                if row is None:
+                    row = BestOffer(offer=offer)
+                    created.append(row)
+                else:
+                    updated.append(row)
                 row.bid_id, row.value, row.matching_bids = (
                     best.bid_id,
                     best.value,

@@ -1,9 +1,15 @@
-"""The notification outbox: which rows a change writes, and pushing them after commit."""
+"""The notification outbox: which rows a change writes, and pushing them after commit.
+
+Every outbox row builder lives here (best bids, trades, orders set aside, offer events), so
+the matching cycle and closing write the same rows for the same events.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
@@ -15,7 +21,8 @@ if TYPE_CHECKING:
     from exchange.services.matching import Best
 
 
-def decimal_text(value: Any) -> str | None:
+def decimal_text(value: Decimal | None) -> str | None:
+    """A decimal without trailing zeros when it is whole (``5000``, ``2.5``), None for None."""
     return (
         None
         if value is None
@@ -86,6 +93,69 @@ def best_offer_notifications(*, offer: Offer, old: Best, new: Best) -> list[Noti
     return notes
 
 
+def trade_notifications(*, offer: Offer, trade: Trade | None) -> list[Notification]:
+    """The outbox rows for a closed auction: public and the seller's, plus the buyer's on a
+    trade (the agreed constraint and the buyer's name only for the parties)."""
+    data = {
+        "offer": offer.pk,
+        "market": offer.market.subject,
+        "state": offer.state,
+        "sold": trade is not None,
+    }
+    # (recipient id or None for the public row, data) for each row, all of one type.
+    rows: list[tuple[int | None, dict[str, object]]]
+    if trade is None:
+        kind, rows = "offer", [(None, data), (offer.seller_id, data)]
+    else:
+        public = {
+            **data,
+            "trade": trade.pk,
+            "price": price_text(trade.price, offer.market.tick),
+            "quantity": decimal_text(trade.quantity),
+        }
+        private = {**public, "bid": trade.bid_id, "agreed_constraint": trade.agreed_constraint}
+        kind = "trade"
+        rows = [
+            (None, public),
+            (trade.seller_id, {**private, "buyer": trade.buyer.get_username()}),
+            (trade.buyer_id, private),
+        ]
+    return Notification.objects.bulk_create(
+        [
+            Notification(
+                market=offer.market, offer=offer, recipient_id=recipient, type=kind, data=row
+            )
+            for recipient, row in rows
+        ]
+    )
+
+
+def set_aside_notifications(*, orders: Iterable[Offer | Bid]) -> list[Notification]:
+    """One personal ``set_aside`` row per order the engine had to leave out, for its owner:
+    which order, why, and that amending or withdrawing it is the way out."""
+    notes = []
+    for order in orders:
+        is_offer = isinstance(order, Offer)
+        kind = "offer" if is_offer else "bid"
+        notes.append(
+            Notification(
+                market=order.market,
+                offer=order if is_offer else None,
+                recipient_id=order.seller_id if is_offer else order.buyer_id,
+                type="set_aside",
+                data={
+                    kind: order.pk,
+                    "market": order.market.subject,
+                    "state": order.state,
+                    "reason": order.set_aside_reason,
+                    "message": f"Your {kind} {order.pk} is left out of matching because "
+                    f"{order.set_aside_reason}. Amend it or withdraw it.",
+                },
+            )
+        )
+    return Notification.objects.bulk_create(notes)
+
+
 def offer_event(offer: Offer) -> None:
     """A public ``offer`` event: an offer was posted, amended, withdrawn or cancelled."""
     note = Notification.objects.create(
@@ -142,3 +212,15 @@ def notifications_push(*, ids: list[int] | None = None) -> int:
             delivered_at=timezone.now()
         )
     return len(notes)
+
+
+def notifications_sweep(*, older_than: dt.timedelta) -> int:
+    """Push the notifications a crash or an outage left undelivered for ``older_than``
+    (younger ones are still on their way after their commit); returns how many."""
+    stale = timezone.now() - older_than
+    ids = list(
+        Notification.objects.filter(delivered_at=None, created_at__lte=stale)
+        .order_by("id")
+        .values_list("id", flat=True)[:5000]
+    )
+    return notifications_push(ids=ids) if ids else 0

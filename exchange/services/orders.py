@@ -7,7 +7,7 @@ row, so the change cannot be lost, and asks for a matching cycle only after comm
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -15,23 +15,23 @@ from django.db.models import F
 from django.utils import timezone
 
 from exchange.errors import InvalidInput, NotAllowed, NotFound, StaleVersion
-from exchange.market_rules import OrderConstraint, Side, order_constraint
+from exchange.market_rules import ConstraintSource, OrderConstraint, Side
 from exchange.models import BestOffer, Bid, Market, Offer, OrderChange
-from exchange.selectors.markets import market_schema
+from exchange.selectors.markets import constraint_check
 from exchange.services.notifications import offer_event
 from exchange.services.side_effects import after_commit
+from exchange.tasks import matching_cycle_request
+
+# Offers and bids share one implementation of each change; ``OrderT`` keeps the caller's type.
+OrderT = TypeVar("OrderT", Offer, Bid)
 
 
-def _rules(market: Market, side: Side, constraint: Any) -> OrderConstraint:
-    return order_constraint(
-        schema=market_schema(market=market), tick=market.tick, side=side, source=constraint
-    )
+def _rules(market: Market, side: Side, constraint: ConstraintSource) -> OrderConstraint:
+    return constraint_check(market=market, side=side, source=constraint)
 
 
 def order_changed(side: str, order_id: int) -> None:
     """Record the change for the matching cycle and trigger one after commit."""
-    from exchange.tasks import matching_cycle_request
-
     OrderChange.objects.create(side=side, order_id=order_id)
     after_commit("triggering a matching cycle", matching_cycle_request)
 
@@ -55,7 +55,7 @@ def offer_publish(
     *,
     seller: AbstractBaseUser,
     market: Market,
-    constraint: Any,
+    constraint: ConstraintSource,
     closes_at: dt.datetime | None = None,
 ) -> Offer:
     """Publish a seller's offer (a publication) in ``market``."""
@@ -75,7 +75,7 @@ def offer_publish(
     return offer
 
 
-def bid_place(*, buyer: AbstractBaseUser, market: Market, constraint: Any) -> Bid:
+def bid_place(*, buyer: AbstractBaseUser, market: Market, constraint: ConstraintSource) -> Bid:
     """Place a buyer's bid (a subscription) in ``market``."""
     rules = _rules(market, "bid", constraint)
     with transaction.atomic():
@@ -86,7 +86,7 @@ def bid_place(*, buyer: AbstractBaseUser, market: Market, constraint: Any) -> Bi
     return bid
 
 
-def _locked(model: type[Offer] | type[Bid], order_id: int) -> Offer | Bid:
+def _locked(model: type[OrderT], order_id: int) -> OrderT:
     try:
         return (
             model.objects.select_for_update(no_key=True, of=("self",))
@@ -112,7 +112,8 @@ def _live(order: Offer | Bid) -> None:
         )
 
 
-def _version(order: Offer | Bid, version: Any) -> None:
+def _version(order: Offer | Bid, version: int) -> None:
+    # Checked at run time too: callers pass what a client sent.
     if isinstance(version, bool) or not isinstance(version, int):
         raise InvalidInput(
             "invalid_version",
@@ -127,86 +128,95 @@ def _version(order: Offer | Bid, version: Any) -> None:
         )
 
 
-def offer_amend(*, seller: AbstractBaseUser, offer_id: int, constraint: Any, version: Any) -> Offer:
+def _side(order: Offer | Bid) -> Side:
+    return "offer" if isinstance(order, Offer) else "bid"
+
+
+def _order_amend(
+    model: type[OrderT],
+    *,
+    user: AbstractBaseUser,
+    order_id: int,
+    constraint: ConstraintSource,
+    version: int,
+) -> OrderT:
+    """Replace a live order's constraint (offers and bids alike); ``version`` must be the
+    current one (else 409). The new constraint passed the market's rules, so an order that
+    was set aside comes back into matching. An amended bid queues behind the bids that were
+    there before (``priority_at``); an amended offer is announced on its public streams."""
+    with transaction.atomic():
+        order = _locked(model, order_id)
+        _owned(order, user)
+        _live(order)
+        _version(order, version)
+        rules = _rules(order.market, _side(order), constraint)
+        order.constraint_text, order.constraint_json = rules.text, rules.json
+        order.version = F("version") + 1
+        order.set_aside_at, order.set_aside_reason = None, ""
+        fields: list[str] = [
+            "constraint_text",
+            "constraint_json",
+            "version",
+            "set_aside_at",
+            "set_aside_reason",
+        ]
+        if isinstance(order, Bid):
+            order.priority_at = timezone.now()
+            fields.append("priority_at")
+        order.save(update_fields=[*fields, "updated_at"])
+        order_changed(_side(order), order.pk)
+        order.refresh_from_db()
+        if isinstance(order, Offer):
+            offer_event(order)
+    return order
+
+
+def _order_end(
+    model: type[OrderT], order_id: int, *, owner: AbstractBaseUser | None, state: str
+) -> OrderT:
+    """Take a live order out of the book for good: withdrawn by ``owner``, or cancelled by
+    staff (``owner=None``, checked by the caller). Ending it a second time changes nothing."""
+    with transaction.atomic():
+        order = _locked(model, order_id)
+        if owner is not None:
+            _owned(order, owner)
+        if order.state == state:
+            return order
+        _live(order)
+        order.state = state
+        order.save(update_fields=["state", "updated_at"])
+        order_changed(_side(order), order.pk)
+        if isinstance(order, Offer):
+            offer_event(order)
+    return order
+
+
+def offer_amend(
+    *, seller: AbstractBaseUser, offer_id: int, constraint: ConstraintSource, version: int
+) -> Offer:
     """Replace an open offer's constraint; ``version`` must be the current one (else 409)."""
-    with transaction.atomic():
-        offer = _locked(Offer, offer_id)
-        _owned(offer, seller)
-        _live(offer)
-        _version(offer, version)
-        rules = _rules(offer.market, "offer", constraint)
-        offer.constraint_text, offer.constraint_json = rules.text, rules.json
-        offer.version = F("version") + 1
-        offer.save(update_fields=["constraint_text", "constraint_json", "version", "updated_at"])
-        order_changed("offer", offer.pk)
-        offer.refresh_from_db()
-        offer_event(offer)
-    return offer
+    return _order_amend(
+        Offer, user=seller, order_id=offer_id, constraint=constraint, version=version
+    )
 
 
-def bid_amend(*, buyer: AbstractBaseUser, bid_id: int, constraint: Any, version: Any) -> Bid:
+def bid_amend(
+    *, buyer: AbstractBaseUser, bid_id: int, constraint: ConstraintSource, version: int
+) -> Bid:
     """Replace an active bid's constraint; ``version`` must be the current one (else 409)."""
-    with transaction.atomic():
-        bid = _locked(Bid, bid_id)
-        _owned(bid, buyer)
-        _live(bid)
-        _version(bid, version)
-        rules = _rules(bid.market, "bid", constraint)
-        bid.constraint_text, bid.constraint_json = rules.text, rules.json
-        bid.version = F("version") + 1
-        bid.priority_at = timezone.now()
-        bid.save(
-            update_fields=[
-                "constraint_text",
-                "constraint_json",
-                "version",
-                "priority_at",
-                "updated_at",
-            ]
-        )
-        order_changed("bid", bid.pk)
-    bid.refresh_from_db()
-    return bid
+    return _order_amend(Bid, user=buyer, order_id=bid_id, constraint=constraint, version=version)
 
 
 def offer_withdraw(*, seller: AbstractBaseUser, offer_id: int) -> Offer:
-    with transaction.atomic():
-        offer = _locked(Offer, offer_id)
-        _owned(offer, seller)
-        if offer.state == Offer.State.WITHDRAWN:
-            return offer  # withdrawing twice changes nothing
-        _live(offer)
-        offer.state = Offer.State.WITHDRAWN
-        offer.save(update_fields=["state", "updated_at"])
-        order_changed("offer", offer.pk)
-        offer_event(offer)
-    return offer
+    return _order_end(Offer, offer_id, owner=seller, state=Offer.State.WITHDRAWN)
 
 
 def offer_cancel(*, staff: AbstractBaseUser, offer_id: int) -> Offer:
     """Staff cancel an open offer (no trade)."""
     if not staff.is_staff:
         raise NotAllowed("staff_only", "Only staff can cancel an offer.")
-    with transaction.atomic():
-        offer = _locked(Offer, offer_id)
-        if offer.state == Offer.State.CANCELLED:
-            return offer
-        _live(offer)
-        offer.state = Offer.State.CANCELLED
-        offer.save(update_fields=["state", "updated_at"])
-        order_changed("offer", offer.pk)
-        offer_event(offer)
-    return offer
+    return _order_end(Offer, offer_id, owner=None, state=Offer.State.CANCELLED)
 
 
 def bid_withdraw(*, buyer: AbstractBaseUser, bid_id: int) -> Bid:
-    with transaction.atomic():
-        bid = _locked(Bid, bid_id)
-        _owned(bid, buyer)
-        if bid.state == Bid.State.WITHDRAWN:
-            return bid
-        _live(bid)
-        bid.state = Bid.State.WITHDRAWN
-        bid.save(update_fields=["state", "updated_at"])
-        order_changed("bid", bid.pk)
-    return bid
+    return _order_end(Bid, bid_id, owner=buyer, state=Bid.State.WITHDRAWN)

@@ -15,11 +15,9 @@ from urllib.parse import urlsplit, urlunsplit
 import dj_database_url
 from celery.schedules import crontab
 
-BASE_DIR = Path(__file__).resolve().parent.parent.parent
+from . import ports
 
-# Ports of the project-local services (ops/services); kept in one place with ops/lib/env.sh.
-DEV_POSTGRES_PORT = 55432
-DEV_REDIS_PORT = 56379
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 
 @overload
@@ -99,10 +97,8 @@ TEMPLATES = [
     },
 ]
 
-DATABASE_URL = env(
-    "DATABASE_URL",
-    f"postgres://intersect:intersect@127.0.0.1:{DEV_POSTGRES_PORT}/intersect",
-)
+# The defaults: the development services of ops/services (ops/lib/ports.env).
+DATABASE_URL: str = env("DATABASE_URL") or ports.DEV_DATABASE_URL
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
 DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
 # A pool per process (psycopg_pool through Django): under ASGI every request runs in a thread
@@ -116,7 +112,7 @@ DATABASES["default"]["OPTIONS"]["pool"] = {
 # Let psycopg prepare statements run repeatedly (the matching cycle's store queries).
 DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 5
 
-REDIS_URL = env("REDIS_URL", f"redis://127.0.0.1:{DEV_REDIS_PORT}/0")
+REDIS_URL: str = env("REDIS_URL") or ports.DEV_REDIS_URL
 
 # The cache (throttle counters) lives in Redis so that a limit holds across worker processes,
 # in a database of its own (1 unless CACHE_REDIS_URL says otherwise): clearing the cache then

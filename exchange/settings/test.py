@@ -2,14 +2,12 @@
 
 import os
 
-# ops/test exports these; the defaults match ops/lib/env.sh so pytest also works by hand
-# once `ops/services --test start` has run.
-TEST_POSTGRES_PORT = 55433
-TEST_REDIS_PORT = 56380
-os.environ.setdefault(
-    "DATABASE_URL", f"postgres://intersect:intersect@127.0.0.1:{TEST_POSTGRES_PORT}/intersect"
-)
-os.environ.setdefault("REDIS_URL", f"redis://127.0.0.1:{TEST_REDIS_PORT}/0")
+from . import ports
+
+# ops/test exports these; the defaults are the test services of ops/lib/ports.env, so pytest
+# also works by hand once `ops/services --test start` has run.
+os.environ.setdefault("DATABASE_URL", ports.TEST_DATABASE_URL)
+os.environ.setdefault("REDIS_URL", ports.TEST_REDIS_URL)
 # The throttle counters live in Redis and outlast a test: generous rates here so that logging
 # in many times across a run is never refused; tests of the throttles set their own rates.
 for _scope in ("ANON", "AUTH", "LOGIN_CLIENT", "LOGIN_ACCOUNT", "CHECK"):

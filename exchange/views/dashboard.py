@@ -1,24 +1,18 @@
+"""The staff dashboard at ``/staff/``: cycle health, orders set aside, auctions closing soon."""
+
 from django.contrib.admin.views.decorators import staff_member_required
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from exchange.market_rules import price_text
-from exchange.selectors.dashboard import cycle_health, offers_closing_soon
+from exchange.selectors.dashboard import cycle_health, offers_closing_soon, orders_set_aside
 from exchange.services.closing import offer_close_preview
 
 
 @staff_member_required
-def dashboard(request):
-    previews = []
-    for offer in offers_closing_soon():
-        preview = offer_close_preview(offer_id=offer.pk)
-        previews.append(
-            {
-                "offer": offer,
-                "bid": preview.bid,
-                "buyer": preview.bid.buyer.get_username() if preview.bid else None,
-                "value": price_text(preview.value, offer.market.tick),
-                "price": price_text(preview.price, offer.market.tick),
-                "quantity": preview.quantity,
-            }
-        )
-    return render(request, "staff/dashboard.html", {"health": cycle_health(), "closing": previews})
+def dashboard(request: HttpRequest) -> HttpResponse:
+    previews = [offer_close_preview(offer_id=offer.pk) for offer in offers_closing_soon()]
+    return render(
+        request,
+        "staff/dashboard.html",
+        {"health": cycle_health(), "set_aside": orders_set_aside(), "closing": previews},
+    )

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
 import statistics
@@ -38,8 +37,19 @@ from matching.model import (
     Constraint,
     Disjunct,
     Interval,
+    Predicate,
     Type,
     Wildcard,
+)
+from matching.workload.parameters import (
+    EPSILON_UNITS,
+    GRID,
+    KINDS,
+    Workload,
+    fixed_top,
+    proportional_top,
+    terms,
+    width_units,
 )
 
 from . import open_store
@@ -55,7 +65,8 @@ def plan_of(cur: psycopg.Cursor[Any], sql: str, params: Any = None) -> dict[str,
     document = cur.fetchone()[0]  # type: ignore[index]
     if isinstance(document, str):
         document = json.loads(document)
-    return document[0]["Plan"]
+    plan: dict[str, Any] = document[0]["Plan"]
+    return plan
 
 
 def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -81,92 +92,65 @@ def rows_read(plan: dict[str, Any], relation: Callable[[str], bool]) -> int:
 
 
 # -- workloads (seed 000, section 5) --------------------------------------------------------
+#
+# The parameters (``fixed_top``, ``terms``, ``width_units``, ...) are those of
+# ``matching.workload.parameters``, the ones ``ops/bench`` generates with Spark; only the
+# draws differ: here they come from ``random.Random(seed)`` in this process, so EXPLAIN
+# needs no Spark and no workload directory. The distributions, and so the expected
+# matches, are the same.
+
+WORKLOADS = ("wildcard", *KINDS)
 
 
-def _one(attribute: Attribute, pred: Any) -> Constraint:
+def _one(attribute: Attribute, pred: Predicate) -> Constraint:
     return Constraint((Disjunct(((attribute, pred),)),))
 
 
-def fixed_workload(subs: int, pubs: int, seed: int) -> tuple[list[Item], list[Item]]:
-    """``int x = R``, R uniform in 1..subs*pubs/5: about five matches in all."""
-    rng = random.Random(seed)
-    top = max(1, subs * pubs // 5)
-    x = Attribute("x", Type.INT)
-
-    def draw() -> Constraint:
-        r = rng.randint(1, top)
-        return _one(x, Interval(r, True, r, True))
-
-    return [(i, draw()) for i in range(pubs)], [(i, draw()) for i in range(subs)]
+def _equal(r: int) -> Interval:
+    return Interval(r, True, r, True)
 
 
-def geometric_workload(subs: int, pubs: int, seed: int) -> tuple[list[Item], list[Item]]:
-    """Subscriptions ``b OVERLAPS`` a tiny box, publications ``b =`` a box of area 5/(subs*pubs)."""
-    rng = random.Random(seed)
-    b = Attribute("b", Type.BOX)
-    eps = 1e-9
-    width = math.sqrt(5 / (subs * pubs))
+def workload_items(kind: str, subs: int, pubs: int, seed: int) -> tuple[list[Item], list[Item]]:
+    """(publications, subscriptions) of a workload of ``parameters.KINDS`` or ``wildcard``.
 
-    def sub() -> Constraint:
-        x, y = rng.random(), rng.random()
-        return _one(b, BoxOverlaps(Box(x, y, x + eps, y + eps)))
-
-    def pub() -> Constraint:
-        x, y = rng.uniform(0, 1 - width), rng.uniform(0, 1 - width)
-        return _one(b, BoxEq(Box(x, y, x + width, y + width)))
-
-    return [(i, pub()) for i in range(pubs)], [(i, sub()) for i in range(subs)]
-
-
-def large_intermediate_workload(subs: int, pubs: int, seed: int) -> tuple[list[Item], list[Item]]:
-    """``int x1 = R1 AND ... AND int xn = Rn``, R in {0, 1}, n such that about five match.
-
-    Each term matches half the other side, so the intermediate results are large
-    although the matches are few.
-    """
-    rng = random.Random(seed)
-    n = max(1, round(math.log2(max(2, subs * pubs / 5))))
-    fields = [Attribute(f"x{k}", Type.INT) for k in range(1, n + 1)]
-
-    def draw() -> Constraint:
-        items = []
-        for attribute in fields:
-            r = rng.randint(0, 1)
-            items.append((attribute, Interval(r, True, r, True)))
-        return Constraint((Disjunct(tuple(items)),))
-
-    return [(i, draw()) for i in range(pubs)], [(i, draw()) for i in range(subs)]
-
-
-def wildcard_workload(subs: int, pubs: int, seed: int) -> tuple[list[Item], list[Item]]:
-    """The fixed workload where every subscription also accepts any ``y`` (``int y = *``).
-
-    Publications say ``int x = R AND int y = R'``; the matches are those of the fixed
+    ``wildcard`` is the fixed workload where every subscription also accepts any ``y``
+    (``int y = *``) and every publication states one: the matches are those of the fixed
     workload, and the wildcards should cost nothing.
     """
+    w = Workload("fixed" if kind == "wildcard" else kind, subs, pubs, seed)  # checks them
     rng = random.Random(seed)
-    top = max(1, subs * pubs // 5)
     x, y = Attribute("x", Type.INT), Attribute("y", Type.INT)
+    draw: Callable[[str], Constraint]
+    if kind in ("fixed", "proportional", "wildcard"):
+        top = proportional_top(pubs) if kind == "proportional" else fixed_top(subs, pubs)
 
-    def point(r: int) -> Interval:
-        return Interval(r, True, r, True)
+        def draw(side: str) -> Constraint:
+            first = _equal(rng.randint(1, top))
+            if kind != "wildcard":
+                return _one(x, first)
+            other: Predicate = _equal(rng.randint(1, top)) if side == "pubs" else Wildcard()
+            return Constraint((Disjunct(((x, first), (y, other))),))
 
-    def pub() -> Constraint:
-        items = ((x, point(rng.randint(1, top))), (y, point(rng.randint(1, top))))
-        return Constraint((Disjunct(items),))
+    elif kind == "large_intermediate":
+        fields = [Attribute(f"x{k}", Type.INT) for k in range(1, terms(subs, pubs) + 1)]
 
-    def sub() -> Constraint:
-        return Constraint((Disjunct(((x, point(rng.randint(1, top))), (y, Wildcard()))),))
+        def draw(side: str) -> Constraint:
+            return Constraint((Disjunct(tuple((f, _equal(rng.randint(0, 1))) for f in fields)),))
 
-    return [(i, pub()) for i in range(pubs)], [(i, sub()) for i in range(subs)]
+    else:
+        b = Attribute("b", Type.BOX)
+        width = width_units(subs, pubs)
 
+        def draw(side: str) -> Constraint:
+            size = width if side == "pubs" else EPSILON_UNITS
+            ux, uy = rng.randint(0, GRID - size), rng.randint(0, GRID - size)
+            box = Box(ux / GRID, uy / GRID, (ux + size) / GRID, (uy + size) / GRID)
+            return _one(b, BoxEq(box) if side == "pubs" else BoxOverlaps(box))
 
-WORKLOADS = {
-    "wildcard": wildcard_workload,
-    "fixed": fixed_workload,
-    "geometric": geometric_workload,
-    "large_intermediate": large_intermediate_workload,
-}
+    return (
+        [(i, draw("pubs")) for i in range(w.pubs)],
+        [(i, draw("subs")) for i in range(w.subs)],
+    )
 
 
 # -- explaining ---------------------------------------------------------------------------
@@ -198,7 +182,7 @@ def explain_publications(store: PaperStore | RangeStore, ids: list[int]) -> list
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dsn", default=os.environ.get("DATABASE_URL", ""))
-    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="fixed")
+    parser.add_argument("--workload", choices=WORKLOADS, default="fixed")
     parser.add_argument("--subs", type=int, default=200_000)
     parser.add_argument("--pubs", type=int, default=1, help="publications matched as one batch")
     parser.add_argument("--strategies", default="paper,range")
@@ -207,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-plans", action="store_true", help="only time the matches")
     args = parser.parse_args(argv)
 
-    pubs, subs = WORKLOADS[args.workload](args.subs, args.pubs, args.seed)
+    pubs, subs = workload_items(args.workload, args.subs, args.pubs, args.seed)
     ids = [i for i, _ in pubs]
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         for strategy in args.strategies.split(","):

@@ -84,7 +84,9 @@ from matching.model import (
     Interval,
     PointEq,
     PointWithin,
+    Predicate,
     Type,
+    Value,
     Wildcard,
 )
 
@@ -202,9 +204,17 @@ def whole_key(disjunct: Disjunct) -> uuid.UUID:
     BLAKE2b digests, the same assumption the shape keys make). Each value is
     prefixed with its length, so no value can run into the next.
     """
-    values = sorted((field_key(a), value_key(a.type, pred.lo)) for a, pred in disjunct.items)
+    values = sorted(
+        (field_key(a), value_key(a.type, _equal_value(pred))) for a, pred in disjunct.items
+    )
     text = "".join(f"{len(f)}:{f}{len(v)}:{v}" for f, v in values)
     return uuid.UUID(bytes=hashlib.blake2b(text.encode(), digest_size=16).digest())
+
+
+def _equal_value(pred: Predicate) -> Value:
+    # A whole disjunct is one of equalities only (see ``Shape``).
+    assert isinstance(pred, Interval) and pred.lo is not None
+    return pred.lo
 
 
 # -- rows --------------------------------------------------------------------------------

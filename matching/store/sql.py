@@ -41,7 +41,10 @@ def copy_rows(
 
 
 def bump_counters(
-    cur: psycopg.Cursor[Any], table: str, key_columns: Sequence[str], deltas: Mapping[tuple, int]
+    cur: psycopg.Cursor[Any],
+    table: str,
+    key_columns: Sequence[str],
+    deltas: Mapping[tuple[Any, ...], int],
 ) -> None:
     """Add ``deltas`` to the ``n`` column of a counter table keyed by ``key_columns``.
 

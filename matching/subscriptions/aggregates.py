@@ -9,7 +9,8 @@ from typing import Any
 from matching import Type
 
 from .events import Event
-from .model import Aggregate
+from .model import Aggregate, Having
+from .predicates import COMPARE
 from .schema import QUANTITY_ATTRIBUTES
 
 AVG_PLACES = 8
@@ -18,17 +19,32 @@ AVG_PLACES = 8
 _EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 
 
-def aggregate_exact(a: Aggregate, window: list[Event]) -> Any:
-    """The exact value of an aggregate over a window (what HAVING compares)."""
-    values: list[Any] = [e.values[a.attribute] for e in window]
+def exact_sum(attribute: str, window: list[Event]) -> Any:
+    """The exact sum of an int or decimal attribute over a window."""
+    total: Any = 0
+    for e in window:
+        value: Any = e.values[attribute]
+        total = _EXACT.add(total, value)
+    return total
+
+
+def having_holds(h: Having, window: list[Event]) -> bool:
+    """Whether ``HAVING agg op value`` holds on the exact aggregate over a full window.
+
+    ``AVG(x, n) op v`` is decided as ``SUM(x) op v * n`` in exact decimal arithmetic, which
+    is the same comparison (n > 0) without ever dividing.
+    """
+    a = h.aggregate
+    compare = COMPARE[h.op]
     if a.func == "COUNT":
-        return len(values)
-    if a.func == "MIN":
-        return min(values)
-    if a.func == "MAX":
-        return max(values)
-    total = sum((Fraction(v) for v in values), Fraction(0))
-    return total if a.func == "SUM" else total / len(values)
+        return compare(len(window), h.value)
+    if a.func in ("MIN", "MAX"):
+        pick = min if a.func == "MIN" else max
+        return compare(pick(e.values[a.attribute] for e in window), h.value)
+    total = exact_sum(a.attribute, window)
+    if a.func == "SUM":
+        return compare(total, h.value)
+    return compare(total, _EXACT.multiply(h.value, len(window)))  # type: ignore[arg-type]
 
 
 def aggregate_shown(a: Aggregate, window: list[Event]) -> Any:
@@ -40,17 +56,14 @@ def aggregate_shown(a: Aggregate, window: list[Event]) -> Any:
         pick = min if a.func == "MIN" else max
         return pick(window, key=lambda e: e.values[a.attribute]).raw[a.attribute]
     if a.func == "AVG":
-        return format_places(aggregate_exact(a, window), AVG_PLACES)
+        return format_places(Fraction(exact_sum(a.attribute, window)) / len(window), AVG_PLACES)
     raws = [e.raw[a.attribute] for e in window]
     # A quantity keeps the market's quantity type: ints stay ints (SPEC 8.1).
     if a.type is Type.INT or (
         a.attribute in QUANTITY_ATTRIBUTES and all(type(r) is int for r in raws)
     ):
         return sum(raws)
-    total = Decimal(0)
-    for e in window:
-        total = _EXACT.add(total, e.values[a.attribute])  # type: ignore[arg-type]
-    return format(total, "f")
+    return format(exact_sum(a.attribute, window), "f")
 
 
 def format_places(value: Fraction, places: int) -> str:

@@ -10,11 +10,11 @@ import datetime as dt
 from collections import deque
 from typing import Any
 
-from .aggregates import aggregate_exact, aggregate_shown
+from .aggregates import aggregate_shown, having_holds
 from .clauses import output_key
 from .events import Event
 from .model import Aggregate, AtomicQuery, Attr, Having
-from .predicates import COMPARE, condition_holds, in_range, resolve
+from .predicates import condition_holds, in_range, resolve
 
 
 class AtomicEngine:
@@ -96,7 +96,7 @@ class AtomicEngine:
         if len(window) < n:
             return []
         events = [entry[0] for entry in window]
-        if not COMPARE[having.op](aggregate_exact(having.aggregate, events), having.value):
+        if not having_holds(having, events):
             return []
         out = []
         for entry in window:

@@ -32,6 +32,19 @@ class CompositeEngine:
         for j in q.joins:
             later = max(j.left_alias, j.right_alias, key=order.__getitem__)
             self.joins_at[later].append(j)
+        # For an alias with an equality join on an earlier alias, its kept events are also
+        # hashed by the joined attribute, so that a tuple looks up its partners instead of
+        # scanning them all (the join is still checked, like every other).
+        self.probes: dict[str, tuple[str, str, str]] = {}
+        for a, joins in self.joins_at.items():
+            for j in joins:
+                if j.op == "=":
+                    mine, other = (j.left, (j.right_alias, j.right))
+                    if j.right_alias == a:
+                        mine, other = j.right, (j.left_alias, j.left)
+                    self.probes[a] = (mine, *other)
+                    break
+        self.index: dict[str, dict[Any, list[Event]]] = {a: {} for a in self.probes}
         self.useful = set(q.aliases)
         self.closing: dt.datetime | None = min(
             (end for _, end in self.ranges.values() if end is not None), default=None
@@ -56,6 +69,9 @@ class CompositeEngine:
             if alias in self.useful:
                 self.kept[alias].append(e)
                 self.holders[e.seq] += 1
+                probe = self.probes.get(alias)
+                if probe is not None and probe[0] in e.values:
+                    self.index[alias].setdefault(e.values[probe[0]], []).append(e)
         return out
 
     @property
@@ -72,7 +88,14 @@ class CompositeEngine:
                 yield tuple(bound[a] for a in aliases)
                 return
             a = aliases[i]
-            candidates = [e] if a == alias else self.kept[a]
+            if a == alias:
+                candidates = [e]
+            elif a in self.probes:
+                _, other, other_attr = self.probes[a]
+                value = bound[other].values.get(other_attr)
+                candidates = [] if value is None else self.index[a].get(value, [])
+            else:
+                candidates = self.kept[a]
             for c in candidates:
                 if a != alias and any(b is c for b in bound.values()):
                     continue  # the events of a tuple are distinct
@@ -103,6 +126,8 @@ class CompositeEngine:
                     if not self.holders[ev.seq]:
                         del self.holders[ev.seq]
                 self.kept[alias] = []
+                if alias in self.index:
+                    self.index[alias] = {}
         later = [end for _, end in self.ranges.values() if end is not None and end > time]
         self.closing = min(later, default=None)
 

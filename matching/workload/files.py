@@ -44,7 +44,8 @@ Decoder = Callable[[str], Constraint | None]
 def read_manifest(directory: Path | str) -> dict[str, Any]:
     path = Path(directory) / MANIFEST
     try:
-        return json.loads(path.read_text())
+        manifest: dict[str, Any] = json.loads(path.read_text())
+        return manifest
     except FileNotFoundError:
         raise WorkloadError(
             f"{directory} is not a workload directory (no {MANIFEST}): "
@@ -133,7 +134,7 @@ def distinct_texts(w: Workload) -> int | None:
     if w.kind == "proportional":
         return proportional_top(w.pubs)
     if w.kind == "large_intermediate":
-        return 2 ** int(w.parameters()["terms"])
+        return 1 << int(w.parameters()["terms"])
     return None
 
 

@@ -121,7 +121,7 @@ class Workload:
         if self.kind == "proportional":
             return pairs / proportional_top(self.pubs)
         if self.kind == "large_intermediate":
-            return pairs / 2 ** terms(self.subs, self.pubs)
+            return pairs / (1 << terms(self.subs, self.pubs))
         # On the grid a subscription at [a, a+eps] meets [x, x+w] iff a is one of the
         # w + eps + 1 steps from x-eps to x+w (the boxes are closed).
         side = (width_units(self.subs, self.pubs) + EPSILON_UNITS + 1) / GRID

@@ -49,7 +49,8 @@ def load_average() -> float:
         return float("nan")
 
 
-def describe(server_version: str, spark_master: str) -> dict[str, Any]:
+def host() -> dict[str, Any]:
+    """The date, the commit and the machine, without asking any service."""
     commit = _git("rev-parse", "--short=12", "HEAD")
     dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
     return {
@@ -58,8 +59,12 @@ def describe(server_version: str, spark_master: str) -> dict[str, Any]:
         "cpu": _cpu_model(),
         "cores": os.cpu_count() or 0,
         "memory_gib": round(_memory_gib(), 1),
+        "platform": platform.platform(),
         "python": platform.python_version(),
-        "postgresql": server_version,
-        "spark_master": spark_master,
         "load_average_start": load_average(),
     }
+
+
+def describe(server_version: str, spark_master: str) -> dict[str, Any]:
+    """``host()`` and the software the matching benchmark ran on."""
+    return host() | {"postgresql": server_version, "spark_master": spark_master}

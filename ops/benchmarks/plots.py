@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -113,39 +114,28 @@ def _per_kind(
 
 
 def _figure5(results: dict[str, Any], path: Path) -> bool:
-    points = figure5_points(results)
-    return _per_kind(
-        "Figure 5: one publication against N subscriptions (median)",
-        "ms (log)",
-        points,
-        path,
-        "subscriptions",
-        logx=True,
-    )
+    title = "Figure 5: one publication against N subscriptions (median)"
+    return _per_kind(title, "ms (log)", figure5_points(results), path, "subscriptions", logx=True)
 
 
-def _figure6(results: dict[str, Any], path: Path) -> bool:
-    points = figure6_points(results, throughput=False)
-    return _per_kind(
-        "Figure 6: matching a batch of publications (median)",
-        "ms (log)",
-        points,
-        path,
-        "publications in the batch",
-        logx=True,
-    )
+def _batches(
+    title: str, ylabel: str, *, throughput: bool
+) -> Callable[[dict[str, Any], Path], bool]:
+    """Figure 6 (match times) or 7 (throughput): the same batches, read two ways."""
+
+    def draw(results: dict[str, Any], path: Path) -> bool:
+        points = figure6_points(results, throughput=throughput)
+        return _per_kind(title, ylabel, points, path, "publications in the batch", logx=True)
+
+    return draw
 
 
-def _figure7(results: dict[str, Any], path: Path) -> bool:
-    points = figure6_points(results, throughput=True)
-    return _per_kind(
-        "Figure 7: throughput of batched matching",
-        "publications/s (log)",
-        points,
-        path,
-        "publications in the batch",
-        logx=True,
-    )
+_figure6 = _batches(
+    "Figure 6: matching a batch of publications (median)", "ms (log)", throughput=False
+)
+_figure7 = _batches(
+    "Figure 7: throughput of batched matching", "publications/s (log)", throughput=True
+)
 
 
 __all__ = ["STRATEGIES", "plot_all"]

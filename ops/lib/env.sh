@@ -1,5 +1,5 @@
 # Shared by ops/run, ops/test and ops/services: where the project and its local services live.
-# Ports and URLs here must agree with exchange/settings/base.py and exchange/settings/test.py.
+# Their ports and URLs come from ops/lib/ports.env, which the settings read too.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="$ROOT/.venv"
@@ -8,17 +8,18 @@ PY="$VENV/bin/python"
 # INTERSECT_PROFILE=dev (ops/run) or test (ops/test): separate data directories and ports,
 # so a test run never touches the services of a running ops/run.
 INTERSECT_PROFILE="${INTERSECT_PROFILE:-dev}"
+source "$ROOT/ops/lib/ports.env"
 case "$INTERSECT_PROFILE" in
-  dev)  PG_PORT=55432; REDIS_PORT=56379 ;;
-  test) PG_PORT=55433; REDIS_PORT=56380 ;;
+  dev)  PG_PORT=$DEV_POSTGRES_PORT; REDIS_PORT=$DEV_REDIS_PORT
+        LOCAL_DATABASE_URL=$DEV_DATABASE_URL; LOCAL_REDIS_URL=$DEV_REDIS_URL ;;
+  test) PG_PORT=$TEST_POSTGRES_PORT; REDIS_PORT=$TEST_REDIS_PORT
+        LOCAL_DATABASE_URL=$TEST_DATABASE_URL; LOCAL_REDIS_URL=$TEST_REDIS_URL ;;
   *) echo "unknown INTERSECT_PROFILE=$INTERSECT_PROFILE (dev or test)" >&2; exit 2 ;;
 esac
 DATA_DIR="$ROOT/.data/$INTERSECT_PROFILE"
 PG_DATA="$DATA_DIR/pg"
 PG_RUN="$DATA_DIR/pg-run"
 REDIS_DIR="$DATA_DIR/redis"
-LOCAL_DATABASE_URL="postgres://intersect:intersect@127.0.0.1:$PG_PORT/intersect"
-LOCAL_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
 
 say() { printf '\033[1m[intersect]\033[0m %s\n' "$*"; }
 

@@ -47,7 +47,7 @@ def oracle_pairs() -> set[tuple[int, int]]:
         (o.pk, b.pk)
         for o in offers
         for b in bids
-        if matching.matches(engine.order_constraint(o), engine.order_constraint(b))
+        if matching.matches(engine.usable_constraint(o), engine.usable_constraint(b))
     }
 
 

@@ -1,4 +1,5 @@
-"""What a market adds to the constraint language (SPEC 5.1, 5.2): no database needed."""
+"""What a market adds to the constraint language (SPEC 5.1, 5.2): no database needed, except
+for the store's limits, which need a market."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import pytest
 
 from exchange.errors import InvalidInput
 from exchange.market_rules import order_constraint, price_text, schema_parse, with_subject
+from exchange.selectors.markets import constraint_check
+from exchange.services.markets import market_create
 from tests.factories import PENCILS_SCHEMA
 
 SCHEMA = schema_parse(
@@ -139,7 +142,18 @@ def test_bad_schemas_are_refused(schema, message):
     assert message in caught.value.message
 
 
+@pytest.mark.django_db
 def test_values_too_large_to_index_are_refused():
+    # The store's limits come on top of the market rules: posting and checking both apply them.
+    market = market_create(
+        subject="graded.pencils", title="Graded pencils", schema=SCHEMA.as_list()
+    )
+    text = "lot = 1 AND price = 1.00 AND grade = '" + "x" * 5000 + "'"
+    assert offer(text).constraint  # the market rules alone accept it
     with pytest.raises(InvalidInput) as caught:
-        offer("lot = 1 AND price = 1.00 AND grade = '" + "x" * 5000 + "'")
-    assert caught.value.code == "too_large"
+        constraint_check(market=market, side="offer", source=text)
+    assert (caught.value.code, caught.value.field, caught.value.position) == (
+        "too_large",
+        "constraint",
+        0,
+    )

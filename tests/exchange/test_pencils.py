@@ -8,10 +8,10 @@ import pytest
 
 from exchange.errors import StaleVersion
 from exchange.models import BestOffer, Bid, Notification, Offer, OfferBidMatch, Trade
-from exchange.selectors.best_offers import best_offers_verify
 from exchange.services.closing import offer_close
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_amend, bid_place, bid_withdraw, offer_publish
+from exchange.services.verification import best_offers_verify
 from tests.factories import StaffFactory, UserFactory, pencils_market
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("strategy")]

@@ -9,9 +9,9 @@ from django.core.management import call_command
 
 from exchange import engine
 from exchange.models import BestOffer, OfferBidMatch
-from exchange.selectors.best_offers import best_offers_verify
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_place, bid_withdraw, offer_publish
+from exchange.services.verification import best_offers_verify
 from tests.factories import UserFactory, pencils_market
 
 pytestmark = [pytest.mark.django_db(transaction=False), pytest.mark.usefixtures("strategy")]

@@ -19,7 +19,6 @@ import matching
 from exchange import engine
 from exchange.errors import ExchangeError
 from exchange.models import Bid, Offer, OfferBidMatch, Trade
-from exchange.selectors.best_offers import best_offers_verify
 from exchange.services.closing import offer_close
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import (
@@ -30,6 +29,7 @@ from exchange.services.orders import (
     offer_publish,
     offer_withdraw,
 )
+from exchange.services.verification import best_offers_verify
 from tests.factories import StaffFactory, UserFactory, pencils_market
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("strategy")]
@@ -136,7 +136,7 @@ class Exchange(RuleBasedStateMachine):
             (o.pk, b.pk)
             for o in offers
             for b in bids
-            if matching.matches(engine.order_constraint(o), engine.order_constraint(b))
+            if matching.matches(engine.usable_constraint(o), engine.usable_constraint(b))
         }
         assert set(OfferBidMatch.objects.values_list("offer_id", "bid_id")) == expected
         assert (

@@ -34,11 +34,11 @@ def write_events(tmp_path: Path, events, name="events.jsonl") -> str:
     return str(path)
 
 
-def run(path: str, query: str, *extra: str) -> tuple[int, list[dict], str]:
+def run(path: str, query: str, *extra: str) -> tuple[int | str | None, list[dict], str]:
     out, err = io.StringIO(), io.StringIO()
+    status: int | str | None = 0
     try:
         call_command("subscription_run", path, query, *extra, stdout=out, stderr=err)
-        status = 0
     except SystemExit as exc:
         status = exc.code
     lines = [json.loads(line) for line in out.getvalue().splitlines()]

@@ -13,8 +13,8 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from exchange.models import Bid, Offer, Trade
-from exchange.selectors.best_offers import best_offers_verify
 from exchange.services.orders import bid_place, offer_publish
+from exchange.services.verification import best_offers_verify
 from tests.factories import StaffFactory, UserFactory, pencils_market
 from tests.stack.test_faults import settled
 from tests.stack.test_matching_worker import wait_for

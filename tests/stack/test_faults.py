@@ -19,8 +19,9 @@ from django.conf import settings
 from django.db import connection
 
 from exchange.models import BestOffer, Bid, Notification, OrderChange
-from exchange.selectors.best_offers import best_offers_verify
+from exchange.services.matching import CYCLE_LOCK
 from exchange.services.orders import bid_place, offer_publish
+from exchange.services.verification import best_offers_verify
 from tests.factories import UserFactory, pencils_market
 from tests.livestack import ROOT
 from tests.stack.test_matching_worker import wait_for
@@ -253,3 +254,37 @@ def test_orders_are_accepted_while_redis_is_down_and_notified_after(live_stack, 
     )
     frames = asyncio.run(resume_all(live_stack.ws_url, token(carol), 1))
     assert [f["data"]["type"] for f in frames] == ["best_bid"]
+
+
+def test_a_poisoned_order_is_set_aside_and_the_live_worker_carries_on(live_stack):
+    # A bid whose stored text is broken behind the services' back (SQL), changed in the same
+    # batch as good orders: the real worker's cycle sets it aside, notifies its owner over
+    # the WebSocket, and matches the others in that run.
+    market = pencils_market()
+    alice, bob = UserFactory(username="alice"), UserFactory(username="bob")
+    offer = offer_publish(
+        seller=UserFactory(username="seller"),
+        market=market,
+        constraint="lot BETWEEN 1 AND 100 AND price >= 1.00",
+    )
+    wait_for(settled, "the offer's cycle")
+    with connection.cursor() as cursor:
+        # Hold the cycle lock so that the bad bid and the good one land in one batch.
+        cursor.execute("SELECT pg_advisory_lock(%s)", [CYCLE_LOCK])
+        try:
+            bad = bid_place(buyer=alice, market=market, constraint="lot = 10 AND price <= 2.00")
+            Bid.objects.filter(pk=bad.pk).update(constraint_text="price <= AND lot")
+            good = bid_place(buyer=bob, market=market, constraint="lot = 10 AND price <= 1.50")
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [CYCLE_LOCK])
+
+    row = wait_for(
+        lambda: BestOffer.objects.filter(offer=offer, bid=good).first(), "the good bid to match"
+    )
+    assert str(row.value) == "1.5000000000"
+    wait_for(settled, "every change processed")
+    bad.refresh_from_db()
+    assert bad.set_aside_at is not None and bad.state == "active"
+    assert best_offers_verify().clean
+    frames = asyncio.run(resume_all(live_stack.ws_url, token(alice), 1))
+    assert [(f["data"]["type"], f["data"]["bid"]) for f in frames] == [("set_aside", bad.pk)]

@@ -9,7 +9,7 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from exchange.selectors.best_offers import best_offers_verify
+from exchange.services.verification import best_offers_verify
 
 
 class Command(BaseCommand):

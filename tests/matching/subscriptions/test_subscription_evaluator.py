@@ -270,3 +270,16 @@ def test_a_closed_alias_keeps_nothing():
     events = [ev(k, "10:10", offer=1) for k in range(1, 6)]
     q = "SELECT a.seq FROM a AND b WHERE a.offer = 1, b.offer = 2, b.end_time = NOW + 5m"
     assert run(q, events, state_limit=2) == []
+
+
+def test_an_equality_join_finds_partners_of_any_numeric_spelling():
+    # kept events are hashed by the joined value: 6 and "6.0" are the same quantity
+    events = [ev(1, "10:00", "offer_posted", offer=1, quantity_max=5),
+              ev(2, "10:01", "offer_posted", offer=2, quantity_max="6.0"),
+              ev(3, "10:02", quantity=5, price="1.00"),
+              ev(4, "10:03", quantity=6, price="1.00")]  # fmt: skip
+    q = "SELECT a.offer, b.seq FROM a AND b WHERE a.type = 'offer_posted', b.quantity = a.quantity_max"
+    assert run(q, events) == [
+        (3, {"a": {"offer": 1}, "b": {"seq": 3}}),
+        (4, {"a": {"offer": 2}, "b": {"seq": 4}}),
+    ]

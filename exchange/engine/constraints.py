@@ -1,0 +1,122 @@
+"""An order's constraint as the engine uses it, checked before any use.
+
+An order's ``constraint_text`` was accepted by the market rules, so it normally parses and
+fits. But a row can be changed behind the services' back, and a rule can tighten after an
+order was stored; the engine must then leave that one order out rather than fail the
+whole matching cycle. ``usable_constraint`` is the one check every engine path goes
+through: it parses the stored text, checks that each disjunct bounds the price as the
+order's side requires, and that the store can hold the constraint.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+import matching
+from exchange.market_rules import MarketSchema, schema_parse, subject_attribute, with_subject
+from exchange.models import Bid, Market, Offer
+from matching.model import Attribute, Constraint, Interval
+from matching.store import StoreLimitError, check_storable
+
+# How many characters of an error a reason keeps (the model's field holds 500).
+REASON_LENGTH = 400
+
+
+class UnusableOrder(Exception):
+    """The engine cannot use an order's stored constraint; ``reason`` says why, for people."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason[:REASON_LENGTH]
+
+
+class UnusableOrders(Exception):
+    """Orders found unusable while matching, by id, with their reasons.
+
+    Raised from the middle of a cycle's work: the caller rolls that work back, sets the
+    orders aside and runs it again without them.
+    """
+
+    def __init__(self, *, offers: dict[int, str], bids: dict[int, str]) -> None:
+        super().__init__(f"{len(offers)} offers and {len(bids)} bids cannot be matched")
+        self.offers = offers
+        self.bids = bids
+
+
+@lru_cache(maxsize=200_000)
+def _parsed(text: str) -> Constraint:
+    # Stored texts are canonical, so they parse without the market's schema.
+    return matching.parse(text)
+
+
+def market_schema_of(market: Market) -> MarketSchema:
+    """The typed schema of a market; roles (price, quantity) are looked up only through it.
+
+    A cycle asks for it once per order, so the parsed schema is cached by its JSON text.
+    """
+    return _schema(json.dumps(market.schema, sort_keys=True))
+
+
+@lru_cache(maxsize=1024)
+def _schema(text: str) -> MarketSchema:
+    return schema_parse(json.loads(text))
+
+
+def usable_constraint(order: Offer | Bid, schema: MarketSchema | None = None) -> Constraint:
+    """The constraint the engine stores for ``order`` (its own plus the market's subject).
+
+    Raises ``UnusableOrder`` when the stored text does not parse, names the subject, leaves
+    the price unbounded on the side the order must bound it, or holds a value the store
+    cannot index.
+    """
+    try:
+        own = _parsed(order.constraint_text)
+    except matching.ConstraintError as exc:
+        raise UnusableOrder(f"its stored constraint does not parse: {exc}") from exc
+    price = (schema or market_schema_of(order.market)).price.attribute
+    is_offer = isinstance(order, Offer)
+    for disjunct in own:
+        if disjunct.get(subject_attribute()) is not None:
+            raise UnusableOrder("its stored constraint names the market's subject")
+        bound = disjunct.get(price)
+        if not isinstance(bound, Interval) or (bound.lo if is_offer else bound.hi) is None:
+            side = "a lowest" if is_offer else "a highest"
+            raise UnusableOrder(
+                f"its stored constraint has an alternative without {side} {price.name}"
+            )
+    stored = with_subject(own, order.market.subject)
+    try:
+        check_storable(stored)
+    except StoreLimitError as exc:
+        raise UnusableOrder(f"the constraint store cannot hold it: {exc}") from exc
+    return stored
+
+
+def order_constraints(
+    model: type[Offer] | type[Bid], ids: set[int]
+) -> tuple[dict[int, tuple[Constraint, Attribute]], dict[int, str]]:
+    """The stored constraints of some orders with their market's price attribute, and the
+    orders among them the engine cannot use, with the reason."""
+    rows = (
+        model.objects.filter(id__in=ids)
+        .select_related("market")
+        .only("id", "constraint_text", "market__subject", "market__schema")
+    )
+    schemas: dict[int, MarketSchema] = {}
+    usable: dict[int, tuple[Constraint, Attribute]] = {}
+    unusable: dict[int, str] = {}
+    for order in rows:
+        schema = schemas.get(order.market_id)
+        if schema is None:
+            schema = schemas[order.market_id] = market_schema_of(order.market)
+        try:
+            usable[order.pk] = (usable_constraint(order, schema), schema.price.attribute)
+        except UnusableOrder as exc:
+            unusable[order.pk] = exc.reason
+    return usable, unusable
+
+
+def storable_check(constraint: Constraint) -> None:
+    """Raise ``StoreLimitError`` if the store could not index ``constraint`` (as stored)."""
+    check_storable(constraint)

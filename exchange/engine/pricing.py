@@ -1,0 +1,85 @@
+"""The value of a matching pair (the highest price both accept) and what a trade agrees on."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from decimal import Decimal
+
+import matching
+from exchange.models import Bid, Offer, OfferBidMatch
+from matching.model import Attribute, Disjunct, Interval
+
+from .candidates import candidate_pairs
+from .constraints import UnusableOrders, order_constraints
+
+
+def price_interval(disjunct: Disjunct, price: Attribute) -> Interval:
+    predicate = disjunct.get(price)
+    assert isinstance(predicate, Interval), "usable_constraint checks every price interval"
+    return predicate
+
+
+def pair_value(offer: Disjunct, bid: Disjunct, price: Attribute) -> Decimal:
+    """The highest price both accept: the lower of the two upper bounds (a bid always has one)."""
+    highs = [
+        Decimal(p.hi)
+        for p in (price_interval(offer, price), price_interval(bid, price))
+        if p.hi is not None
+    ]
+    return min(highs)
+
+
+def pair_values(quads: Iterable[tuple[int, int, int, int]]) -> list[OfferBidMatch]:
+    """One unsaved ``OfferBidMatch`` per (offer, bid): the best value over its matching
+    disjunct pairs (the first such pair when several tie).
+
+    ``quads`` are the store's candidate disjunct pairs; the ones that do not match on the
+    full constraints (see ``candidate_constraint``) are dropped here. Raises
+    ``UnusableOrders`` naming every order among them whose stored constraint cannot be used.
+    """
+    quads = list(quads)
+    if not quads:
+        return []
+    offers, bad_offers = order_constraints(Offer, {q[0] for q in quads})
+    bids, bad_bids = order_constraints(Bid, {q[2] for q in quads})
+    if bad_offers or bad_bids:
+        raise UnusableOrders(offers=bad_offers, bids=bad_bids)
+    by_pair: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for p, pd, s, sd in candidate_pairs(quads, offers, bids):
+        by_pair[(p, s)].append((pd, sd))
+    out = []
+    for (offer_id, bid_id), disjunct_pairs in by_pair.items():
+        offer, price = offers[offer_id]
+        bid, _ = bids[bid_id]
+        best: tuple[Decimal, int, int] | None = None
+        for pd, sd in sorted(disjunct_pairs):
+            value = pair_value(offer.disjuncts[pd], bid.disjuncts[sd], price)
+            if best is None or value > best[0]:
+                best = (value, pd, sd)
+        assert best is not None
+        out.append(
+            OfferBidMatch(
+                offer_id=offer_id,
+                bid_id=bid_id,
+                value=best[0],
+                pub_disjunct=best[1],
+                sub_disjunct=best[2],
+            )
+        )
+    return out
+
+
+def pair_agreement(match: OfferBidMatch) -> tuple[matching.Agreement, Disjunct, Attribute]:
+    """What the matched pair's disjuncts agree on, the offer's disjunct and the price attribute.
+
+    Raises ``UnusableOrders`` if either order's stored constraint cannot be used.
+    """
+    offers, bad_offers = order_constraints(Offer, {match.offer_id})
+    bids, bad_bids = order_constraints(Bid, {match.bid_id})
+    if bad_offers or bad_bids:
+        raise UnusableOrders(offers=bad_offers, bids=bad_bids)
+    pub, price = offers[match.offer_id]
+    sub, _ = bids[match.bid_id]
+    dp = pub.disjuncts[match.pub_disjunct]
+    return matching.agree(dp, sub.disjuncts[match.sub_disjunct]), dp, price

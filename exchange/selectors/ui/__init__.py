@@ -1,0 +1,52 @@
+"""Reads for the web UI's pages (SPEC 6.1), one module per page, with the visibility rules of
+SPEC 5.6.
+
+Nothing here writes. The pages call these and shape the result for templates; the same
+visibility rules as the API apply (a bid's constraint only for its owner, the buyer of a
+trade only for its parties). The views reach every function as ``ui.<name>``.
+"""
+
+from exchange.selectors.markets import constraint_check
+
+from .account_page import (
+    user_bids,
+    user_latest_seq,
+    user_notifications,
+    user_offers,
+    user_open_offer_ids,
+    user_trades,
+)
+from .market_page import (
+    CANDLE_INTERVALS,
+    MAX_CANDLES,
+    SubjectNode,
+    market_candles,
+    market_get,
+    market_open_offers,
+    market_recent_trades,
+    market_tree,
+)
+from .offer_page import offer_best_history, offer_bids_of_user, offer_page_get
+from .posting_form import constraint_parsed
+
+__all__ = [
+    "CANDLE_INTERVALS",
+    "MAX_CANDLES",
+    "SubjectNode",
+    "constraint_check",
+    "constraint_parsed",
+    "market_candles",
+    "market_get",
+    "market_open_offers",
+    "market_recent_trades",
+    "market_tree",
+    "offer_best_history",
+    "offer_bids_of_user",
+    "offer_page_get",
+    "user_bids",
+    "user_latest_seq",
+    "user_notifications",
+    "user_offers",
+    "user_open_offer_ids",
+    "user_trades",
+]

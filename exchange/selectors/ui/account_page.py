@@ -1,0 +1,73 @@
+"""Reads for the account page: the user's own offers, bids, trades and notifications."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Q
+
+from exchange.market_rules import price_text
+from exchange.models import Bid, Notification, Offer, Trade
+from exchange.selectors.orders import bid_standings, notification_latest_seq
+
+
+def user_offers(*, user: AbstractBaseUser, limit: int = 200) -> list[Offer]:
+    return list(
+        Offer.objects.filter(seller=user)
+        .select_related("market", "best", "trade", "trade__buyer")
+        .order_by("-id")[:limit]
+    )
+
+
+def user_bids(*, user: AbstractBaseUser, limit: int = 200) -> list[dict[str, Any]]:
+    """The user's bids, newest first, each with the offers it matches now and where it is
+    best, and its trade when filled."""
+    bids = list(
+        Bid.objects.filter(buyer=user)
+        .select_related("market", "trade", "trade__offer")
+        .order_by("-id")[:limit]
+    )
+    standings = bid_standings(bids=bids)
+    return [
+        {
+            "bid": bid,
+            "matches": [
+                {
+                    "offer": s["offer"],
+                    "value": price_text(s["value"], bid.market.tick),
+                    "best": s["best"],
+                }
+                for s in standings.get(bid.pk, [])
+            ],
+        }
+        for bid in bids
+    ]
+
+
+def user_trades(*, user: AbstractBaseUser, limit: int = 100) -> list[Trade]:
+    return list(
+        Trade.objects.filter(Q(seller=user) | Q(buyer=user))
+        .select_related("market", "seller", "buyer")
+        .order_by("-closed_at", "-id")[:limit]
+    )
+
+
+def user_notifications(*, user: AbstractBaseUser, limit: int = 30) -> list[Notification]:
+    """The user's latest personal notifications, newest first."""
+    return list(
+        Notification.objects.filter(recipient=user).select_related("market").order_by("-id")[:limit]
+    )
+
+
+def user_latest_seq(*, user: AbstractBaseUser | AnonymousUser) -> int:
+    """The sequence number a page resumes the ``me`` stream after (0: none yet)."""
+    return notification_latest_seq(user=user)
+
+
+def user_open_offer_ids(*, user: AbstractBaseUser, limit: int = 100) -> list[int]:
+    return list(
+        Offer.objects.filter(seller=user, state=Offer.State.OPEN)
+        .order_by("-id")
+        .values_list("id", flat=True)[:limit]
+    )

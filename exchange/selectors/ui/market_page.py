@@ -1,0 +1,106 @@
+"""Reads for the market pages: the subject tree, a market's open offers, trades and candles."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
+from django.db.models import Q
+
+from exchange.models import Market, Offer, Trade
+from exchange.selectors.markets import market_list
+from exchange.selectors.orders import offer_list, trade_list
+
+CANDLE_INTERVALS = (1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 86400, 7 * 86400)
+MAX_CANDLES = 60
+
+
+@dataclass
+class SubjectNode:
+    """One token of the subject tree; ``market`` is set where a market has this subject."""
+
+    token: str
+    path: str
+    market: Market | None = None
+    children: list[SubjectNode] = field(default_factory=list)
+
+
+def market_tree(*, query: str = "") -> list[SubjectNode]:
+    """Markets arranged by their dot-separated subjects, optionally filtered by a search text
+    (matched against subject, title and description; every word must match)."""
+    markets = market_list()
+    for word in query.split()[:8]:
+        markets = markets.filter(
+            Q(subject__icontains=word) | Q(title__icontains=word) | Q(description__icontains=word)
+        )
+    roots: list[SubjectNode] = []
+    index: dict[str, SubjectNode] = {}
+    for market in markets:
+        siblings, path = roots, ""
+        for token in market.subject.split("."):
+            path = f"{path}.{token}" if path else token
+            node = index.get(path)
+            if node is None:
+                node = index[path] = SubjectNode(token=token, path=path)
+                siblings.append(node)
+            siblings = node.children
+        index[market.subject].market = market
+    return roots
+
+
+def market_get(*, subject: str) -> Market | None:
+    return market_list().filter(subject=subject).first()
+
+
+def market_open_offers(*, market: Market, limit: int = 200) -> list[Offer]:
+    return list(offer_list(market=market.subject, state=Offer.State.OPEN)[:limit])
+
+
+def market_recent_trades(*, market: Market, limit: int = 50) -> list[Trade]:
+    return list(trade_list(user=AnonymousUser(), market=market.subject)[:limit])
+
+
+def market_candles(*, market: Market, limit: int = 2000) -> dict[str, Any]:
+    """OHLC candles and volume of the market's last trades, for the price chart.
+
+    Each candle opens at the previous candle's close. The candle width is the smallest of ``CANDLE_INTERVALS`` that shows the traded span in
+    at most ``MAX_CANDLES`` candles. Times are Unix seconds (UTC); prices are floats for the
+    chart only (the tables show the exact decimals).
+    """
+    rows = list(
+        Trade.objects.filter(market=market)
+        .order_by("-closed_at", "-id")
+        .values_list("closed_at", "price", "quantity")[:limit]
+    )
+    rows.reverse()
+    if not rows:
+        return {"interval": 60, "candles": []}
+    span = (rows[-1][0] - rows[0][0]).total_seconds()
+    interval = next((i for i in CANDLE_INTERVALS if span / i <= MAX_CANDLES), CANDLE_INTERVALS[-1])
+    candles: list[dict[str, Any]] = []
+    for closed_at, price, quantity in rows:
+        bucket = int(closed_at.timestamp()) // interval * interval
+        value = float(price)
+        volume = float(quantity or 0)
+        if candles and candles[-1]["time"] == bucket:
+            c = candles[-1]
+            c["high"], c["low"], c["close"] = max(c["high"], value), min(c["low"], value), value
+            c["volume"] += volume
+            c["trades"] += 1
+        else:
+            # A candle opens at the previous close (trades are sparse: a lone trade still
+            # shows which way the price moved).
+            start = candles[-1]["close"] if candles else value
+            candles.append(
+                {
+                    "time": bucket,
+                    "open": start,
+                    "high": max(start, value),
+                    "low": min(start, value),
+                    "close": value,
+                    "volume": volume,
+                    "trades": 1,
+                }
+            )
+    return {"interval": interval, "candles": candles}

@@ -1,0 +1,157 @@
+"""The load: ``rate`` bids per second over REST, each built to become the best bid of a
+chosen offer, and ``readers`` reads per second beside them, for ``seconds``; the latency of a
+bid runs from just before its POST to the ``best_offer`` frame announcing its value on a
+WebSocket subscribed to the market.
+
+It relies on the layout of ``manage.py bench_book``'s book: the market ``SUBJECT``, the
+buyers ``buyer0`` to ``buyer49``, offers with consecutive ids whose offer ``i`` sells lots
+``100 i + 1`` to ``100 i + 50``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import websockets
+from websockets.asyncio.client import ClientConnection
+
+SUBJECT = "office.supplies.pencils"
+PASSWORD = "bench-pass-1"
+BUYERS = 50
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank ``q``-th percentile of ``values`` (not empty)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
+
+
+async def drive(
+    port: int, offers: int, rate: float, seconds: float, readers: float, seed: int, floor: int
+) -> dict[str, Any]:
+    """Run the load; ``floor`` is the best value in the book, in cents, which every bid beats."""
+    base = f"http://127.0.0.1:{port}/api/v1"
+    rng = random.Random(seed + 1)
+    async with httpx.AsyncClient(base_url=base, timeout=30) as anon:
+        tokens = []
+        for i in range(BUYERS):
+            r = await anon.post(
+                "/auth/token/", json={"username": f"buyer{i}", "password": PASSWORD}
+            )
+            tokens.append(r.json()["token"])
+        first_offer = (await anon.get("/offers/?state=open&limit=1")).json()["results"][0]["id"]
+    sent: dict[tuple[int, str], float] = {}
+    latencies: list[float] = []
+    acknowledged: list[int] = []
+    acks: list[float] = []  # milliseconds from sending a bid to its 201
+    errors: list[str] = []
+    reads = 0
+    prices: dict[int, int] = {}
+
+    async def listen(ws: ClientConnection) -> None:
+        async for raw in ws:
+            frame = json.loads(raw)
+            if frame.get("type") != "best_offer":
+                continue
+            key = (frame["data"]["offer"], frame["data"]["best_value"])
+            started = sent.pop(key, None)
+            if started is not None:
+                latencies.append((time.perf_counter() - started) * 1000)
+
+    async def bid(client: httpx.AsyncClient, token: str, offer_index: int) -> None:
+        offer_id = first_offer + offer_index
+        cents = prices.get(offer_id, floor) + 1
+        prices[offer_id] = cents
+        value = f"{Decimal(cents) / 100:.2f}"
+        lot = offer_index * 100 + 1 + rng.randrange(0, 50)
+        posted = sent[(offer_id, value)] = time.perf_counter()
+        try:
+            r = await client.post(
+                "/bids/",
+                json={"market": SUBJECT, "constraint": f"lot = {lot} AND price <= {value}"},
+                headers={"Authorization": f"Token {token}"},
+            )
+        except httpx.HTTPError as exc:
+            errors.append(f"bid: {exc!r}")
+            return
+        if r.status_code == 201:
+            acknowledged.append(r.json()["id"])
+            acks.append((time.perf_counter() - posted) * 1000)
+        else:
+            errors.append(f"bid: {r.status_code} {r.text[:100]}")
+
+    async def read(client: httpx.AsyncClient) -> None:
+        nonlocal reads
+        path = rng.choice(
+            [
+                "/best-offers/?limit=50",
+                f"/offers/{first_offer + rng.randrange(offers)}/",
+                "/markets/",
+            ]
+        )
+        try:
+            r = await client.get(path)
+            if r.status_code != 200:
+                errors.append(f"read {path}: {r.status_code}")
+            reads += 1
+        except httpx.HTTPError as exc:
+            errors.append(f"read: {exc!r}")
+
+    async with websockets.connect(f"ws://127.0.0.1:{port}/ws/", max_queue=None) as ws:
+        await ws.send(json.dumps({"action": "subscribe", "stream": f"market:{SUBJECT}"}))
+        await ws.recv()
+        listener = asyncio.create_task(listen(ws))
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
+        async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as client:
+            tasks = []
+            start = time.perf_counter()
+            n_bids = int(rate * seconds)
+            n_reads = int(readers * seconds)
+            schedule = sorted(
+                [(i / rate, "bid", i) for i in range(n_bids)]
+                + [(i / readers, "read", i) for i in range(n_reads)]
+                if readers
+                else [(i / rate, "bid", i) for i in range(n_bids)]
+            )
+            for at, kind, i in schedule:
+                delay = start + at - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if kind == "bid":
+                    tasks.append(
+                        asyncio.create_task(bid(client, tokens[i % BUYERS], rng.randrange(offers)))
+                    )
+                else:
+                    tasks.append(asyncio.create_task(read(client)))
+            await asyncio.gather(*tasks)
+            elapsed = time.perf_counter() - start
+        deadline = time.monotonic() + 30
+        while sent and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        listener.cancel()
+    return {
+        "latencies": latencies,
+        "acknowledged": acknowledged,
+        "acks": acks,
+        "errors": errors,
+        "reads": reads,
+        "elapsed": elapsed,
+        "unanswered": len(sent),
+        "bids_sent": n_bids,
+    }
+
+
+def spread(values: list[float]) -> dict[str, float] | None:
+    """p50, p90, p99, min and max of ``values``; None when there are none."""
+    if not values:
+        return None
+    return {q: percentile(values, n) for q, n in (("p50", 50), ("p90", 90), ("p99", 99))} | {
+        "min": min(values),
+        "max": max(values),
+    }

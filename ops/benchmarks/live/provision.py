@@ -1,0 +1,81 @@
+"""The bench database and its book: a database of its own on the development cluster, the
+product's migrations, and ``manage.py bench_book`` (the market rules and the store's bulk
+rebuild), so that nothing here re-states how an order is made.
+
+``BENCH_DATABASE_URL`` (any database of another cluster, as for ``ops/bench``) and
+``BENCH_REDIS_URL`` point the bench at other services than those of ``ops/services start``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from exchange.settings.ports import DEV_DATABASE_URL, DEV_REDIS_URL
+from ops.stack import ROOT
+
+DATABASE = "intersect_bench"
+REDIS_DATABASE = 1  # nothing mixes with a running ops/run, which uses database 0
+
+
+def _with_path(url: str, path: str) -> str:
+    base, _, _ = url.rpartition("/")
+    return f"{base}/{path}"
+
+
+SERVER_URL = os.environ.get("BENCH_DATABASE_URL") or DEV_DATABASE_URL
+DATABASE_URL = _with_path(SERVER_URL, DATABASE)
+REDIS_URL = _with_path(os.environ.get("BENCH_REDIS_URL") or DEV_REDIS_URL, str(REDIS_DATABASE))
+
+
+def env() -> dict[str, str]:
+    """The environment of every process of the bench: the development settings pointed at
+    the bench database, quiet logs, and throttles far above any rate the bench offers."""
+    out = dict(os.environ)
+    out.update(
+        DJANGO_SETTINGS_MODULE="exchange.settings.development",
+        DJANGO_DEBUG="0",
+        DATABASE_URL=DATABASE_URL,
+        REDIS_URL=REDIS_URL,
+        LOG_LEVEL="WARNING",
+        THROTTLE_USER="100000/min",
+        THROTTLE_ANON="100000/min",
+        THROTTLE_AUTH="100000/min",
+        PYTHONUNBUFFERED="1",
+    )
+    return out
+
+
+def manage(*args: str, check: bool = True, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """``manage.py`` with the bench's environment; a failure stops the bench unless
+    ``check`` is false."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env(), check=check, text=True, **kwargs
+    )
+
+
+def database_recreate() -> None:
+    """Drop the bench database (whatever holds it open) and create it empty."""
+    with psycopg.connect(SERVER_URL, autocommit=True) as conn:
+        name = sql.Identifier(DATABASE)
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
+
+
+def book_build(*, offers: int, bids: int, seed: int) -> None:
+    """A fresh bench database holding ``offers`` open offers and ``bids`` active bids."""
+    database_recreate()
+    manage("migrate", "-v", "0")
+    manage("bench_book", "--offers", str(offers), "--bids", str(bids), "--seed", str(seed))
+
+
+def book_refresh() -> None:
+    """Bring a book (new or reused) to the current code: migrations, then the store rebuilt,
+    since its layout may have changed since the book was built."""
+    manage("migrate", "-v", "0")
+    manage("engine_rebuild")

@@ -1,0 +1,46 @@
+"""The Markdown report of a run: targets, Figures 4 to 7 beside the paper, the Spark batch
+matcher beside ``range``, the live runs, plans, method. Each section is a function of a
+:class:`Doc` in its own module; the prose is in ``ops/benchmarks/templates/report/``, every
+number comes from the run's results (or, for the paper, ``ops/benchmarks/paper.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ops.benchmarks.plots import plot_all
+
+from .doc import Doc
+from .figures import correctness, figure4, figure5, figure6_7, plans
+from .header import header, method
+from .live import live
+from .spark import spark
+from .targets import misses_explained, targets
+
+SECTIONS = (
+    header,
+    targets,
+    correctness,
+    figure4,
+    figure5,
+    figure6_7,
+    spark,
+    live,
+    misses_explained,
+    plans,
+    method,
+)
+
+
+def render(results: dict[str, Any]) -> str:
+    doc = Doc(results)
+    for section in SECTIONS:
+        section(doc)
+    return doc.text()
+
+
+def write_report(results: dict[str, Any], out: Path) -> Path:
+    plot_all(results, out / "img")
+    path = out / "benchmarks.md"
+    path.write_text(render(results))
+    return path

@@ -1,0 +1,162 @@
+"""The product's processes started the way ``ops/run`` starts them: uvicorn (ASGI), a Celery
+worker and beat, each in its own process group with its log file.
+
+Shared by the stack and browser tests (``tests/livestack.py``, against the test database) and
+the live benchmark (``ops/benchmarks/live``, against its own database): the caller gives the
+environment the processes run in, so this module imports no settings.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Process:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def stop(self) -> None:
+        """SIGTERM the process group; SIGKILL it if it has not exited 20 s later."""
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait(timeout=10)
+
+    def kill(self) -> None:
+        """SIGKILL the process and everything it started (its own process group)."""
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(timeout=10)
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return ""
+
+
+@dataclass
+class Stack:
+    """The processes of one stack; ``env`` is the environment every one of them runs in."""
+
+    env: dict[str, str]
+    log_dir: Path
+    log_level: str = "INFO"
+    port: int = 0
+    processes: dict[str, Process] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws/"
+
+    def spawn(self, name: str, argv: list[str], *, append: bool = True) -> Process:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = self.log_dir / f"{name}.log"
+        with log.open("a" if append else "w") as handle:
+            popen = subprocess.Popen(
+                argv,
+                cwd=ROOT,
+                env=self.env,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group, so a kill reaches its children
+            )
+        process = Process(name, popen, log)
+        self.processes[name] = process
+        return process
+
+    def start_server(
+        self,
+        *,
+        port: int | None = None,
+        workers: int = 1,
+        ready_path: str = "/",
+        ready_seconds: float = 60,
+    ) -> Process:
+        """uvicorn on 127.0.0.1 (a free port unless given), logging warnings only; returns
+        once ``ready_path`` answers below 400."""
+        self.port = port or free_port()
+        argv = [str(BIN / "uvicorn"), "exchange.asgi:application", "--host", "127.0.0.1"]
+        argv += ["--port", str(self.port), "--log-level", "warning"]
+        if workers > 1:
+            argv += ["--workers", str(workers), "--no-access-log"]
+        process = self.spawn("server", argv)
+        self.wait_http(f"{self.url}{ready_path}", "server", seconds=ready_seconds)
+        return process
+
+    @property
+    def worker_name(self) -> str:
+        """The Celery node name of this stack's worker: only it counts on a shared broker."""
+        return f"stack-{os.getpid()}@{socket.gethostname()}"
+
+    def start_worker(self, *, concurrency: int = 2) -> Process:
+        """A Celery worker named ``worker_name``; the caller checks that it answers."""
+        argv = [str(BIN / "celery"), "-A", "exchange", "worker", "--loglevel", self.log_level]
+        argv += ["--concurrency", str(concurrency), "--hostname", self.worker_name]
+        argv += ["--without-gossip", "--without-mingle"]
+        return self.spawn("worker", argv)
+
+    def start_beat(self) -> Process:
+        """Celery beat, its schedule file beside the logs (one per stack process)."""
+        argv = [str(BIN / "celery"), "-A", "exchange", "beat", "--loglevel", self.log_level]
+        schedule = self.log_dir / f"celerybeat-{os.getpid()}"
+        return self.spawn("beat", [*argv, "--schedule", str(schedule)])
+
+    def check_alive(self, name: str) -> None:
+        process = self.processes[name]
+        if not process.alive():
+            raise RuntimeError(f"{name} exited with {process.popen.returncode}:\n{process.tail()}")
+
+    def wait_http(self, url: str, name: str, *, seconds: float = 60) -> None:
+        """Until ``url`` answers (any status below 400), while process ``name`` stays alive."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.check_alive(name)
+            try:
+                urllib.request.urlopen(url, timeout=2)
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"{name} did not answer on {url}:\n{self.processes[name].tail()}")
+
+    def pids(self) -> dict[str, int]:
+        return {name: process.pid for name, process in self.processes.items()}
+
+    def stop(self) -> None:
+        for process in reversed(list(self.processes.values())):
+            process.stop()
+        self.processes.clear()

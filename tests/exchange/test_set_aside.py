@@ -1,0 +1,283 @@
+"""One bad order never stops the exchange (issue 15): limits hold on the stored form, and the
+cycle and closing set aside an order whose stored text the engine cannot use, then go on."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+import matching
+from exchange.errors import InvalidInput
+from exchange.models import (
+    BestOffer,
+    Bid,
+    MatchingCycle,
+    Notification,
+    Offer,
+    OfferBidMatch,
+    OrderChange,
+    Trade,
+)
+from exchange.services.closing import offer_close, offer_close_preview
+from exchange.services.markets import market_create
+from exchange.services.matching import matching_cycle_run
+from exchange.services.orders import bid_amend, bid_place, offer_publish
+from exchange.services.verification import best_offers_verify
+from tests.factories import StaffFactory, UserFactory, pencils_market
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("strategy")]
+
+# A text the parser refuses: what a row changed behind the services' back may hold.
+BROKEN = "price <= AND lot"
+
+
+def wide_market():
+    """A market of five attributes: a bid that names only the price gets four wildcards."""
+    schema = [{"name": "price", "type": "decimal", "role": "price", "required_on_bid": True}]
+    schema += [{"name": f"a{i}", "type": "int"} for i in range(4)]
+    return market_create(subject="wide.things", title="Wide", schema=schema)
+
+
+# 64 alternatives of one predicate: 64 written, 64 x 6 = 384 once stored (4 wildcards and the
+# subject added to each), over the limit of 256.
+WIDE_BID = " OR ".join(f"price <= {1 + i / 100:.2f}" for i in range(64))
+
+
+def best(offer):
+    row = BestOffer.objects.get(offer=offer)
+    return row.bid_id, row.value, row.matching_bids
+
+
+def poison(order):
+    """Change an order's stored text with SQL, as a bug or an operator might."""
+    type(order).objects.filter(pk=order.pk).update(constraint_text=BROKEN)
+
+
+def settled_book():
+    """A pencils offer and two matching bids after a cycle: alice's (2.00, best), bob's (1.50).
+    Returns (market, seller, alice, offer, alice's bid, bob's bid)."""
+    market = pencils_market()
+    seller, alice, bob = (UserFactory(username=n) for n in ("seller", "alice", "bob"))
+    offer = offer_publish(
+        seller=seller, market=market, constraint="lot BETWEEN 1 AND 100 AND price >= 1.00"
+    )
+    first = bid_place(buyer=alice, market=market, constraint="lot = 10 AND price <= 2.00")
+    second = bid_place(buyer=bob, market=market, constraint="lot = 10 AND price <= 1.50")
+    matching_cycle_run()
+    return market, seller, alice, offer, first, second
+
+
+# -- limits on the stored form -------------------------------------------------------------
+
+
+def test_api_refuses_a_bid_over_the_limit_once_stored():
+    market = wide_market()
+    buyer = UserFactory(username="buyer")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=buyer).key}")
+    response = client.post(
+        "/api/v1/bids/", {"market": market.subject, "constraint": WIDE_BID}, format="json"
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["code"], error["field"], error["position"]) == (
+        "too_many_predicates",
+        "constraint",
+        0,
+    )
+    assert "384 conditions" in error["message"]
+    assert "more than the 256 allowed" in error["message"]
+    assert Bid.objects.count() == 0
+    assert OrderChange.objects.count() == 0
+
+
+def test_the_same_bid_with_every_attribute_named_is_refused_too():
+    # Naming the attributes instead of leaving them to the rules changes nothing: the limit
+    # is on the stored form.
+    market = wide_market()
+    text = " OR ".join(
+        f"price <= {1 + i / 100:.2f} AND a0 = * AND a1 = * AND a2 = * AND a3 = *" for i in range(64)
+    )
+    with pytest.raises(InvalidInput) as raised:
+        bid_place(buyer=UserFactory(), market=market, constraint=text)
+    assert raised.value.code == "too_many_predicates"
+    assert Bid.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "side, source",
+    [
+        ("bid", "price <= 1.10"),
+        ("bid", "price < 1.10 OR (price <= 3 AND a0 > 5)"),
+        ("bid", " OR ".join(f"price <= {1 + i / 100:.2f}" for i in range(40))),
+        ("offer", "price >= 0.90 AND a1 IN [1, 9]"),
+    ],
+)
+def test_stored_text_round_trips_and_is_accepted_again(side, source):
+    # SPEC 2.5: the stored text parses to the same constraint and, re-submitted, is accepted
+    # and stored as the very same text.
+    market = wide_market()
+    user = UserFactory()
+    place = offer_publish if side == "offer" else bid_place
+    key = "seller" if side == "offer" else "buyer"
+    first = place(**{key: user}, market=market, constraint=source)
+    again = place(**{key: user}, market=market, constraint=first.constraint_text)
+    assert again.constraint_text == first.constraint_text
+    assert matching.parse(first.constraint_text) == matching.parse(again.constraint_text)
+
+
+# -- the cycle sets a bad order aside and carries on ------------------------------------------
+
+
+def test_cycle_sets_aside_a_poisoned_changed_order_and_matches_the_rest():
+    market = pencils_market()
+    seller = UserFactory(username="seller")
+    alice, bob, carol = (UserFactory(username=n) for n in ("alice", "bob", "carol"))
+    offer = offer_publish(
+        seller=seller, market=market, constraint="lot BETWEEN 1 AND 100 AND price >= 1.00"
+    )
+    bad = bid_place(buyer=alice, market=market, constraint="lot = 10 AND price <= 2.00")
+    poison(bad)  # before its first cycle: its change is in the same batch as the others
+    good = bid_place(buyer=bob, market=market, constraint="lot = 10 AND price <= 1.50")
+    bid_place(buyer=carol, market=market, constraint="lot = 20 AND price <= 1.20")
+    mark = Notification.objects.order_by("-id").values_list("id", flat=True).first()
+
+    report = matching_cycle_run()
+
+    assert report.changes == 4
+    assert best(offer) == (good.pk, Decimal("1.50"), 2)
+    bad.refresh_from_db()
+    assert bad.state == Bid.State.ACTIVE and bad.set_aside_at is not None
+    assert bad.set_aside_reason.startswith("its stored constraint does not parse: ")
+    assert not OfferBidMatch.objects.filter(bid=bad).exists()
+    cycle = MatchingCycle.objects.get()
+    assert (cycle.changes, cycle.set_aside) == (4, 1)
+    note = Notification.objects.get(id__gt=mark, type="set_aside")
+    assert (note.recipient_id, note.offer_id, note.market_id) == (alice.pk, None, market.pk)
+    assert note.data["bid"] == bad.pk and note.data["reason"] == bad.set_aside_reason
+    assert note.data["message"].startswith(f"Your bid {bad.pk} is left out of matching")
+    assert not OrderChange.objects.filter(processed_at=None).exists()
+    assert best_offers_verify().clean
+
+
+def test_cycle_sets_aside_a_poisoned_order_it_meets_while_matching():
+    # The bad bid changed without an OrderChange: the cycle meets it only as a match of a
+    # changed offer, rolls that work back, sets it aside and matches again without it.
+    market, seller, alice, first, bad, good = settled_book()
+    assert best(first) == (bad.pk, Decimal("2.00"), 2)
+    poison(bad)
+    second = offer_publish(
+        seller=seller, market=market, constraint="lot BETWEEN 5 AND 50 AND price >= 1.00"
+    )
+
+    matching_cycle_run()
+
+    bad.refresh_from_db()
+    assert bad.set_aside_at is not None
+    assert best(second) == (good.pk, Decimal("1.50"), 1)
+    assert best(first) == (good.pk, Decimal("1.50"), 1)  # the bad bid lost its place here too
+    assert MatchingCycle.objects.order_by("-id").first().set_aside == 1
+    assert Notification.objects.filter(type="set_aside", recipient=alice).count() == 1
+    assert Notification.objects.filter(type="best_bid", recipient=good.buyer, offer=first).exists()
+    assert best_offers_verify().clean
+
+
+def test_a_set_aside_bid_comes_back_when_its_owner_amends_it():
+    market = pencils_market()
+    seller, alice = UserFactory(username="seller"), UserFactory(username="alice")
+    offer = offer_publish(
+        seller=seller, market=market, constraint="lot BETWEEN 1 AND 100 AND price >= 1.00"
+    )
+    bad = bid_place(buyer=alice, market=market, constraint="lot = 10 AND price <= 2.00")
+    poison(bad)
+    matching_cycle_run()
+    assert best(offer) == (None, None, 0)
+
+    amended = bid_amend(
+        buyer=alice, bid_id=bad.pk, constraint="lot = 10 AND price <= 1.80", version=1
+    )
+    matching_cycle_run()
+
+    assert (amended.set_aside_at, amended.set_aside_reason, amended.version) == (None, "", 2)
+    assert best(offer) == (bad.pk, Decimal("1.80"), 1)
+
+
+def test_setting_aside_needs_a_reason_in_the_database():
+    from django.db import IntegrityError, transaction
+    from django.utils import timezone
+
+    market = pencils_market()
+    bid = bid_place(buyer=UserFactory(), market=market, constraint="price <= 1.00")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Bid.objects.filter(pk=bid.pk).update(set_aside_at=timezone.now())
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Bid.objects.filter(pk=bid.pk).update(set_aside_reason="no time")
+    bid.refresh_from_db()
+    assert (bid.set_aside_at, bid.set_aside_reason) == (None, "")
+
+
+# -- closing keeps working -----------------------------------------------------------------
+
+
+def test_closing_passes_over_a_poisoned_best_bid_to_the_next():
+    _, _, alice, offer, bad, good = settled_book()
+    staff = StaffFactory()
+    poison(bad)  # behind the API's back, no change recorded: closing meets it first
+    preview = offer_close_preview(offer_id=offer.pk)
+    assert preview.bid is None and preview.unusable.startswith("its stored constraint")
+
+    result = offer_close(offer_id=offer.pk, staff=staff)
+
+    assert result.trade is not None
+    assert (result.trade.bid_id, result.trade.price) == (good.pk, Decimal("1.50"))
+    assert result.trade.agreed_constraint == (
+        "subject = 'office.supplies.pencils' AND lot = 10 AND price BETWEEN 1.00 AND 1.50"
+    )
+    bad.refresh_from_db()
+    assert bad.set_aside_at is not None and bad.state == Bid.State.ACTIVE
+    assert Notification.objects.filter(type="set_aside", recipient=alice).count() == 1
+
+
+def test_closing_a_poisoned_offer_closes_it_unsold_and_other_closings_work():
+    market = pencils_market()
+    staff = StaffFactory()
+    seller, alice = UserFactory(username="seller"), UserFactory(username="alice")
+    bad = offer_publish(
+        seller=seller, market=market, constraint="lot BETWEEN 1 AND 100 AND price >= 1.00"
+    )
+    fine = offer_publish(
+        seller=seller, market=market, constraint="lot BETWEEN 1 AND 100 AND price >= 1.00"
+    )
+    bid = bid_place(buyer=alice, market=market, constraint="lot = 10 AND price <= 2.00")
+    matching_cycle_run()
+    poison(bad)
+    OrderChange.objects.create(side="offer", order_id=bad.pk)  # pending when closing starts
+
+    closed_fine = offer_close(offer_id=fine.pk, staff=staff)
+    closed_bad = offer_close(offer_id=bad.pk, staff=staff)
+
+    assert closed_fine.trade is not None and closed_fine.trade.bid_id == bid.pk
+    assert closed_bad.trade is None and closed_bad.state == Offer.State.CLOSED
+    bad.refresh_from_db()
+    assert bad.set_aside_at is not None
+    assert Trade.objects.count() == 1
+    # closing took the pending change through the cycle's batch code: a cycle row records it
+    assert MatchingCycle.objects.order_by("-id").filter(set_aside=1).count() == 1
+
+
+def test_dashboard_lists_set_aside_orders_with_the_reason(client):
+    market = pencils_market()
+    alice = UserFactory(username="alice")
+    bad = bid_place(buyer=alice, market=market, constraint="lot = 10 AND price <= 2.00")
+    poison(bad)
+    matching_cycle_run()
+    bad.refresh_from_db()
+    client.force_login(StaffFactory())
+
+    page = client.get("/staff/").content.decode()
+
+    assert f"bid {bad.pk}</a></td><td>office.supplies.pencils</td><td>alice</td>" in page
+    assert "its stored constraint does not parse" in page
