@@ -49,9 +49,11 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         field, message, code = _first_error(exc.detail)
         response.data = error_body(code, message, field=field)
     elif isinstance(exc, exceptions.APIException):
-        code = exc.get_codes() if isinstance(exc.get_codes(), str) else "error"
+        codes = exc.get_codes()
+        code = codes if isinstance(codes, str) else "error"
         message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         response.data = error_body(str(code), str(message))
-        if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-            response.data["error"]["retry_after"] = int(exc.wait)
+        wait = getattr(exc, "wait", None)  # Throttled's (the stubs do not declare it)
+        if isinstance(exc, exceptions.Throttled) and wait is not None:
+            response.data["error"]["retry_after"] = int(wait)
     return response

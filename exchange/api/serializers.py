@@ -40,7 +40,8 @@ class TokenResponse(serializers.Serializer):
 class SchemaAttributeSerializer(serializers.Serializer):
     name = serializers.CharField()
     type = serializers.CharField()
-    label = serializers.CharField(required=False, allow_blank=True)
+    # A field named like Field.label (the schema attribute's label), which the stubs type as str.
+    label = serializers.CharField(required=False, allow_blank=True)  # type: ignore[assignment]
     unit = serializers.CharField(required=False, allow_blank=True)
     required_on_offer = serializers.BooleanField(required=False)
     required_on_bid = serializers.BooleanField(required=False)

@@ -6,6 +6,9 @@ removed on unsubscribe and disconnect. A key left by a crashed server expires af
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import cast
+
 from django.conf import settings
 
 from exchange.redis_clients import redis_async_client as _redis
@@ -20,12 +23,16 @@ def _key(stream: str) -> str:
 async def presence_join(stream: str, channel: str, name: str) -> None:
     key = _key(stream)
     async with _redis().pipeline(transaction=True) as pipe:
-        await pipe.hset(key, channel, name).expire(key, TTL_SECONDS).execute()
+        pipe.hset(key, channel, name)
+        pipe.expire(key, TTL_SECONDS)
+        await pipe.execute()
 
 
 async def presence_leave(stream: str, channel: str) -> None:
-    await _redis().hdel(_key(stream), channel)
+    # redis-py types its commands for both clients (a value or an awaitable); this one awaits.
+    await cast(Awaitable[int], _redis().hdel(_key(stream), channel))
 
 
 async def presence_watchers(stream: str) -> list[str]:
-    return sorted((await _redis().hgetall(_key(stream))).values())
+    watchers = await cast(Awaitable[dict[str, str]], _redis().hgetall(_key(stream)))
+    return sorted(watchers.values())

@@ -28,8 +28,9 @@ def public_stream_exists(*, stream: str) -> bool:
 def notifications_after(*, user_id: int, after: int, limit: int) -> list[dict[str, Any]]:
     """Up to ``limit`` of the user's notifications with an id above ``after``, oldest first,
     as ``{"id", "type", "data"}``."""
-    return list(
+    rows = (
         Notification.objects.filter(recipient_id=user_id, id__gt=after)
         .order_by("id")
         .values("id", "type", "data")[:limit]
     )
+    return [dict(row) for row in rows]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 
@@ -23,7 +23,9 @@ def _check_workers() -> dict[str, Any]:
     client = redis_client()
     since = time.time() - settings.WORKER_HEARTBEAT_STALE_SECONDS
     client.zremrangebyscore(settings.WORKER_HEARTBEAT_KEY, "-inf", f"({since}")
-    workers = sorted(client.zrangebyscore(settings.WORKER_HEARTBEAT_KEY, since, "+inf"))
+    # redis-py types its commands for both clients; the synchronous one returns the list.
+    beats = cast(list[str], client.zrangebyscore(settings.WORKER_HEARTBEAT_KEY, since, "+inf"))
+    workers = sorted(beats)
     return {"ok": bool(workers), "workers": workers}
 
 

@@ -7,7 +7,7 @@ that authenticated with it, so a revoked key stops receiving personal notificati
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
@@ -21,13 +21,13 @@ def _close_sockets_after_commit(keys: list[str]) -> None:
         after_commit("closing revoked token sockets", lambda: principal_revoke(groups=groups))
 
 
-def token_issue(*, user: AbstractBaseUser) -> Token:
+def token_issue(*, user: User) -> Token:
     """The user's token, created on first use (``POST /api/v1/auth/token/``)."""
     token, _ = Token.objects.get_or_create(user=user)
     return token
 
 
-def token_regenerate(*, user: AbstractBaseUser) -> Token:
+def token_regenerate(*, user: User) -> Token:
     """A fresh token for ``user``; the old key stops working in the same transaction and its
     sockets close after commit."""
     with transaction.atomic():
@@ -40,7 +40,7 @@ def token_regenerate(*, user: AbstractBaseUser) -> Token:
     return token
 
 
-def token_revoke(*, user: AbstractBaseUser) -> bool:
+def token_revoke(*, user: User) -> bool:
     """Delete the user's token and close its sockets after commit; True if there was one."""
     with transaction.atomic():
         old = list(

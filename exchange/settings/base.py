@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, overload
 from urllib.parse import urlsplit, urlunsplit
 
 import dj_database_url
@@ -19,6 +20,10 @@ from . import ports
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 
+@overload
+def env(name: str) -> str | None: ...
+@overload
+def env(name: str, default: str) -> str: ...
 def env(name: str, default: str | None = None) -> str | None:
     value = os.environ.get(name)
     return value if value not in (None, "") else default
@@ -113,7 +118,7 @@ REDIS_URL: str = env("REDIS_URL") or ports.DEV_REDIS_URL
 # in a database of its own (1 unless CACHE_REDIS_URL says otherwise): clearing the cache then
 # never touches the queues and channels in REDIS_URL's database.
 CACHE_REDIS_URL = env("CACHE_REDIS_URL", urlunsplit(urlsplit(REDIS_URL)._replace(path="/1")))
-CACHES = {
+CACHES: dict[str, dict[str, Any]] = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": CACHE_REDIS_URL,
@@ -155,7 +160,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
 # The constraint store strategy the exchange matches with (SPEC 4): "range" or "paper".
 MATCHING_STRATEGY = env("MATCHING_STRATEGY", "range")
 
-CHANNEL_LAYERS = {
+CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {"hosts": [REDIS_URL], "prefix": "intersect"},

@@ -19,7 +19,15 @@ from exchange.services.tokens import token_regenerate, token_revoke
 from exchange.throttling import login_throttled
 from frontend.notifications import note_text
 
-from .common import is_htmx, live_context, login_required, offer_row, terms, trade_row
+from .common import (
+    AuthenticatedRequest,
+    is_htmx,
+    live_context,
+    login_required,
+    offer_row,
+    terms,
+    trade_row,
+)
 
 
 def _next(request: HttpRequest) -> str:
@@ -33,7 +41,7 @@ def _next(request: HttpRequest) -> str:
 def register(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("frontend:account")
-    form = UserCreationForm(request.POST or None)
+    form: UserCreationForm = UserCreationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
@@ -63,7 +71,7 @@ class LogoutView(auth_views.LogoutView):
 
 
 @login_required
-def account(request: HttpRequest, new_token: str | None = None) -> HttpResponse:
+def account(request: AuthenticatedRequest, new_token: str | None = None) -> HttpResponse:
     user = request.user
     open_offers = ui.user_open_offer_ids(user=user)
     live = live_context(request, [f"offer:{pk}" for pk in open_offers])  # before the data
@@ -87,7 +95,7 @@ def account(request: HttpRequest, new_token: str | None = None) -> HttpResponse:
 
 @require_POST
 @login_required
-def token_create(request: HttpRequest) -> HttpResponse:
+def token_create(request: AuthenticatedRequest) -> HttpResponse:
     token = token_regenerate(user=request.user)
     if not is_htmx(request):
         messages.success(request, "A new API token is ready; the old one no longer works.")
@@ -96,7 +104,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-def token_delete(request: HttpRequest) -> HttpResponse:
+def token_delete(request: AuthenticatedRequest) -> HttpResponse:
     revoked = token_revoke(user=request.user)
     if is_htmx(request):
         return account(request)

@@ -6,6 +6,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.decorators import login_required as django_login_required
+from django.contrib.auth.models import User
 from django.http import HttpRequest
 
 from exchange.market_rules import MarketSchema, price_quantum, price_text
@@ -17,6 +18,12 @@ from exchange.services.notifications import decimal_text
 from frontend.readable import Readable, readable
 
 LOGIN_URL = "frontend:login"
+
+
+class AuthenticatedRequest(HttpRequest):
+    """The request of a view behind ``login_required``: its user is a real account."""
+
+    user: User
 
 
 def login_required(view):

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 from exchange.analytics.selectors import market_public_days
 from exchange.errors import ExchangeError, InvalidInput
 from exchange.http import error_body, json_bounded
-from exchange.market_rules import MarketSchema
+from exchange.market_rules import MarketSchema, Side
 from exchange.models import Market
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
@@ -22,7 +22,15 @@ from frontend.daily import daily_figures
 from frontend.posting import PostingForm
 from frontend.readable import readable
 
-from .common import is_htmx, live_context, login_required, offer_row, price_precision, trade_row
+from .common import (
+    AuthenticatedRequest,
+    is_htmx,
+    live_context,
+    login_required,
+    offer_row,
+    price_precision,
+    trade_row,
+)
 
 
 @require_GET
@@ -41,10 +49,14 @@ def _market(subject: str) -> tuple[Market, MarketSchema]:
     return market, market_schema(market=market)
 
 
+def _side(value: str | None) -> Side:
+    """The side a form names; an offer unless it says bid."""
+    return "bid" if value == "bid" else "offer"
+
+
 def _forms(market: Market, schema: MarketSchema, bound: PostingForm | None) -> dict:
-    forms = {
-        side: PostingForm(market=market, schema=schema, side=side) for side in ("offer", "bid")
-    }
+    sides: tuple[Side, Side] = ("offer", "bid")
+    forms = {side: PostingForm(market=market, schema=schema, side=side) for side in sides}
     if bound is not None:
         forms[bound.side] = bound
     return {"offer_form": forms["offer"], "bid_form": forms["bid"]}
@@ -86,16 +98,14 @@ def market_detail(request: HttpRequest, subject: str) -> HttpResponse:
 
 
 @login_required
-def market_post(request: HttpRequest, subject: str) -> HttpResponse:
+def market_post(request: AuthenticatedRequest, subject: str) -> HttpResponse:
     """Post an offer or place a bid from the generated form (or its advanced box).
 
     GET shows the form on a page of its own; a POST with an error shows it again with the
     error and, for the constraint text, its position.
     """
     market, schema = _market(subject)
-    side = request.POST.get("side") or request.GET.get("side") or "offer"
-    if side not in ("offer", "bid"):
-        side = "offer"
+    side = _side(request.POST.get("side") or request.GET.get("side"))
     if request.method != "POST":
         form = PostingForm(market=market, schema=schema, side=side)
         return render(request, "frontend/post.html", _post_context(request, market, form))
@@ -176,9 +186,7 @@ def market_preview(request: HttpRequest, subject: str) -> HttpResponse:
     """What the form fields post, as canonical text and tiers, or what is wrong (an htmx
     fragment under the form)."""
     market, schema = _market(subject)
-    side = request.POST.get("side", "offer")
-    if side not in ("offer", "bid"):
-        side = "offer"
+    side = _side(request.POST.get("side"))
     form = PostingForm(market=market, schema=schema, side=side, data=request.POST)
     text = form.form_text()
     context: dict = {"form": form, "text": text, "market": market}

@@ -16,7 +16,14 @@ from exchange.selectors.markets import market_schema
 from exchange.selectors.orders import bid_get, trade_party
 from exchange.services.orders import bid_withdraw, offer_withdraw
 
-from .common import live_context, login_required, offer_row, price_precision, trade_row
+from .common import (
+    AuthenticatedRequest,
+    live_context,
+    login_required,
+    offer_row,
+    price_precision,
+    trade_row,
+)
 from .markets import breadcrumbs
 
 
@@ -62,7 +69,7 @@ def _back(request: HttpRequest, default: str) -> HttpResponse:
 
 @require_POST
 @login_required
-def offer_withdraw_view(request: HttpRequest, offer_id: str) -> HttpResponse:
+def offer_withdraw_view(request: AuthenticatedRequest, offer_id: str) -> HttpResponse:
     pk = _id(offer_id)
     try:
         offer_withdraw(seller=request.user, offer_id=pk)
@@ -74,7 +81,7 @@ def offer_withdraw_view(request: HttpRequest, offer_id: str) -> HttpResponse:
 
 @require_POST
 @login_required
-def bid_withdraw_view(request: HttpRequest, bid_id: str) -> HttpResponse:
+def bid_withdraw_view(request: AuthenticatedRequest, bid_id: str) -> HttpResponse:
     pk = _id(bid_id)
     if bid_get(user=request.user, bid_id=pk) is None:
         raise Http404
