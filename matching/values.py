@@ -101,8 +101,9 @@ def number_kind(text: str) -> Type:
 def number_lit(text: str, loc: Loc) -> Lit:
     """The literal of a number as written (text that already matched ``NUMBER_RE``).
 
-    ``ConstraintError`` if it is out of the bounds above: this is the one door through which
-    a written number enters the language, text and JSON form alike.
+    ``ConstraintError`` if it is out of the bounds above: every number written as text (in
+    the text syntax or as a JSON string) enters the language here; JSON numbers go through
+    ``check_int`` and ``check_decimal``, which apply the same bounds.
     """
     m = _NUMBER_PARTS_RE.match(text)
     assert m is not None, text
@@ -155,11 +156,13 @@ def _too_many_digits(what: str, loc: Loc) -> Exception:
     )
 
 
-def abbreviated(text: str) -> str:
-    """``text`` for a message: whole if short, else its start and its length."""
+def abbreviated(text: str, *, quoted: bool = False) -> str:
+    """``text`` for a message (between single quotes if ``quoted``): whole if short, else its
+    start and its length, since neither a JSON string nor a JSON number has a length limit."""
     if len(text) <= 40:
-        return text
-    return f"{text[:30]}... ({len(text):,} characters)"
+        return quote_string(text) if quoted else text
+    start = quote_string(text[:30])[:-1] + "...'" if quoted else text[:30] + "..."
+    return f"{start} ({len(text):,} characters)"
 
 
 def shown(lit: Lit) -> str:
@@ -168,27 +171,20 @@ def shown(lit: Lit) -> str:
     if kind is None:
         return "*"
     if kind is Type.STRING:
-        return _shown_string(str(raw))
+        return abbreviated(str(raw), quoted=True)
     if kind is Type.DATE:
-        return f"DATE {_shown_string(str(raw))}"
+        return f"DATE {abbreviated(str(raw), quoted=True)}"
     if kind is Type.TIMESTAMP:
         if isinstance(raw, dt.datetime):
             return f"TIMESTAMP '{format_timestamp_body(raw)}'"
-        return f"TIMESTAMP {_shown_string(str(raw))}"
+        return f"TIMESTAMP {abbreviated(str(raw), quoted=True)}"
     if isinstance(raw, Point):
         return f"POINT({raw.x!r}, {raw.y!r})"
     if isinstance(raw, Box):
         return f"BOX({raw.x1!r}, {raw.y1!r}, {raw.x2!r}, {raw.y2!r})"
     if isinstance(raw, Decimal):
-        return format(raw, "f") if abs(raw.adjusted()) < 40 else str(raw)
-    return str(raw)
-
-
-def _shown_string(text: str) -> str:
-    # A message quotes a long string by its start: the JSON form's strings have no length limit.
-    if len(text) <= 40:
-        return quote_string(text)
-    return f"{quote_string(text[:30])[:-1]}...' ({len(text):,} characters)"
+        return abbreviated(format(raw, "f") if abs(raw.adjusted()) < 40 else str(raw))
+    return abbreviated(str(raw))
 
 
 def kind_name(kind: Type) -> str:

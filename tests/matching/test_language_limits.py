@@ -270,3 +270,13 @@ def test_any_nesting_in_the_json_form_is_a_value_or_an_explained_error(keys):
     for key in keys:
         node = {key: node} if key == "not" else {key: [node, {"x": 2}]}
     explained_or_accepted(node)
+
+
+def test_a_long_string_is_quoted_by_its_start_in_messages():
+    with pytest.raises(ConstraintError) as caught:
+        parse({"date d": {"eq": "x" * 1_000_000}})
+
+    assert (caught.value.code, caught.value.path) == ("bad_literal", "/date d/eq")
+    assert caught.value.message.startswith(
+        f"DATE '{'x' * 30}...' (1,000,000 characters) is not a valid date: write DATE"
+    )
