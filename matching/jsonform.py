@@ -41,6 +41,7 @@ from .values import (
     Lit,
     check_decimal,
     check_int,
+    check_plain_decimal,
     check_text,
     coordinate,
     format_decimal,
@@ -281,11 +282,13 @@ class _JsonParser:
         if isinstance(value, float):
             if not math.isfinite(value):
                 raise error("bad_literal", "NaN and infinities are not values", path)
-            return Lit(Type.DECIMAL, Decimal(repr(value)), path)  # repr: at most 17 digits
+            value = Decimal(repr(value))  # repr: at most 17 digits
         if isinstance(value, Decimal):
             if not value.is_finite():
                 raise error("bad_literal", "NaN and infinities are not values", path)
             check_decimal(value, path)
+            if known is not Type.FLOAT:
+                check_plain_decimal(value, path)
             return Lit(Type.DECIMAL, value, path)
         if isinstance(value, str):
             if known in _NUMERIC:

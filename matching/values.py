@@ -132,6 +132,20 @@ def check_decimal(value: Decimal, loc: Loc) -> None:
         raise _too_many_digits(abbreviated(str(value)), loc)
 
 
+def check_plain_decimal(value: Decimal, loc: Loc) -> None:
+    """The digit bound of ``number_lit`` on a JSON number that becomes a decimal value.
+
+    The text form prints decimals in plain notation (1E+40 as a 1 and forty zeros), where the
+    zeros a positive exponent stands for are written and count; so they count here too, and
+    whatever the JSON form takes the text form can print back (SPEC 2.5). Floats print with
+    an exponent and need only ``check_decimal``.
+    """
+    _, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    if len(digits) + max(exponent, 0) > MAX_DIGITS:
+        raise _too_many_digits(abbreviated(str(value)), loc)
+
+
 def check_int(value: int, loc: Loc) -> None:
     """The bounds of ``number_lit`` on an ``int`` from the JSON form."""
     if not -(10**MAX_DIGITS) < value < 10**MAX_DIGITS:

@@ -280,3 +280,26 @@ def test_a_long_string_is_quoted_by_its_start_in_messages():
     assert caught.value.message.startswith(
         f"DATE '{'x' * 30}...' (1,000,000 characters) is not a valid date: write DATE"
     )
+
+
+@pytest.mark.parametrize("number", [1e40, -1e40, Decimal("1E+40"), 1.5e45])
+def test_a_json_number_the_text_form_could_not_print_back_is_refused(number):
+    # Given a JSON number whose plain decimal spelling has more than 40 digits (the text form
+    # prints decimals in plain notation)
+    # When it is parsed, then it is refused like the same number written out in the text form
+    with pytest.raises(ConstraintError) as caught:
+        parse({"price": {"le": number}})
+    assert caught.value.code == "bad_literal"
+    assert caught.value.path == "/price/le"
+    assert "at most 40 significant digits" in caught.value.message
+
+
+def test_the_largest_json_decimal_prints_back_as_text_that_parses():
+    constraint = parse({"price": {"le": 1e39}})
+    assert parse(to_text(constraint)) == constraint
+
+
+def test_a_float_attribute_takes_a_large_json_number_it_prints_with_an_exponent():
+    constraint = parse({"float w": {"le": 1e40}})
+    assert to_text(constraint) == "w <= 1e+40"
+    assert parse(to_text(constraint)) == constraint
