@@ -119,6 +119,18 @@ class AmendRequest(serializers.Serializer):
     version = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
 
 
+@extend_schema_field(OpenApiTypes.STR)
+class SetAsideReasonField(serializers.Field):
+    """Why the engine left an order out of matching, or null while it takes part (the model
+    stores a blank reason then)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(read_only=True, allow_null=True, **kwargs)
+
+    def to_representation(self, value: str) -> str | None:
+        return value or None
+
+
 class TradeSerializer(serializers.ModelSerializer):
     market = serializers.CharField(source="market.subject")
     price = serializers.SerializerMethodField()
@@ -180,6 +192,7 @@ class OfferSerializer(serializers.ModelSerializer):
     matching_bids = serializers.SerializerMethodField()
     mine = serializers.SerializerMethodField()
     trade = serializers.SerializerMethodField()
+    set_aside_reason = SetAsideReasonField()
 
     class Meta:
         model = Offer
@@ -197,6 +210,7 @@ class OfferSerializer(serializers.ModelSerializer):
             "matching_bids",
             "mine",
             "trade",
+            "set_aside_reason",
         ]
 
     def get_best_value(self, offer: Offer) -> str | None:
@@ -229,6 +243,7 @@ class BidSerializer(serializers.ModelSerializer):
     market = serializers.CharField(source="market.subject")
     constraint = serializers.CharField(source="constraint_text")
     matches = serializers.SerializerMethodField()
+    set_aside_reason = SetAsideReasonField()
 
     class Meta:
         model = Bid
@@ -242,6 +257,7 @@ class BidSerializer(serializers.ModelSerializer):
             "created_at",
             "updated_at",
             "matches",
+            "set_aside_reason",
         ]
 
     @extend_schema_field(StandingSerializer(many=True))

@@ -118,7 +118,13 @@ class MarketCheck(APIView):
 
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(request=s.CheckRequest, responses=s.CheckResponse)
+    @extend_schema(
+        request=s.CheckRequest,
+        responses=s.CheckResponse,
+        # The docstring is for maintainers; clients read only what the check answers.
+        description="Apply a market's rules to a constraint without posting it: the "
+        "canonical text, or the error with its position (what posting would answer).",
+    )
     def post(self, request, subject: str):
         market = market_by_subject(subject=subject)
         if market is None:
