@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 
-import redis
 from celery import shared_task
 from django.conf import settings
 
+from exchange.redis_clients import redis_client
 from exchange.selectors.dashboard import changes_stale
 from exchange.services.closing import offers_close_due
 from exchange.services.matching import BATCH_LIMIT, matching_cycle_run
@@ -31,18 +31,6 @@ def _pending_key() -> str:
     return settings.CYCLE_PENDING_KEY
 
 
-_redis_client = None
-
-
-def _redis():
-    global _redis_client
-    if _redis_client is None:
-        _redis_client = redis.Redis.from_url(
-            settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2
-        )
-    return _redis_client
-
-
 def matching_cycle_request() -> None:
     """Ask for a cycle after a committed change, unless one is queued and not yet started.
 
@@ -50,7 +38,7 @@ def matching_cycle_request() -> None:
     after deleting the key, so a change that finds the key is in that cycle's batch.
     Without Redis it raises, and the caller's after-commit guard leaves it to the sweep.
     """
-    if _redis().set(_pending_key(), "1", nx=True, ex=10):
+    if redis_client().set(_pending_key(), "1", nx=True, ex=10):
         matching_cycle.delay()
 
 
@@ -60,7 +48,7 @@ def matching_cycle() -> int:
 
     # Without Redis the key expires by itself; the cycle must run anyway.
     with contextlib.suppress(Exception):
-        _redis().delete(_pending_key())
+        redis_client().delete(_pending_key())
     report = matching_cycle_run(limit=BATCH_LIMIT)
     if report.changes >= BATCH_LIMIT:
         matching_cycle.delay()

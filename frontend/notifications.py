@@ -49,6 +49,11 @@ def note_text(kind: str, data: dict[str, Any]) -> tuple[str, str]:
         if data.get("buyer"):
             return f"Sold: {offer} to {data['buyer']}, {terms}.", "good"
         return f"Bought: {bid} filled by {offer}, {terms}.", "good"
+    if kind == "set_aside":
+        # The engine wrote the sentence (which order, why, the way out); only it knows the
+        # reason, and a set-aside bid has no offer to name.
+        order = f"offer #{data['offer']}" if data.get("offer") else f"bid #{data.get('bid')}"
+        return str(data.get("message") or f"Your {order} is left out of matching."), "bad"
     if kind == "offer":
         if data.get("state") == "closed" and not data.get("sold"):
             return f"{offer[0].upper()}{offer[1:]} closed unsold.", "info"

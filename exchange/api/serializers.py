@@ -3,8 +3,10 @@ the services apply the business rules."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -90,10 +92,21 @@ class CheckResponse(serializers.Serializer):
     constraint_json = serializers.JSONField()
 
 
+class ZoneKeepingDateTimeField(serializers.DateTimeField):
+    """A date and time passed on with the time zone the client wrote, or with none.
+
+    DRF's field would make a naive value aware in the server's zone, so the service (which
+    refuses naive values with ``invalid_closes_at``) would never see one; keeping it naive
+    leaves that rule in its one home."""
+
+    def enforce_timezone(self, value: dt.datetime) -> dt.datetime:
+        return value if timezone.is_naive(value) else super().enforce_timezone(value)
+
+
 class OfferCreateRequest(serializers.Serializer):
     market = serializers.CharField(max_length=200)
     constraint = ConstraintField()
-    closes_at = serializers.DateTimeField(required=False, allow_null=True)
+    closes_at = ZoneKeepingDateTimeField(required=False, allow_null=True)
 
 
 class BidCreateRequest(serializers.Serializer):
@@ -104,6 +117,18 @@ class BidCreateRequest(serializers.Serializer):
 class AmendRequest(serializers.Serializer):
     constraint = ConstraintField()
     version = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class SetAsideReasonField(serializers.Field):
+    """Why the engine left an order out of matching, or null while it takes part (the model
+    stores a blank reason then)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(read_only=True, allow_null=True, **kwargs)
+
+    def to_representation(self, value: str) -> str | None:
+        return value or None
 
 
 class TradeSerializer(serializers.ModelSerializer):
@@ -167,6 +192,7 @@ class OfferSerializer(serializers.ModelSerializer):
     matching_bids = serializers.SerializerMethodField()
     mine = serializers.SerializerMethodField()
     trade = serializers.SerializerMethodField()
+    set_aside_reason = SetAsideReasonField()
 
     class Meta:
         model = Offer
@@ -184,6 +210,7 @@ class OfferSerializer(serializers.ModelSerializer):
             "matching_bids",
             "mine",
             "trade",
+            "set_aside_reason",
         ]
 
     def get_best_value(self, offer: Offer) -> str | None:
@@ -216,6 +243,7 @@ class BidSerializer(serializers.ModelSerializer):
     market = serializers.CharField(source="market.subject")
     constraint = serializers.CharField(source="constraint_text")
     matches = serializers.SerializerMethodField()
+    set_aside_reason = SetAsideReasonField()
 
     class Meta:
         model = Bid
@@ -229,6 +257,7 @@ class BidSerializer(serializers.ModelSerializer):
             "created_at",
             "updated_at",
             "matches",
+            "set_aside_reason",
         ]
 
     @extend_schema_field(StandingSerializer(many=True))

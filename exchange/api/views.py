@@ -17,8 +17,7 @@ from exchange.http import query_whole_number, whole_number
 from exchange.models import Market, Offer
 from exchange.selectors import orders as order_selectors
 from exchange.selectors.lookups import market_by_subject
-from exchange.selectors.markets import market_list
-from exchange.selectors.ui import constraint_check
+from exchange.selectors.markets import constraint_check, market_list
 from exchange.services import closing, markets, orders
 from exchange.services.tokens import token_issue
 from exchange.throttling import account_key, throttle_wait
@@ -108,11 +107,24 @@ class MarketDetail(APIView):
 
 class MarketCheck(APIView):
     """Apply a market's rules to a constraint without posting it: the canonical text, or the
-    error with its position (what posting would answer)."""
+    error with its position (what posting would answer).
+
+    Posting and this check share one rule, ``exchange.selectors.markets.constraint_check``
+    (market rules, then the store's limits). The UI keeps its own URL over the same selector
+    (``frontend.views.markets.market_check``) because its answer adds readable tiers that
+    only ``frontend`` can write, and the API may not import ``frontend``; this one is the
+    versioned, documented contract for bots (JSON form included, DRF throttles and errors).
+    """
 
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(request=s.CheckRequest, responses=s.CheckResponse)
+    @extend_schema(
+        request=s.CheckRequest,
+        responses=s.CheckResponse,
+        # The docstring is for maintainers; clients read only what the check answers.
+        description="Apply a market's rules to a constraint without posting it: the "
+        "canonical text, or the error with its position (what posting would answer).",
+    )
     def post(self, request, subject: str):
         market = market_by_subject(subject=subject)
         if market is None:

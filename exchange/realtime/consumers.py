@@ -21,7 +21,7 @@ from django.conf import settings
 
 from exchange.http import nesting_within
 from exchange.selectors import realtime as selectors
-from exchange.selectors.ui import user_latest_seq
+from exchange.selectors.orders import notification_latest_seq
 
 from .presence import presence_join, presence_leave, presence_watchers
 from .streams import SYSTEM_STREAM, group_for, revocation_groups, user_group
@@ -61,7 +61,7 @@ class FrameRate:
 
 _public_stream_exists = database_sync_to_async(selectors.public_stream_exists)
 _notifications_after = database_sync_to_async(selectors.notifications_after)
-_latest_seq = database_sync_to_async(user_latest_seq)
+_latest_seq = database_sync_to_async(notification_latest_seq)
 
 
 class StreamConsumer(AsyncWebsocketConsumer):

@@ -13,7 +13,7 @@ from exchange.market_rules import MarketSchema, price_quantum, price_text
 from exchange.models import Market, Offer, Trade
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
-from exchange.selectors.orders import trade_party
+from exchange.selectors.orders import notification_latest_seq, trade_party
 from exchange.services.notifications import decimal_text
 from frontend.readable import Readable, readable
 
@@ -44,7 +44,7 @@ def live_context(request: HttpRequest, streams: list[str]) -> dict[str, Any]:
     """
     return {
         "live_streams": streams,
-        "me_seq": ui.user_latest_seq(user=request.user),
+        "me_seq": notification_latest_seq(user=request.user),
     }
 
 

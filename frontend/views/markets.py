@@ -154,7 +154,12 @@ def market_check(request: HttpRequest, subject: str) -> JsonResponse:
     """Check a constraint against the market's rules without posting it (the advanced box
     calls this as you type). The answer has the API's shapes: the canonical text, or
     ``{"error": {"code", "message", "position"?}}`` with status 400 (413 for an oversize
-    body, 429 past the ``check`` rate per client)."""
+    body, 429 past the ``check`` rate per client).
+
+    The rule is the API's and posting's (``constraint_check``); this URL exists beside
+    ``/api/v1/markets/<subject>/check/`` only to add the readable tiers of
+    ``frontend.readable``, which the API layer may not import, and to take the page's
+    session and CSRF token rather than an API client's."""
     wait = throttle_wait(request, [("check", client_ident(request))])
     if wait is not None:
         response = JsonResponse(

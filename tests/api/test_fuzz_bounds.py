@@ -86,8 +86,7 @@ def test_ids_and_numbers_in_other_digits_are_refused(world, digits):
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
-# Up to 100,000 levels: 200,000 bytes, under the body limit, so the depth check is what answers
-# (a larger body is refused for its size first, as test_oversize_bodies_get_a_413_on_every_operation shows for the API).
+# Up to 100,000 levels: 200,000 bytes, under JSON_MAX_BYTES (a longer body is a 413 first).
 @given(depth=st.integers(min_value=33, max_value=100_000))
 def test_the_ui_check_refuses_deep_bodies(world, depth):
     response = world["clients"]["anonymous"].post(

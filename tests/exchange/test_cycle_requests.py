@@ -10,25 +10,26 @@ import pytest
 from django.conf import settings
 
 from exchange.models import OrderChange
+from exchange.redis_clients import redis_client
 from exchange.services.orders import bid_place
-from exchange.tasks import _redis, matching_cycle
+from exchange.tasks import matching_cycle
 from tests.factories import UserFactory, pencils_market
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_queued_cycle_takes_later_changes_and_a_started_one_lets_them_queue_again():
-    _redis().delete(settings.CYCLE_PENDING_KEY)
+    redis_client().delete(settings.CYCLE_PENDING_KEY)
     market = pencils_market()
     buyer = UserFactory()
     with mock.patch.object(matching_cycle, "delay") as delay:
         bid_place(buyer=buyer, market=market, constraint="lot = 5 AND price <= 1.00")
         bid_place(buyer=buyer, market=market, constraint="lot = 6 AND price <= 1.00")
         assert delay.call_count == 1
-        assert _redis().ttl(settings.CYCLE_PENDING_KEY) > 0  # it cannot block cycles forever
+        assert redis_client().ttl(settings.CYCLE_PENDING_KEY) > 0  # it cannot block cycles forever
         # The queued cycle starts: it takes both changes.
         assert matching_cycle.run() == 2
         assert not OrderChange.objects.filter(processed_at=None).exists()
         bid_place(buyer=buyer, market=market, constraint="lot = 7 AND price <= 1.00")
         assert delay.call_count == 2
-    _redis().delete(settings.CYCLE_PENDING_KEY)
+    redis_client().delete(settings.CYCLE_PENDING_KEY)

@@ -281,3 +281,33 @@ def test_dashboard_lists_set_aside_orders_with_the_reason(client):
 
     assert f"bid {bad.pk}</a></td><td>office.supplies.pencils</td><td>alice</td>" in page
     assert "its stored constraint does not parse" in page
+
+
+def test_the_api_shows_why_an_order_is_set_aside_and_null_otherwise():
+    market, seller, alice, good_offer, bad_bid, _ = settled_book()
+    good_bid = bid_place(buyer=alice, market=market, constraint="lot = 20 AND price <= 1.10")
+    bad_offer = offer_publish(
+        seller=seller, market=market, constraint="lot BETWEEN 1 AND 50 AND price >= 1.00"
+    )
+    poison(bad_offer)
+    poison(bad_bid)
+    OrderChange.objects.create(side="bid", order_id=bad_bid.pk)
+    matching_cycle_run()
+    bad_offer.refresh_from_db()
+    bad_bid.refresh_from_db()
+    assert bad_offer.set_aside_reason.startswith("its stored constraint does not parse: ")
+    assert bad_bid.set_aside_reason.startswith("its stored constraint does not parse: ")
+    anonymous, owner = APIClient(), APIClient()
+    owner.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=alice).key}")
+
+    def reason(client, path):
+        response = client.get(path)
+        assert response.status_code == 200
+        return response.json()["set_aside_reason"]
+
+    assert reason(anonymous, f"/api/v1/offers/{bad_offer.pk}/") == bad_offer.set_aside_reason
+    assert reason(anonymous, f"/api/v1/offers/{good_offer.pk}/") is None
+    assert reason(owner, f"/api/v1/bids/{bad_bid.pk}/") == bad_bid.set_aside_reason
+    assert reason(owner, f"/api/v1/bids/{good_bid.pk}/") is None
+    listed = {b["id"]: b["set_aside_reason"] for b in owner.get("/api/v1/bids/").json()["results"]}
+    assert listed == {bad_bid.pk: bad_bid.set_aside_reason, good_bid.pk: None}

@@ -11,8 +11,9 @@ from django.conf import settings
 from django.db import transaction
 
 from exchange.models import BestOffer, Bid, MatchingCycle, Notification, OrderChange
+from exchange.redis_clients import redis_client
 from exchange.services.orders import bid_place, offer_publish
-from exchange.tasks import _redis, matching_cycle
+from exchange.tasks import matching_cycle
 from tests.factories import UserFactory, pencils_market
 
 pytestmark = [pytest.mark.stack, pytest.mark.usefixtures("clean_engine")]
@@ -97,6 +98,6 @@ def test_nothing_is_enqueued_for_a_rolled_back_transaction(live_stack):
 
         # while a committed one is enqueued exactly once (no cycle of an earlier test is
         # still waiting to start: that one would take this change)
-        _redis().delete(settings.CYCLE_PENDING_KEY)
+        redis_client().delete(settings.CYCLE_PENDING_KEY)
         bid_place(buyer=buyer, market=market, constraint="lot = 5 AND price <= 1.00")
         assert len(sent) == 1

@@ -10,7 +10,6 @@ from exchange.selectors.markets import constraint_check
 
 from .account_page import (
     user_bids,
-    user_latest_seq,
     user_notifications,
     user_offers,
     user_open_offer_ids,
@@ -44,7 +43,6 @@ __all__ = [
     "offer_bids_of_user",
     "offer_page_get",
     "user_bids",
-    "user_latest_seq",
     "user_notifications",
     "user_offers",
     "user_open_offer_ids",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q
 
 from exchange.market_rules import price_text
 from exchange.models import Bid, Notification, Offer, Trade
-from exchange.selectors.orders import bid_standings, notification_latest_seq
+from exchange.selectors.orders import bid_standings
 
 
 def user_offers(*, user: AbstractBaseUser, limit: int = 200) -> list[Offer]:
@@ -58,11 +58,6 @@ def user_notifications(*, user: AbstractBaseUser, limit: int = 30) -> list[Notif
     return list(
         Notification.objects.filter(recipient=user).select_related("market").order_by("-id")[:limit]
     )
-
-
-def user_latest_seq(*, user: AbstractBaseUser | AnonymousUser) -> int:
-    """The sequence number a page resumes the ``me`` stream after (0: none yet)."""
-    return notification_latest_seq(user=user)
 
 
 def user_open_offer_ids(*, user: AbstractBaseUser, limit: int = 100) -> list[int]:

@@ -18,13 +18,18 @@ export function noteText(kind, data) {
       return [`Best bid on ${offer} is now ${data.best_value} (${bids(data.matching_bids)}).`, "good"];
     case "best_bid":
       return [`${bid} is now the best bid on ${offer} at ${data.best_value}.`, "good"];
-    case "outbid":
-      if (data.status === "outbid") {
-        const tail = data.best_value ? `: the best bid is now ${data.best_value}` : "";
-        return [`${bid} was outbid on ${offer}${tail}.`, "bad"];
-      }
-      if (data.status === "closed") return [`${cap(offer)} closed.`, "info"];
+    case "outbid": {
+      const tail = data.best_value ? `: the best bid is now ${data.best_value}` : "";
+      return [`${bid} was outbid on ${offer}${tail}.`, "bad"];
+    }
+    case "offer_ended":
+      if (data.status === "closed") return [`${cap(offer)} closed to another bid.`, "info"];
       return [`${cap(offer)} is ${data.status}: ${bid} no longer matches it.`, "info"];
+    case "set_aside": {
+      // The engine wrote the sentence; a set-aside bid has no offer to name.
+      const order = data.offer ? `offer #${data.offer}` : `bid #${data.bid}`;
+      return [data.message || `Your ${order} is left out of matching.`, "bad"];
+    }
     case "trade": {
       const terms = (data.quantity ? `${grouped(data.quantity)} at ` : "at ") + data.price;
       if (data.buyer) return [`Sold: ${offer} to ${data.buyer}, ${terms}.`, "good"];

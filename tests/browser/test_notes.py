@@ -1,0 +1,82 @@
+"""Personal notifications as sentences: the account page (``frontend/notifications.py``) and
+the live list (``static/frontend/notes.js``) say the same thing, and a ``set_aside`` note says
+what the engine wrote (issue 15) rather than naming an offer it does not have."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.utils.html import escape
+
+from exchange.models import Bid, Notification
+from exchange.services.matching import matching_cycle_run
+from exchange.services.orders import bid_place
+from frontend.notifications import note_text
+from tests.factories import UserFactory, pencils_market
+
+NOTES_JS = Path(__file__).resolve().parents[2] / "frontend/static/frontend/notes.js"
+
+SET_ASIDE_MESSAGE = (
+    "Your bid 7 is left out of matching because its stored constraint does not parse: "
+    "expected a value at 9. Amend it or withdraw it."
+)
+CASES = [
+    ("set_aside", {"bid": 7, "reason": "r", "message": SET_ASIDE_MESSAGE}),
+    ("set_aside", {"offer": 3, "reason": "r"}),
+    ("set_aside", {"bid": 7, "reason": "r"}),
+    ("best_offer", {"offer": 3, "best_value": "1.50", "matching_bids": 2}),
+    ("best_offer", {"offer": 3, "best_value": None, "matching_bids": 0}),
+    ("best_bid", {"offer": 3, "bid": 7, "best_value": "1.50"}),
+    ("outbid", {"offer": 3, "bid": 7, "status": "outbid", "best_value": "1.70"}),
+    ("offer_ended", {"offer": 3, "bid": 7, "status": "closed"}),
+    ("offer_ended", {"offer": 3, "bid": 7, "status": "withdrawn"}),
+    ("trade", {"offer": 3, "bid": 7, "price": "1.50", "quantity": "12000", "buyer": "bob"}),
+    ("trade", {"offer": 3, "bid": 7, "price": "1.50"}),
+    ("offer", {"offer": 3, "state": "closed", "sold": False}),
+    ("offer", {"offer": 3, "state": "withdrawn"}),
+]
+
+
+def test_set_aside_sentences():
+    assert note_text(*CASES[0]) == (SET_ASIDE_MESSAGE, "bad")
+    assert note_text(*CASES[1]) == ("Your offer #3 is left out of matching.", "bad")
+    assert note_text(*CASES[2]) == ("Your bid #7 is left out of matching.", "bad")
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="no node to run notes.js")
+def test_notes_js_says_what_the_page_says():
+    script = (
+        f"import {{ noteText }} from {json.dumps(NOTES_JS.as_uri())};\n"
+        f"const cases = {json.dumps(CASES)};\n"
+        "console.log(JSON.stringify(cases.map(([kind, data]) => noteText(kind, data))));\n"
+    )
+    out = subprocess.run(
+        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout) == [list(note_text(kind, data)) for kind, data in CASES]
+
+
+@pytest.mark.django_db
+def test_the_account_page_shows_a_set_aside_bid_in_the_engines_words(client):
+    market = pencils_market()
+    alice = UserFactory(username="alice")
+    bad = bid_place(buyer=alice, market=market, constraint="lot = 10 AND price <= 2.00")
+    # A stored text the parser refuses, changed behind the services' back.
+    Bid.objects.filter(pk=bad.pk).update(constraint_text="price <= AND lot")
+    matching_cycle_run()
+    note = Notification.objects.get(type="set_aside", recipient=alice)
+    client.force_login(alice)
+
+    page = client.get("/account/").content.decode()
+
+    message = note.data["message"]
+    assert message.startswith(f"Your bid {bad.pk} is left out of matching because its stored")
+    assert (
+        f'<li id="note-{note.pk}" class="note note-bad" data-type="set_aside">'
+        f'<span class="note-text">{escape(message)}</span>'
+    ) in page
+    assert "#None" not in page
