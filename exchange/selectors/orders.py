@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
 from exchange.models import BestOffer, Bid, Notification, Offer, OfferBidMatch, Trade
@@ -24,14 +24,14 @@ def offer_get(*, offer_id: int) -> Offer | None:
     return offer_list().filter(pk=offer_id).first()
 
 
-def bid_list(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Bid]:
+def bid_list(*, user: User | AnonymousUser) -> QuerySet[Bid]:
     """A user's own bids: a bid's constraint is visible to its owner and staff only."""
     if not user.is_authenticated:
         return Bid.objects.none()
     return Bid.objects.filter(buyer=user).select_related("market").order_by("id")
 
 
-def bid_get(*, user: AbstractBaseUser | AnonymousUser, bid_id: int) -> Bid | None:
+def bid_get(*, user: User | AnonymousUser, bid_id: int) -> Bid | None:
     if not user.is_authenticated:
         return None
     bids = Bid.objects.select_related("market")
@@ -56,22 +56,20 @@ def bid_standings(*, bids: list[Bid]) -> dict[int, list[dict]]:
     return out
 
 
-def trade_list(
-    *, user: AbstractBaseUser | AnonymousUser, market: str | None = None
-) -> QuerySet[Trade]:
+def trade_list(*, user: User | AnonymousUser, market: str | None = None) -> QuerySet[Trade]:
     trades = Trade.objects.select_related("market", "seller", "buyer").order_by("-closed_at", "-id")
     if market:
         trades = trades.filter(market__subject=market)
     return trades
 
 
-def trade_party(trade: Trade, user: AbstractBaseUser | AnonymousUser) -> bool:
+def trade_party(trade: Trade, user: User | AnonymousUser) -> bool:
     return bool(
         user.is_authenticated and (user.is_staff or user.pk in (trade.seller_id, trade.buyer_id))
     )
 
 
-def notification_list(*, user: AbstractBaseUser, after: int = 0) -> QuerySet[Notification]:
+def notification_list(*, user: User, after: int = 0) -> QuerySet[Notification]:
     """A user's personal notifications after a sequence number (resumable)."""
     return (
         Notification.objects.filter(recipient=user, id__gt=after)
@@ -80,7 +78,7 @@ def notification_list(*, user: AbstractBaseUser, after: int = 0) -> QuerySet[Not
     )
 
 
-def notification_latest_seq(*, user: AbstractBaseUser | AnonymousUser) -> int:
+def notification_latest_seq(*, user: User | AnonymousUser) -> int:
     """The newest personal notification's sequence number, where a client that has seen
     everything resumes (0: none yet, or not signed in). The one home of this query: pages
     and the WebSocket's ``me`` stream start from it."""
@@ -95,5 +93,5 @@ def notification_latest_seq(*, user: AbstractBaseUser | AnonymousUser) -> int:
     return last or 0
 
 
-def offer_visible_to_owner(offer: Offer, user: AbstractBaseUser | AnonymousUser) -> bool:
+def offer_visible_to_owner(offer: Offer, user: User | AnonymousUser) -> bool:
     return bool(user.is_authenticated and (user.is_staff or offer.seller_id == user.pk))

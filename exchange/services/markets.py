@@ -51,7 +51,7 @@ def _text(value: object, field: str, *, required: bool, limit: int) -> str:
 
 
 def _pricing(value: object) -> str:
-    if value not in Market.Pricing.values:
+    if not isinstance(value, str) or value not in Market.Pricing.values:
         raise InvalidInput("invalid_pricing", "Pricing must be first or second.", field="pricing")
     return value
 
@@ -111,7 +111,9 @@ def market_update(
             market.pricing = _pricing(pricing)
             fields.append("pricing")
         if tick is not None:
-            market.tick = market_change_check(market=market, live=live, tick=tick)
+            new_tick = market_change_check(market=market, live=live, tick=tick)
+            assert new_tick is not None  # returned parsed because it was given
+            market.tick = new_tick
             fields.append("tick")
         if schema is not None:
             parsed = schema_parse(schema)
