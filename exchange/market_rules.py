@@ -193,9 +193,16 @@ def subject_predicate(subject: str) -> Interval:
     return Interval(subject, True, subject, True)
 
 
+def decimal_exponent(value: Decimal) -> int:
+    """The exponent of a finite decimal (NaN and infinities have a letter there instead)."""
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int), f"not a finite decimal: {value!r}"
+    return exponent
+
+
 def price_quantum(tick: Decimal) -> Decimal:
     """The smallest step prices are written with: 0.01 for a tick of 0.05, 1 for 25."""
-    return Decimal(1).scaleb(min(0, tick.normalize().as_tuple().exponent))  # type: ignore[arg-type]
+    return Decimal(1).scaleb(min(0, decimal_exponent(tick.normalize())))
 
 
 def tick_text(tick: Decimal) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from decimal import Decimal
+from typing import TypedDict
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
@@ -40,11 +42,19 @@ def bid_get(*, user: User | AnonymousUser, bid_id: int) -> Bid | None:
     return bids.filter(pk=bid_id).first()
 
 
-def bid_standings(*, bids: list[Bid]) -> dict[int, list[dict]]:
+class Standing(TypedDict):
+    """A bid's place on one offer it matches: its value there, and whether it is the best."""
+
+    offer: int
+    value: Decimal
+    best: bool
+
+
+def bid_standings(*, bids: list[Bid]) -> dict[int, list[Standing]]:
     """For each bid, the offers it matches now, its value there, and whether it is best."""
     ids = [b.pk for b in bids]
     best_on = set(BestOffer.objects.filter(bid_id__in=ids).values_list("offer_id", "bid_id"))
-    out: dict[int, list[dict]] = defaultdict(list)
+    out: dict[int, list[Standing]] = defaultdict(list)
     for offer_id, bid_id, value in (
         OfferBidMatch.objects.filter(bid_id__in=ids)
         .order_by("offer_id")
