@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 import matching
-from matching.model import Attribute, Constraint, Disjunct, Interval, Type, Wildcard
+from matching.model import Attribute, Constraint, Disjunct, Interval, Type, Value, Wildcard
 from matching.syntax import MAX_PREDICATES
 
 from .errors import InvalidInput
@@ -193,9 +193,16 @@ def subject_predicate(subject: str) -> Interval:
     return Interval(subject, True, subject, True)
 
 
+def decimal_exponent(value: Decimal) -> int:
+    """The exponent of a finite decimal (NaN and infinities have a letter there instead)."""
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int), f"not a finite decimal: {value!r}"
+    return exponent
+
+
 def price_quantum(tick: Decimal) -> Decimal:
     """The smallest step prices are written with: 0.01 for a tick of 0.05, 1 for 25."""
-    return Decimal(1).scaleb(min(0, tick.normalize().as_tuple().exponent))  # type: ignore[arg-type]
+    return Decimal(1).scaleb(min(0, decimal_exponent(tick.normalize())))
 
 
 def tick_text(tick: Decimal) -> str:
@@ -206,6 +213,13 @@ def tick_text(tick: Decimal) -> str:
 def price_text(value: Decimal | None, tick: Decimal) -> str | None:
     """A price as a decimal string with the market's number of places (``1.10``)."""
     return None if value is None else format(Decimal(value).quantize(price_quantum(tick)), "f")
+
+
+def numeric_value(value: Value) -> Decimal:
+    """A bound of the price or quantity attribute as a ``Decimal``. ``schema_parse`` makes
+    the price decimal and the quantity int or decimal, so no other value reaches here."""
+    assert isinstance(value, int | Decimal), f"not a numeric bound: {value!r}"
+    return Decimal(value)
 
 
 def _locate(source: Any, name: str) -> int | None:
@@ -225,9 +239,10 @@ def _snap_price(
     where = _locate(source, name)
     if isinstance(interval, Wildcard):
         interval = Interval(None, False, None, False)
-    lo, hi = interval.lo, interval.hi
+    lo = None if interval.lo is None else numeric_value(interval.lo)
+    hi = None if interval.hi is None else numeric_value(interval.hi)
     for bound in (lo, hi):
-        if bound is not None and Decimal(bound) % tick != 0:
+        if bound is not None and bound % tick != 0:
             raise InvalidInput(
                 "off_tick",
                 f"The price {bound} is not on this market's tick of {tick_text(tick)}: use a multiple of {tick_text(tick)}.",
@@ -256,8 +271,8 @@ def _snap_price(
     # A bid's missing lower bound stays open: prices below zero do not exist, and every
     # offer's lowest price is at least zero, so the intersection is the same either way.
     places = price_quantum(tick)
-    new_lo = None if lo is None else Decimal(lo) + (0 if interval.lo_closed else tick)
-    new_hi = None if hi is None else Decimal(hi) - (0 if interval.hi_closed else tick)
+    new_lo = None if lo is None else lo + (0 if interval.lo_closed else tick)
+    new_hi = None if hi is None else hi - (0 if interval.hi_closed else tick)
     if new_lo is not None and new_hi is not None and new_hi < new_lo:
         return None
     return Interval(
@@ -330,7 +345,7 @@ def order_constraint(
                 )
         items: dict[Attribute, Any] = dict(disjunct.items)
         snapped = _snap_price(
-            items.get(price.attribute, Wildcard()),  # type: ignore[arg-type]
+            items.get(price.attribute, Wildcard()),
             tick=tick,
             side=side,
             source=source,

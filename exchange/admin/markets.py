@@ -25,6 +25,7 @@ class MarketForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
+        assert data is not None  # ModelForm.clean returns cleaned_data
         try:
             if self.instance.pk is None:
                 subject_check(data.get("subject"))

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.template.response import TemplateResponse
 
 from exchange.errors import ExchangeError
@@ -98,7 +99,7 @@ class OfferAdmin(ReadOnlyOrderAdmin):
                 "skipped": queryset.exclude(state=Offer.State.OPEN).count(),
                 "queryset": queryset,
                 "action": "close_auctions",
-                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+                "action_checkbox_name": ACTION_CHECKBOX_NAME,
                 "opts": self.model._meta,
             },
         )

@@ -16,7 +16,9 @@ EXTRA_ROWS = 3
 
 
 class SchemaWidget(forms.Widget):
-    def format_value(self, value: Any) -> list[dict]:
+    def _rows(self, value: Any) -> list[dict]:
+        """The stored rows (a list, or its JSON text); anything else reads as none.
+        Not ``format_value``: that one returns a string, and ``render`` is ours."""
         if isinstance(value, str):
             try:
                 value = json.loads(value)
@@ -25,7 +27,7 @@ class SchemaWidget(forms.Widget):
         return value if isinstance(value, list) else []
 
     def render(self, name, value, attrs=None, renderer=None):
-        rows = [r for r in self.format_value(value) if isinstance(r, dict)] + [{}] * EXTRA_ROWS
+        rows = [r for r in self._rows(value) if isinstance(r, dict)] + [{}] * EXTRA_ROWS
         head = format_html_join(
             "", "<th scope='col'>{}</th>", ((c.replace("_", " "),) for c in COLUMNS)
         )

@@ -127,7 +127,9 @@ def price_chart(days: Sequence[dt.date], rows: Rows, *, label: str) -> SafeStrin
     width = max(1.0, plot.slot * 0.6)
     vwap_points: list[str] = []
     for i, r in enumerate(rows):
-        if r is None or not r.trades or r.open is None or r.close is None:
+        if r is None or not r.trades:
+            continue
+        if r.open is None or r.high is None or r.low is None or r.close is None:
             continue
         up = r.close >= r.open
         top, bottom = plot.y(max(r.open, r.close)), plot.y(min(r.open, r.close))

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 import matching
+from exchange.market_rules import numeric_value
 from exchange.models import Bid, Offer, OfferBidMatch
 from matching.model import Attribute, Disjunct, Interval
 
@@ -23,7 +24,7 @@ def price_interval(disjunct: Disjunct, price: Attribute) -> Interval:
 def pair_value(offer: Disjunct, bid: Disjunct, price: Attribute) -> Decimal:
     """The highest price both accept: the lower of the two upper bounds (a bid always has one)."""
     highs = [
-        Decimal(p.hi)
+        numeric_value(p.hi)
         for p in (price_interval(offer, price), price_interval(bid, price))
         if p.hi is not None
     ]

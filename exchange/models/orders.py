@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -89,3 +91,7 @@ class Bid(Order):
 
     def __str__(self) -> str:
         return f"bid {self.pk} in {self.market_id}"
+
+
+# Code written once for both kinds of order (a model class in, its rows out).
+OrderT = TypeVar("OrderT", Offer, Bid)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from decimal import Decimal
+from typing import TypedDict
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
 from exchange.models import BestOffer, Bid, Notification, Offer, OfferBidMatch, Trade
@@ -24,14 +26,14 @@ def offer_get(*, offer_id: int) -> Offer | None:
     return offer_list().filter(pk=offer_id).first()
 
 
-def bid_list(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Bid]:
+def bid_list(*, user: User | AnonymousUser) -> QuerySet[Bid]:
     """A user's own bids: a bid's constraint is visible to its owner and staff only."""
     if not user.is_authenticated:
         return Bid.objects.none()
     return Bid.objects.filter(buyer=user).select_related("market").order_by("id")
 
 
-def bid_get(*, user: AbstractBaseUser | AnonymousUser, bid_id: int) -> Bid | None:
+def bid_get(*, user: User | AnonymousUser, bid_id: int) -> Bid | None:
     if not user.is_authenticated:
         return None
     bids = Bid.objects.select_related("market")
@@ -40,11 +42,19 @@ def bid_get(*, user: AbstractBaseUser | AnonymousUser, bid_id: int) -> Bid | Non
     return bids.filter(pk=bid_id).first()
 
 
-def bid_standings(*, bids: list[Bid]) -> dict[int, list[dict]]:
+class Standing(TypedDict):
+    """A bid's place on one offer it matches: its value there, and whether it is the best."""
+
+    offer: int
+    value: Decimal
+    best: bool
+
+
+def bid_standings(*, bids: list[Bid]) -> dict[int, list[Standing]]:
     """For each bid, the offers it matches now, its value there, and whether it is best."""
     ids = [b.pk for b in bids]
     best_on = set(BestOffer.objects.filter(bid_id__in=ids).values_list("offer_id", "bid_id"))
-    out: dict[int, list[dict]] = defaultdict(list)
+    out: dict[int, list[Standing]] = defaultdict(list)
     for offer_id, bid_id, value in (
         OfferBidMatch.objects.filter(bid_id__in=ids)
         .order_by("offer_id")
@@ -56,22 +66,20 @@ def bid_standings(*, bids: list[Bid]) -> dict[int, list[dict]]:
     return out
 
 
-def trade_list(
-    *, user: AbstractBaseUser | AnonymousUser, market: str | None = None
-) -> QuerySet[Trade]:
+def trade_list(*, user: User | AnonymousUser, market: str | None = None) -> QuerySet[Trade]:
     trades = Trade.objects.select_related("market", "seller", "buyer").order_by("-closed_at", "-id")
     if market:
         trades = trades.filter(market__subject=market)
     return trades
 
 
-def trade_party(trade: Trade, user: AbstractBaseUser | AnonymousUser) -> bool:
+def trade_party(trade: Trade, user: User | AnonymousUser) -> bool:
     return bool(
         user.is_authenticated and (user.is_staff or user.pk in (trade.seller_id, trade.buyer_id))
     )
 
 
-def notification_list(*, user: AbstractBaseUser, after: int = 0) -> QuerySet[Notification]:
+def notification_list(*, user: User, after: int = 0) -> QuerySet[Notification]:
     """A user's personal notifications after a sequence number (resumable)."""
     return (
         Notification.objects.filter(recipient=user, id__gt=after)
@@ -80,7 +88,7 @@ def notification_list(*, user: AbstractBaseUser, after: int = 0) -> QuerySet[Not
     )
 
 
-def notification_latest_seq(*, user: AbstractBaseUser | AnonymousUser) -> int:
+def notification_latest_seq(*, user: User | AnonymousUser) -> int:
     """The newest personal notification's sequence number, where a client that has seen
     everything resumes (0: none yet, or not signed in). The one home of this query: pages
     and the WebSocket's ``me`` stream start from it."""
@@ -95,5 +103,5 @@ def notification_latest_seq(*, user: AbstractBaseUser | AnonymousUser) -> int:
     return last or 0
 
 
-def offer_visible_to_owner(offer: Offer, user: AbstractBaseUser | AnonymousUser) -> bool:
+def offer_visible_to_owner(offer: Offer, user: User | AnonymousUser) -> bool:
     return bool(user.is_authenticated and (user.is_staff or offer.seller_id == user.pk))

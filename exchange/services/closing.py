@@ -11,14 +11,14 @@ import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
 from exchange import engine
 from exchange.engine.constraints import market_schema_of
 from exchange.errors import InvalidInput, NotAllowed, NotFound
-from exchange.market_rules import price_text
+from exchange.market_rules import numeric_value, price_text
 from exchange.models import BestOffer, Bid, Market, Notification, Offer, OfferBidMatch, Trade
 from exchange.services.matching import (
     apply_changes,
@@ -82,7 +82,8 @@ def _terms(offer: Offer) -> Preview:
     agreement, dp, price_attribute = engine.pair_agreement(match)
     value = match.value
     if market.pricing == Market.Pricing.SECOND:
-        reserve = engine.price_interval(dp, price_attribute).lo or Decimal(0)
+        low = engine.price_interval(dp, price_attribute).lo
+        reserve = numeric_value(low) if low else Decimal(0)
         second = (
             OfferBidMatch.objects.filter(offer=offer)
             .exclude(bid=best.bid)
@@ -98,7 +99,7 @@ def _terms(offer: Offer) -> Preview:
     quantity = None
     if quantity_spec is not None:
         top = agreement.max_value(quantity_spec.attribute)
-        quantity = None if top is None else Decimal(top)
+        quantity = None if top is None else numeric_value(top)
     return Preview(offer, best.bid, value, price, quantity, agreement)
 
 
@@ -127,7 +128,7 @@ def offer_close_preview(*, offer_id: int) -> Preview:
         return Preview(offer, None, None, None, None, None, unusable="; ".join(reasons))
 
 
-def offer_close(*, offer_id: int, staff: AbstractBaseUser | None) -> CloseResult:
+def offer_close(*, offer_id: int, staff: User | None) -> CloseResult:
     """Close an offer: a trade with its best bid, or unsold. ``staff=None`` is the scheduler.
 
     Closing twice returns the first result and changes nothing.
@@ -160,7 +161,8 @@ def offer_close(*, offer_id: int, staff: AbstractBaseUser | None) -> CloseResult
             bid = Bid.objects.select_for_update(no_key=True).get(pk=terms.bid.pk)
             bid.state = Bid.State.FILLED
             bid.save(update_fields=["state", "updated_at"])
-            assert terms.agreement is not None  # a best bid always comes with its agreement
+            # A best bid always comes with its agreement and its price.
+            assert terms.agreement is not None and terms.price is not None
             trade = Trade.objects.create(
                 offer=offer,
                 bid=bid,

@@ -9,7 +9,13 @@ from django.db import transaction
 
 import matching
 from exchange.errors import InvalidInput
-from exchange.market_rules import MarketSchema, RawSchema, bid_widened, schema_parse
+from exchange.market_rules import (
+    MarketSchema,
+    RawSchema,
+    bid_widened,
+    decimal_exponent,
+    schema_parse,
+)
 from exchange.models import Bid, Market, Offer
 from exchange.models.markets import DESCRIPTION_LENGTH, SUBJECT_PATTERN, TITLE_LENGTH
 from exchange.services.orders import order_changed
@@ -21,7 +27,7 @@ def _tick(value: object) -> Decimal:
         tick = Decimal(str(value))
     except (InvalidOperation, ValueError):
         tick = Decimal(-1)
-    if not tick.is_finite() or tick <= 0 or tick.as_tuple().exponent < -10 or tick >= 10**9:  # type: ignore[operator]
+    if not tick.is_finite() or tick <= 0 or decimal_exponent(tick) < -10 or tick >= 10**9:
         raise InvalidInput(
             "invalid_tick", "The tick must be a positive decimal such as 0.01.", field="tick"
         )
@@ -51,7 +57,7 @@ def _text(value: object, field: str, *, required: bool, limit: int) -> str:
 
 
 def _pricing(value: object) -> str:
-    if value not in Market.Pricing.values:
+    if not isinstance(value, str) or value not in Market.Pricing.values:
         raise InvalidInput("invalid_pricing", "Pricing must be first or second.", field="pricing")
     return value
 
@@ -111,7 +117,9 @@ def market_update(
             market.pricing = _pricing(pricing)
             fields.append("pricing")
         if tick is not None:
-            market.tick = market_change_check(market=market, live=live, tick=tick)
+            new_tick = market_change_check(market=market, live=live, tick=tick)
+            assert new_tick is not None  # returned parsed because it was given
+            market.tick = new_tick
             fields.append("tick")
         if schema is not None:
             parsed = schema_parse(schema)

@@ -19,6 +19,7 @@ notified, and the same work runs again without it (``until_usable``).
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -39,6 +40,7 @@ from exchange.models import (
     OfferBidMatch,
     OrderChange,
 )
+from exchange.models.orders import OrderT
 from exchange.services.notifications import (
     best_offer_notifications,
     notifications_push_on_commit,
@@ -261,27 +263,29 @@ def orders_set_aside(*, offer_ids: set[int], bid_ids: set[int]) -> list[Offer | 
     """Set aside those of the given orders that, read again under their row lock, the
     engine still cannot use; returns them. The caller holds the cycle lock."""
     now = timezone.now()
-    aside: list[Offer | Bid] = []
-    for model, ids in ((Offer, offer_ids), (Bid, bid_ids)):
-        if not ids:
-            continue
-        # order_by("pk") so that concurrent lockers never deadlock.
-        rows = (
-            model.objects.select_for_update(no_key=True, of=("self",))
-            .select_related("market")
-            .filter(pk__in=ids, set_aside_at=None)
-            .order_by("pk")
-        )
-        changed = []
-        for order in rows:
-            try:
-                engine.usable_constraint(order)
-            except engine.UnusableOrder as exc:
-                order.set_aside_at, order.set_aside_reason = now, exc.reason
-                changed.append(order)
-        model.objects.bulk_update(changed, ["set_aside_at", "set_aside_reason"])
-        aside += changed
-    return aside
+    return [*_set_aside(Offer, offer_ids, now), *_set_aside(Bid, bid_ids, now)]
+
+
+def _set_aside(model: type[OrderT], ids: set[int], now: dt.datetime) -> list[OrderT]:
+    """``orders_set_aside`` for one kind of order."""
+    if not ids:
+        return []
+    # order_by("pk") so that concurrent lockers never deadlock.
+    rows = (
+        model.objects.select_for_update(no_key=True, of=("self",))
+        .select_related("market")
+        .filter(pk__in=ids, set_aside_at=None)
+        .order_by("pk")
+    )
+    changed = []
+    for order in rows:
+        try:
+            engine.usable_constraint(order)
+        except engine.UnusableOrder as exc:
+            order.set_aside_at, order.set_aside_reason = now, exc.reason
+            changed.append(order)
+    model.objects.bulk_update(changed, ["set_aside_at", "set_aside_reason"])
+    return changed
 
 
 def best_bids(offer_ids: Iterable[int]) -> dict[int, Best]:

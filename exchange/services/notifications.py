@@ -135,13 +135,16 @@ def set_aside_notifications(*, orders: Iterable[Offer | Bid]) -> list[Notificati
     which order, why, and that amending or withdrawing it is the way out."""
     notes = []
     for order in orders:
-        is_offer = isinstance(order, Offer)
-        kind = "offer" if is_offer else "bid"
+        offer: Offer | None
+        if isinstance(order, Offer):
+            kind, offer, owner_id = "offer", order, order.seller_id
+        else:
+            kind, offer, owner_id = "bid", None, order.buyer_id
         notes.append(
             Notification(
                 market=order.market,
-                offer=order if is_offer else None,
-                recipient_id=order.seller_id if is_offer else order.buyer_id,
+                offer=offer,
+                recipient_id=owner_id,
                 type="set_aside",
                 data={
                     kind: order.pk,

@@ -7,9 +7,8 @@ row, so the change cannot be lost, and asks for a matching cycle only after comm
 from __future__ import annotations
 
 import datetime as dt
-from typing import TypeVar
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -17,13 +16,13 @@ from django.utils import timezone
 from exchange.errors import InvalidInput, NotAllowed, NotFound, StaleVersion
 from exchange.market_rules import ConstraintSource, OrderConstraint, Side
 from exchange.models import BestOffer, Bid, Market, Offer, OrderChange
+from exchange.models.orders import OrderT
 from exchange.selectors.markets import constraint_check
 from exchange.services.notifications import offer_event
 from exchange.services.side_effects import after_commit
 from exchange.tasks import matching_cycle_request
 
 # Offers and bids share one implementation of each change; ``OrderT`` keeps the caller's type.
-OrderT = TypeVar("OrderT", Offer, Bid)
 
 
 def _rules(market: Market, side: Side, constraint: ConstraintSource) -> OrderConstraint:
@@ -53,7 +52,7 @@ def _check_closes_at(closes_at: dt.datetime | None) -> None:
 
 def offer_publish(
     *,
-    seller: AbstractBaseUser,
+    seller: User,
     market: Market,
     constraint: ConstraintSource,
     closes_at: dt.datetime | None = None,
@@ -75,7 +74,7 @@ def offer_publish(
     return offer
 
 
-def bid_place(*, buyer: AbstractBaseUser, market: Market, constraint: ConstraintSource) -> Bid:
+def bid_place(*, buyer: User, market: Market, constraint: ConstraintSource) -> Bid:
     """Place a buyer's bid (a subscription) in ``market``."""
     rules = _rules(market, "bid", constraint)
     with transaction.atomic():
@@ -97,7 +96,7 @@ def _locked(model: type[OrderT], order_id: int) -> OrderT:
         raise NotFound("not_found", f"There is no {model.__name__.lower()} {order_id}.") from None
 
 
-def _owned(order: Offer | Bid, user: AbstractBaseUser) -> None:
+def _owned(order: Offer | Bid, user: User) -> None:
     owner_id = order.seller_id if isinstance(order, Offer) else order.buyer_id
     if owner_id != user.pk:
         raise NotAllowed("not_owner", "Only the one who placed it can change it.")
@@ -135,7 +134,7 @@ def _side(order: Offer | Bid) -> Side:
 def _order_amend(
     model: type[OrderT],
     *,
-    user: AbstractBaseUser,
+    user: User,
     order_id: int,
     constraint: ConstraintSource,
     version: int,
@@ -171,9 +170,7 @@ def _order_amend(
     return order
 
 
-def _order_end(
-    model: type[OrderT], order_id: int, *, owner: AbstractBaseUser | None, state: str
-) -> OrderT:
+def _order_end(model: type[OrderT], order_id: int, *, owner: User | None, state: str) -> OrderT:
     """Take a live order out of the book for good: withdrawn by ``owner``, or cancelled by
     staff (``owner=None``, checked by the caller). Ending it a second time changes nothing."""
     with transaction.atomic():
@@ -192,7 +189,7 @@ def _order_end(
 
 
 def offer_amend(
-    *, seller: AbstractBaseUser, offer_id: int, constraint: ConstraintSource, version: int
+    *, seller: User, offer_id: int, constraint: ConstraintSource, version: int
 ) -> Offer:
     """Replace an open offer's constraint; ``version`` must be the current one (else 409)."""
     return _order_amend(
@@ -200,23 +197,21 @@ def offer_amend(
     )
 
 
-def bid_amend(
-    *, buyer: AbstractBaseUser, bid_id: int, constraint: ConstraintSource, version: int
-) -> Bid:
+def bid_amend(*, buyer: User, bid_id: int, constraint: ConstraintSource, version: int) -> Bid:
     """Replace an active bid's constraint; ``version`` must be the current one (else 409)."""
     return _order_amend(Bid, user=buyer, order_id=bid_id, constraint=constraint, version=version)
 
 
-def offer_withdraw(*, seller: AbstractBaseUser, offer_id: int) -> Offer:
+def offer_withdraw(*, seller: User, offer_id: int) -> Offer:
     return _order_end(Offer, offer_id, owner=seller, state=Offer.State.WITHDRAWN)
 
 
-def offer_cancel(*, staff: AbstractBaseUser, offer_id: int) -> Offer:
+def offer_cancel(*, staff: User, offer_id: int) -> Offer:
     """Staff cancel an open offer (no trade)."""
     if not staff.is_staff:
         raise NotAllowed("staff_only", "Only staff can cancel an offer.")
     return _order_end(Offer, offer_id, owner=None, state=Offer.State.CANCELLED)
 
 
-def bid_withdraw(*, buyer: AbstractBaseUser, bid_id: int) -> Bid:
+def bid_withdraw(*, buyer: User, bid_id: int) -> Bid:
     return _order_end(Bid, bid_id, owner=buyer, state=Bid.State.WITHDRAWN)

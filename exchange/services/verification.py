@@ -17,12 +17,15 @@ from exchange import engine
 from exchange.models import BestOffer, Bid, Offer, OfferBidMatch, OrderChange
 from exchange.services.matching import NO_BEST, candidates_of, cycle_lock
 
+# A best-offer row as compared: (best bid id, its value, number of matching bids).
+BestRow = tuple[int | None, Decimal | None, int]
+
 
 @dataclass(frozen=True)
 class Difference:
     offer_id: int
-    table: tuple[int | None, Decimal | None, int]
-    recomputed: tuple[int | None, Decimal | None, int]
+    table: BestRow
+    recomputed: BestRow
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ def best_offers_verify(*, strategy: str | None = None) -> Verification:
         differences = []
         for offer in offers:
             candidates = ranked.get(offer.pk, [])
+            want: BestRow
             if candidates:
                 value, bid_id = min(candidates, key=lambda c: (-c[0], priority[c[1]]))
                 want = (bid_id, value, len(candidates))

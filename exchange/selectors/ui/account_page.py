@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Q
 
 from exchange.market_rules import price_text
@@ -12,7 +12,7 @@ from exchange.models import Bid, Notification, Offer, Trade
 from exchange.selectors.orders import bid_standings
 
 
-def user_offers(*, user: AbstractBaseUser, limit: int = 200) -> list[Offer]:
+def user_offers(*, user: User, limit: int = 200) -> list[Offer]:
     return list(
         Offer.objects.filter(seller=user)
         .select_related("market", "best", "trade", "trade__buyer")
@@ -20,7 +20,7 @@ def user_offers(*, user: AbstractBaseUser, limit: int = 200) -> list[Offer]:
     )
 
 
-def user_bids(*, user: AbstractBaseUser, limit: int = 200) -> list[dict[str, Any]]:
+def user_bids(*, user: User, limit: int = 200) -> list[dict[str, Any]]:
     """The user's bids, newest first, each with the offers it matches now and where it is
     best, and its trade when filled."""
     bids = list(
@@ -45,7 +45,7 @@ def user_bids(*, user: AbstractBaseUser, limit: int = 200) -> list[dict[str, Any
     ]
 
 
-def user_trades(*, user: AbstractBaseUser, limit: int = 100) -> list[Trade]:
+def user_trades(*, user: User, limit: int = 100) -> list[Trade]:
     return list(
         Trade.objects.filter(Q(seller=user) | Q(buyer=user))
         .select_related("market", "seller", "buyer")
@@ -53,14 +53,14 @@ def user_trades(*, user: AbstractBaseUser, limit: int = 100) -> list[Trade]:
     )
 
 
-def user_notifications(*, user: AbstractBaseUser, limit: int = 30) -> list[Notification]:
+def user_notifications(*, user: User, limit: int = 30) -> list[Notification]:
     """The user's latest personal notifications, newest first."""
     return list(
         Notification.objects.filter(recipient=user).select_related("market").order_by("-id")[:limit]
     )
 
 
-def user_open_offer_ids(*, user: AbstractBaseUser, limit: int = 100) -> list[int]:
+def user_open_offer_ids(*, user: User, limit: int = 100) -> list[int]:
     return list(
         Offer.objects.filter(seller=user, state=Offer.State.OPEN)
         .order_by("-id")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 
 from exchange.market_rules import price_text
 from exchange.models import BestOfferChange, Bid, Offer
@@ -40,9 +40,7 @@ def offer_best_history(*, offer: Offer, limit: int = 1000) -> list[dict[str, Any
     return list(points.values())
 
 
-def offer_bids_of_user(
-    *, offer: Offer, user: AbstractBaseUser | AnonymousUser
-) -> list[dict[str, Any]]:
+def offer_bids_of_user(*, offer: Offer, user: User | AnonymousUser) -> list[dict[str, Any]]:
     """The user's active bids that match ``offer`` now: value there and whether best."""
     if not user.is_authenticated:
         return []
