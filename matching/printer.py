@@ -57,6 +57,15 @@ def point_text(point: Point) -> str:
     return f"POINT({point.x!r}, {point.y!r})"
 
 
+# The operator each box predicate prints with; its box operand needs no type prefix.
+_BOX_OPERATORS: dict[type, str] = {
+    BoxEq: "=",
+    BoxOverlaps: "OVERLAPS",
+    BoxContains: "CONTAINS",
+    BoxWithin: "WITHIN",
+}
+
+
 def predicate_text(attr: Attribute, pred: Predicate) -> str:
     """One predicate as text, with the type prefix if the text alone would not imply the type."""
     t = attr.type
@@ -70,14 +79,9 @@ def predicate_text(attr: Attribute, pred: Predicate) -> str:
         return f"{name} = {point_text(pred.point)}"  # type: ignore[union-attr]
     if kind is PointWithin:
         return f"point {name} WITHIN {box_text(pred.box)}"  # type: ignore[union-attr]
-    if kind is BoxEq:
-        return f"{name} = {box_text(pred.box)}"  # type: ignore[union-attr]
-    if kind is BoxOverlaps:
-        return f"{name} OVERLAPS {box_text(pred.box)}"  # type: ignore[union-attr]
-    if kind is BoxContains:
-        return f"{name} CONTAINS {box_text(pred.box)}"  # type: ignore[union-attr]
-    if kind is BoxWithin:
-        return f"{name} WITHIN {box_text(pred.box)}"  # type: ignore[union-attr]
+    operator = _BOX_OPERATORS.get(kind)
+    if operator is not None:
+        return f"{name} {operator} {box_text(pred.box)}"  # type: ignore[union-attr]
     raise TypeError(f"not a predicate: {pred!r}")
 
 

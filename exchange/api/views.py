@@ -169,25 +169,25 @@ class OfferList(generics.ListAPIView):
                 constraint=data["constraint"],
                 closes_at=data.get("closes_at"),
             )
-            fresh = order_selectors.offer_get(offer_id=offer.pk)
-            return Response(s.OfferSerializer(fresh, context={"request": request}).data, status=201)
+            return Response(_offer_data(request, offer.pk), status=201)
 
         return idempotent(request, "offers", create)
+
+
+def _offer_data(request: Request, offer_id: int) -> dict:
+    """The offer as the API shows it after a read or a write; 404 if there is no such offer."""
+    offer = order_selectors.offer_get(offer_id=offer_id)
+    if offer is None:
+        raise Http404
+    return s.OfferSerializer(offer, context={"request": request}).data
 
 
 class OfferDetail(APIView):
     permission_classes = [permissions.IsAuthenticatedOrReadOnly]
 
-    def _get(self, offer_id: int) -> Offer:
-        offer = order_selectors.offer_get(offer_id=offer_id)
-        if offer is None:
-            raise Http404
-        return offer
-
     @extend_schema(responses=s.OfferSerializer)
     def get(self, request, offer_id: str):
-        offer = self._get(_order_id(offer_id))
-        return Response(s.OfferSerializer(offer, context={"request": request}).data)
+        return Response(_offer_data(request, _order_id(offer_id)))
 
     @extend_schema(request=s.AmendRequest, responses=s.OfferSerializer)
     def patch(self, request, offer_id: str):
@@ -196,7 +196,7 @@ class OfferDetail(APIView):
         orders.offer_amend(
             seller=request.user, offer_id=pk, constraint=data["constraint"], version=data["version"]
         )
-        return Response(s.OfferSerializer(self._get(pk), context={"request": request}).data)
+        return Response(_offer_data(request, pk))
 
 
 class OfferWithdraw(APIView):
@@ -206,11 +206,7 @@ class OfferWithdraw(APIView):
     def post(self, request, offer_id: str):
         pk = _order_id(offer_id)
         orders.offer_withdraw(seller=request.user, offer_id=pk)
-        return Response(
-            s.OfferSerializer(
-                order_selectors.offer_get(offer_id=pk), context={"request": request}
-            ).data
-        )
+        return Response(_offer_data(request, pk))
 
 
 class OfferCancel(APIView):
@@ -220,11 +216,7 @@ class OfferCancel(APIView):
     def post(self, request, offer_id: str):
         pk = _order_id(offer_id)
         orders.offer_cancel(staff=request.user, offer_id=pk)
-        return Response(
-            s.OfferSerializer(
-                order_selectors.offer_get(offer_id=pk), context={"request": request}
-            ).data
-        )
+        return Response(_offer_data(request, pk))
 
 
 class OfferClose(APIView):

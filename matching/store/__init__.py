@@ -20,15 +20,7 @@ from typing import Any
 
 import psycopg
 
-from .base import (
-    ConstraintStore,
-    DisjunctPair,
-    Item,
-    Pair,
-    StoreError,
-    StoreLimitError,
-    pairs_of,
-)
+from .base import ConstraintStore, DisjunctPair, Item, Pair, StoreError, StoreLimitError, pairs_of
 from .database import DatabaseStore
 from .encode import LIMITS, check_storable
 from .memory import MemoryStore

@@ -123,6 +123,15 @@ class ConstraintStore(ABC):
     ) -> set[DisjunctPair]:
         """The matching disjunct pairs of the scope (``ids`` is empty for ``all``)."""
 
+    def _match_batch(
+        self, scope: Literal["publications", "subscriptions"], ids: Iterable[int], disjuncts: bool
+    ) -> set[Pair] | set[DisjunctPair]:
+        """One batch of either side against the whole other side; an empty batch matches nothing
+        without asking the backend."""
+        batch = check_ids(ids)
+        quads = self._match(scope, batch) if batch else set()
+        return quads if disjuncts else pairs_of(quads)
+
     @overload
     def match_all(self, *, disjuncts: Literal[False] = False) -> set[Pair]: ...
     @overload
@@ -144,9 +153,7 @@ class ConstraintStore(ABC):
         self, ids: Iterable[int], *, disjuncts: bool = False
     ) -> set[Pair] | set[DisjunctPair]:
         """The matches of these publications (one batch) against every subscription."""
-        batch = check_ids(ids)
-        quads = self._match("publications", batch) if batch else set()
-        return quads if disjuncts else pairs_of(quads)
+        return self._match_batch("publications", ids, disjuncts)
 
     @overload
     def match_subscriptions(
@@ -160,6 +167,4 @@ class ConstraintStore(ABC):
         self, ids: Iterable[int], *, disjuncts: bool = False
     ) -> set[Pair] | set[DisjunctPair]:
         """The matches of these subscriptions (one batch) against every publication."""
-        batch = check_ids(ids)
-        quads = self._match("subscriptions", batch) if batch else set()
-        return quads if disjuncts else pairs_of(quads)
+        return self._match_batch("subscriptions", ids, disjuncts)

@@ -20,16 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import matching
-from matching.model import (
-    Attribute,
-    Box,
-    BoxEq,
-    BoxOverlaps,
-    Constraint,
-    Disjunct,
-    Interval,
-    Type,
-)
+from matching.model import Attribute, Box, BoxEq, BoxOverlaps, Constraint, Disjunct, Interval, Type
 
 from .generate import MANIFEST, SIDES, WorkloadError
 from .parameters import Workload, fixed_top, proportional_top

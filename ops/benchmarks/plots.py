@@ -6,13 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ops.benchmarks.tables import (
-    LABELS,
-    STRATEGIES,
-    figure4_rows,
-    figure5_points,
-    figure6_points,
-)
+from ops.benchmarks.tables import LABELS, STRATEGIES, figure4_rows, figure5_points, figure6_points
 
 COLOURS = {"paper": "#c0504d", "range": "#4f81bd", "paper (2006)": "#9a9a9a"}
 NAMES = {"paper": "paper strategy", "range": "range strategy", "paper (2006)": "seed 000 (2006)"}

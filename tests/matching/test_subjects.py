@@ -7,12 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from matching.subjects import (
-    SubjectError,
-    compile_pattern,
-    subject_matches,
-    validate_subject,
-)
+from matching.subjects import SubjectError, compile_pattern, subject_matches, validate_subject
 
 
 @pytest.mark.parametrize(
