@@ -8,29 +8,16 @@ import json
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.testing.websocket import WebsocketCommunicator
 from django.conf import settings as django_settings
 from django.test import Client
 
 import exchange.realtime.consumers as consumers
-from exchange.asgi import application
 from exchange.realtime import presence
 from exchange.services.tokens import token_issue, token_regenerate, token_revoke
 from tests.factories import UserFactory, pencils_market
+from tests.realtime.client import ask, connect
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-async def connect(path: str = "/ws/", headers=None) -> WebsocketCommunicator:
-    ws = WebsocketCommunicator(application, path, headers=headers or [])
-    connected, _ = await ws.connect()
-    assert connected
-    return ws
-
-
-async def ask(ws: WebsocketCommunicator, frame) -> dict:
-    await ws.send_to(text_data=frame if isinstance(frame, str) else json.dumps(frame))
-    return json.loads(await ws.receive_from(timeout=5))
 
 
 def test_a_deeply_nested_frame_gets_an_error_and_the_connection_stays_usable():

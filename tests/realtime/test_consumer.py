@@ -9,26 +9,18 @@ import pytest
 from channels.testing.websocket import WebsocketCommunicator
 from rest_framework.authtoken.models import Token
 
-from exchange.asgi import application
 from exchange.models import Notification
 from exchange.realtime.streams import stream_publish, user_wake
 from exchange.services.orders import offer_publish
 from tests.factories import StaffFactory, UserFactory, pencils_market
+from tests.realtime.client import ask
+from tests.realtime.client import connect as connect_to
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 async def connect(token: str | None = None) -> WebsocketCommunicator:
-    path = "/ws/" + (f"?token={token}" if token else "")
-    ws = WebsocketCommunicator(application, path)
-    connected, _ = await ws.connect()
-    assert connected
-    return ws
-
-
-async def ask(ws: WebsocketCommunicator, frame) -> dict:
-    await ws.send_to(text_data=frame if isinstance(frame, str) else json.dumps(frame))
-    return json.loads(await ws.receive_from(timeout=5))
+    return await connect_to("/ws/" + (f"?token={token}" if token else ""))
 
 
 def token_for(user) -> str:
