@@ -21,6 +21,7 @@ from exchange.errors import InvalidInput, NotAllowed, NotFound
 from exchange.market_rules import numeric_value, price_text
 from exchange.models import BestOffer, Bid, Market, Notification, Offer, OfferBidMatch, Trade
 from exchange.services.matching import (
+    STALLED_RETRIES,
     apply_changes,
     best_offers_refresh,
     cycle_lock,
@@ -107,6 +108,7 @@ def _settled_terms(offer: Offer) -> tuple[Preview, list[Notification]]:
     """``_terms`` once the orders it finds unusable are set aside and the book recomputed
     without them (a poisoned best bid gives way to the next one). Needs the cycle lock."""
     notes: list[Notification] = []
+    stalled = 0
     while True:
         try:
             return _terms(offer), notes
@@ -114,7 +116,11 @@ def _settled_terms(offer: Offer) -> tuple[Preview, list[Notification]]:
             applied = apply_changes(offer_ids=set(exc.offers), bid_ids=set(exc.bids))
             notes += applied.notes
             if not applied.set_aside:
-                raise  # read again under lock they are usable: there is no progress to make
+                # usable when read again under lock (amended meanwhile): the changes were
+                # applied, so the next read sees the new text; give up after a few tries
+                stalled += 1
+                if stalled > STALLED_RETRIES:
+                    raise
 
 
 def offer_close_preview(*, offer_id: int) -> Preview:

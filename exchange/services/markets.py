@@ -187,13 +187,20 @@ def market_change_check(
 
 def _bids_widen(market: Market, schema: MarketSchema) -> None:
     """Active bids say "any value" for the attributes added to their market's schema too
-    (the market rule of ``bid_widened``); each widened bid is a change for the cycle."""
+    (the market rule of ``bid_widened``); each widened bid is a change for the cycle.
+
+    A bid whose stored text no longer parses is left as it is and handed to the cycle as a
+    change, which sets it aside (services.matching): one bad bid never fails the update."""
     for bid in (
         Bid.objects.select_for_update(no_key=True)
-        .filter(market=market, state=Bid.State.ACTIVE)
+        .filter(market=market, state=Bid.State.ACTIVE, set_aside_at=None)
         .order_by("pk")
     ):
-        constraint = matching.parse(bid.constraint_text)
+        try:
+            constraint = matching.parse(bid.constraint_text)
+        except matching.ConstraintError:
+            order_changed("bid", bid.pk)
+            continue
         widened = Constraint(tuple(bid_widened(d, schema) for d in constraint))
         if widened == constraint:
             continue

@@ -139,6 +139,11 @@ class Applied:
     set_aside: int
 
 
+# How many times a run that found unusable orders which, read again under lock, were usable
+# (amended meanwhile) is tried again before the error is raised.
+STALLED_RETRIES = 3
+
+
 def until_usable(work: Callable[[set[int], set[int]], T]) -> tuple[T, list[Notification], int]:
     """Run ``work`` in a savepoint; while it finds orders the engine cannot use, roll it
     back, set those orders aside and run it again. One bad order never fails the batch.
@@ -150,6 +155,7 @@ def until_usable(work: Callable[[set[int], set[int]], T]) -> tuple[T, list[Notif
     offers: set[int] = set()
     bids: set[int] = set()
     notes: list[Notification] = []
+    stalled = 0
     while True:
         try:
             with transaction.atomic():
@@ -157,7 +163,13 @@ def until_usable(work: Callable[[set[int], set[int]], T]) -> tuple[T, list[Notif
         except engine.UnusableOrders as exc:
             aside = orders_set_aside(offer_ids=set(exc.offers), bid_ids=set(exc.bids))
             if not aside:
-                raise  # read again under lock they are usable: there is no progress to make
+                # Read again under lock they are usable: an owner amended them meanwhile
+                # (amending takes the row, not the cycle lock). Run again on the new text,
+                # a few times, rather than fail the whole batch.
+                stalled += 1
+                if stalled > STALLED_RETRIES:
+                    raise
+                continue
             offers.update(o.pk for o in aside if isinstance(o, Offer))
             bids.update(o.pk for o in aside if isinstance(o, Bid))
             notes += set_aside_notifications(orders=aside)

@@ -48,11 +48,10 @@ def parse_timestamp(text: object, what: str) -> dt.datetime:
         )
     try:
         value = dt.datetime.fromisoformat(text)
-    except ValueError:
+        # an offset can carry a time near year 1 or 9999 out of datetime's range in UTC
+        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+    except (ValueError, OverflowError):
         raise EventError(f"{what} is not a valid timestamp: {text!r}", what) from None
-    if value.tzinfo is None:
-        return value.replace(tzinfo=dt.UTC)
-    return value.astimezone(dt.UTC)
 
 
 def event_from_dict(raw: object) -> Event:

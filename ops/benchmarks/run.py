@@ -39,12 +39,11 @@ if str(ROOT) not in sys.path:
 
 import psycopg  # noqa: E402
 
+from exchange.settings.ports import DEV_DATABASE_URL  # noqa: E402
 from matching.workload import KINDS, Workload, generate, terms  # noqa: E402
 from ops.benchmarks import machine  # noqa: E402
 from ops.benchmarks.experiments import Budget, Context, run_experiment  # noqa: E402
 from ops.benchmarks.spark_matcher import DEFAULT_MAX_SUBS, spark_budget, spark_plan  # noqa: E402
-
-DEV_DATABASE_URL = "postgres://intersect:intersect@127.0.0.1:55432/intersect"
 
 
 def _ints(text: str) -> tuple[int, ...]:

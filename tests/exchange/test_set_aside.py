@@ -22,7 +22,7 @@ from exchange.models import (
     Trade,
 )
 from exchange.services.closing import offer_close, offer_close_preview
-from exchange.services.markets import market_create
+from exchange.services.markets import market_create, market_update
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_amend, bid_place, offer_publish
 from exchange.services.verification import best_offers_verify
@@ -311,3 +311,50 @@ def test_the_api_shows_why_an_order_is_set_aside_and_null_otherwise():
     assert reason(owner, f"/api/v1/bids/{good_bid.pk}/") is None
     listed = {b["id"]: b["set_aside_reason"] for b in owner.get("/api/v1/bids/").json()["results"]}
     assert listed == {bad_bid.pk: bad_bid.set_aside_reason, good_bid.pk: None}
+
+
+def test_a_schema_change_goes_on_past_a_bid_that_no_longer_parses():
+    # Given a settled book in which bob's bid was broken behind the services' back
+    market, _seller, _alice, offer, first, second = settled_book()
+    poison(second)
+    schema = [dict(a) for a in market.schema] + [{"name": "grade", "type": "string"}]
+
+    # When staff add an attribute to the market, then the cycle runs
+    market_update(market_id=market.pk, schema=schema)
+    first.refresh_from_db()
+    assert first.constraint_text.endswith("AND string grade = *")  # widened as usual
+    assert OrderChange.objects.filter(side="bid", order_id=second.pk).exists()
+    matching_cycle_run()
+
+    # Then the broken bid is set aside, untouched, and alice's bid is still the best
+    second.refresh_from_db()
+    assert second.constraint_text == BROKEN
+    assert second.set_aside_at is not None
+    assert best(offer) == (first.pk, Decimal("2.00"), 1)
+
+
+def test_an_order_amended_while_the_cycle_reads_it_is_matched_on_its_new_text(monkeypatch):
+    # Given a bid whose stored text is broken when the cycle first reads it, and that its
+    # owner repairs (as an amend would) before the cycle locks it to set it aside
+    import exchange.services.matching as cycle
+
+    market, _seller, _alice, offer, first, _second = settled_book()
+    late = bid_place(buyer=UserFactory(), market=market, constraint="lot = 10 AND price <= 3.00")
+    good_text = Bid.objects.get(pk=late.pk).constraint_text
+    poison(late)
+    real_set_aside = cycle.orders_set_aside
+
+    def amended_meanwhile(*, offer_ids, bid_ids):
+        Bid.objects.filter(pk=late.pk).update(constraint_text=good_text)
+        monkeypatch.setattr(cycle, "orders_set_aside", real_set_aside)
+        return real_set_aside(offer_ids=offer_ids, bid_ids=bid_ids)
+
+    monkeypatch.setattr(cycle, "orders_set_aside", amended_meanwhile)
+
+    # When the cycle runs, then it tries again on the new text: nothing is set aside and the
+    # repaired bid becomes the best
+    matching_cycle_run()
+    late.refresh_from_db()
+    assert late.set_aside_at is None
+    assert best(offer) == (late.pk, Decimal("3.00"), 3)
+    assert MatchingCycle.objects.order_by("-id").first().set_aside == 0

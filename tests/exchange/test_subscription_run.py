@@ -135,6 +135,10 @@ GOOD = json.dumps(TRADES[0]) + "\n"
             GOOD + json.dumps({**TRADES[1], "time": at("09:00")}) + "\n",
             ":2: time goes backwards",
         ),
+        (
+            GOOD + json.dumps({**TRADES[1], "time": "9999-12-31T23:59:59-05:00"}) + "\n",
+            ":2: time is not a valid timestamp",
+        ),
     ],
 )
 def test_a_malformed_file_exits_1_before_printing_anything(tmp_path, content, message):
@@ -171,3 +175,10 @@ def test_it_runs_with_an_unreachable_database(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert [json.loads(x)["seq"] for x in result.stdout.splitlines()] == [2, 4, 5, 6]
+
+
+@pytest.mark.parametrize("now", ["9999-12-31T23:00:00-05:00", "0001-01-01T00:00:00+05:00"])
+def test_a_now_beyond_the_calendar_in_utc_exits_1(tmp_path, now):
+    status, lines, err = run(write_events(tmp_path, TRADES), "SELECT *", "--now", now)
+    assert (status, lines) == (1, [])
+    assert err.startswith("--now: --now is not a valid timestamp"), err

@@ -20,7 +20,9 @@ from exchange.settings.ports import DEV_DATABASE_URL, DEV_REDIS_URL
 from ops.stack import ROOT
 
 DATABASE = "intersect_bench"
-REDIS_DATABASE = 1  # nothing mixes with a running ops/run, which uses database 0
+# Nothing mixes with a running ops/run, whose queues use database 0 and its cache database 1.
+REDIS_DATABASE = 2
+CACHE_DATABASE = 3
 
 
 def _with_path(url: str, path: str) -> str:
@@ -31,6 +33,7 @@ def _with_path(url: str, path: str) -> str:
 SERVER_URL = os.environ.get("BENCH_DATABASE_URL") or DEV_DATABASE_URL
 DATABASE_URL = _with_path(SERVER_URL, DATABASE)
 REDIS_URL = _with_path(os.environ.get("BENCH_REDIS_URL") or DEV_REDIS_URL, str(REDIS_DATABASE))
+CACHE_REDIS_URL = _with_path(REDIS_URL, str(CACHE_DATABASE))
 
 
 def env() -> dict[str, str]:
@@ -42,6 +45,7 @@ def env() -> dict[str, str]:
         DJANGO_DEBUG="0",
         DATABASE_URL=DATABASE_URL,
         REDIS_URL=REDIS_URL,
+        CACHE_REDIS_URL=CACHE_REDIS_URL,
         LOG_LEVEL="WARNING",
         THROTTLE_USER="100000/min",
         THROTTLE_ANON="100000/min",

@@ -35,7 +35,7 @@ COMPOSITE = [
      "offer": 8, "version": 1, "ask": "1.00", "constraint": "lot = 100"},
 ]  # fmt: skip
 
-# (query, --now or None, expected [(seq, data)], completes)
+# (query, --now or None, expected [(seq, data)])
 EXAMPLES = [
     (
         "SELECT price WHERE type = 'trade', price > 1.00",
