@@ -9,6 +9,10 @@ A *subject* is one or more dot-separated tokens, each ``[a-z0-9]+``:
 Every refusal is a ``SubjectError`` carrying the 0-based character position of the
 first offending character, so that callers embedding a pattern in a larger text
 (``subject MATCHES '<pattern>'``) can point at it.
+
+This module is the one home of the subject rule: the market services check subjects with
+``validate_subject``, and the database's check constraint on markets uses ``SUBJECT_REGEX``
+and ``SUBJECT_MAX_LENGTH`` from here.
 """
 
 from __future__ import annotations
@@ -19,8 +23,15 @@ from dataclasses import dataclass, field
 ONE = "*"
 REST = ">"
 
-_TOKEN_RE = re.compile(r"[a-z0-9]+", re.ASCII)
-_WILDCARD_TOKEN = "[a-z0-9]+"
+# The longest subject a market may have. A pattern longer than this matches no subject
+# (every token of a pattern stands for at least as many characters as it has, except '>',
+# which stands for at least one), so patterns share the bound.
+SUBJECT_MAX_LENGTH = 200
+_TOKEN = "[a-z0-9]+"
+# A subject as one regular expression, in the dialect Python and PostgreSQL (``~``) share.
+SUBJECT_REGEX = rf"^{_TOKEN}(\.{_TOKEN})*$"
+
+_TOKEN_RE = re.compile(_TOKEN, re.ASCII)
 
 
 class SubjectError(ValueError):
@@ -39,6 +50,10 @@ def _check(text: str, *, pattern: bool) -> tuple[str, ...]:
     what = "pattern" if pattern else "subject"
     if not text:
         raise SubjectError(f"a {what} cannot be empty: write tokens such as office.supplies", 0)
+    if len(text) > SUBJECT_MAX_LENGTH:
+        raise SubjectError(
+            f"a {what} has at most {SUBJECT_MAX_LENGTH} characters", SUBJECT_MAX_LENGTH
+        )
     tokens = text.split(".")
     pos = 0
     last = len(tokens) - 1
@@ -85,11 +100,14 @@ def validate_subject(text: str) -> str:
 @dataclass(frozen=True)
 class SubjectPattern:
     """A checked pattern. ``tokens`` holds each token (``*`` and ``>`` as written), for
-    indexes that walk subjects token by token; ``matches`` answers for one subject.
+    indexes that walk subjects token by token; ``matches`` answers for one subject;
+    ``regex`` is the same set as an anchored regular expression that PostgreSQL's ``~``
+    reads as Python does (for filtering rows in the database).
     """
 
     text: str
     tokens: tuple[str, ...]
+    regex: str = field(repr=False, compare=False, hash=False)
     _regex: re.Pattern[str] = field(repr=False, compare=False, hash=False)
 
     @property
@@ -110,12 +128,13 @@ def compile_pattern(text: str) -> SubjectPattern:
     parts = []
     for token in tokens:
         if token == ONE:
-            parts.append(_WILDCARD_TOKEN)
+            parts.append(_TOKEN)
         elif token == REST:
-            parts.append(_WILDCARD_TOKEN + r"(?:\." + _WILDCARD_TOKEN + ")*")
+            parts.append(_TOKEN + r"(?:\." + _TOKEN + ")*")
         else:
-            parts.append(re.escape(token))
-    return SubjectPattern(text, tokens, re.compile(r"\.".join(parts), re.ASCII))
+            parts.append(token)  # [a-z0-9]+: nothing to escape
+    regex = "^" + r"\.".join(parts) + "$"
+    return SubjectPattern(text, tokens, regex, re.compile(regex, re.ASCII))
 
 
 def subject_matches(pattern: str, subject: str) -> bool:

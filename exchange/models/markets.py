@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models.functions import Length
 from django.db.models.lookups import Exact, LessThanOrEqual
 
-SUBJECT_PATTERN = r"^[a-z0-9]+(\.[a-z0-9]+)*$"
+from matching.subjects import SUBJECT_MAX_LENGTH, SUBJECT_REGEX
 
 # Length limits of what staff type (SPEC 9: every staff text field has one), enforced by the
 # schema validation and the services with a clear error, and here by PostgreSQL.
@@ -39,9 +39,9 @@ class Market(models.Model):
         SECOND = "second", "Second price"
 
     subject = models.CharField(
-        max_length=200,
+        max_length=SUBJECT_MAX_LENGTH,
         unique=True,
-        validators=[RegexValidator(SUBJECT_PATTERN, "Dot-separated lower-case tokens.")],
+        validators=[RegexValidator(SUBJECT_REGEX, "Dot-separated lower-case tokens.")],
     )
     title = models.CharField(max_length=TITLE_LENGTH)
     description = models.TextField(blank=True, max_length=DESCRIPTION_LENGTH)
@@ -59,7 +59,7 @@ class Market(models.Model):
                 condition=models.Q(pricing__in=["first", "second"]), name="market_pricing_known"
             ),
             models.CheckConstraint(
-                condition=models.Q(subject__regex=SUBJECT_PATTERN), name="market_subject_format"
+                condition=models.Q(subject__regex=SUBJECT_REGEX), name="market_subject_format"
             ),
             models.CheckConstraint(
                 condition=LessThanOrEqual(Length("description"), DESCRIPTION_LENGTH),

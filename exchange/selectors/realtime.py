@@ -8,9 +8,8 @@ import re
 from typing import Any
 
 from exchange.models import Market, Notification, Offer
-from exchange.models.markets import SUBJECT_PATTERN
+from matching.subjects import SubjectError, validate_subject
 
-_SUBJECT = re.compile(SUBJECT_PATTERN)
 _OFFER_ID = re.compile(r"[0-9]{1,18}")
 
 
@@ -18,7 +17,11 @@ def public_stream_exists(*, stream: str) -> bool:
     """True for ``market:<subject>`` of an existing market and ``offer:<id>`` of an existing
     offer; the names are checked before any query."""
     kind, _, name = stream.partition(":")
-    if kind == "market" and len(name) <= 200 and _SUBJECT.fullmatch(name):
+    if kind == "market":
+        try:
+            validate_subject(name)
+        except SubjectError:
+            return False
         return Market.objects.filter(subject=name).exists()
     if kind == "offer" and _OFFER_ID.fullmatch(name):
         return Offer.objects.filter(pk=int(name)).exists()

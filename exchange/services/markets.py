@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal, InvalidOperation
 
 from django.db import transaction
@@ -17,9 +16,10 @@ from exchange.market_rules import (
     schema_parse,
 )
 from exchange.models import Bid, Market, Offer
-from exchange.models.markets import DESCRIPTION_LENGTH, SUBJECT_PATTERN, TITLE_LENGTH
+from exchange.models.markets import DESCRIPTION_LENGTH, TITLE_LENGTH
 from exchange.services.orders import order_changed
 from matching.model import Constraint
+from matching.subjects import SubjectError, validate_subject
 
 
 def _tick(value: object) -> Decimal:
@@ -35,13 +35,24 @@ def _tick(value: object) -> Decimal:
 
 
 def subject_check(subject: object) -> str:
-    if not isinstance(subject, str) or len(subject) > 200 or not re.match(SUBJECT_PATTERN, subject):
+    """``subject`` if a market may have it (the rule of ``matching.subjects``), else
+    ``InvalidInput`` saying what is wrong and where."""
+    if not isinstance(subject, str):
         raise InvalidInput(
             "invalid_subject",
-            "The subject must be dot-separated lower-case tokens, such as office.supplies.pencils.",
+            "The subject must be text: dot-separated lower-case tokens such as "
+            "office.supplies.pencils.",
             field="subject",
         )
-    return subject
+    try:
+        return validate_subject(subject)
+    except SubjectError as exc:
+        raise InvalidInput(
+            "invalid_subject",
+            f"The subject is not valid: {exc.message}.",
+            field="subject",
+            position=exc.position,
+        ) from exc
 
 
 def _text(value: object, field: str, *, required: bool, limit: int) -> str:

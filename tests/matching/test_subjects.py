@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from matching.subjects import SubjectError, compile_pattern, subject_matches, validate_subject
+from matching.subjects import (
+    SUBJECT_MAX_LENGTH,
+    SubjectError,
+    compile_pattern,
+    subject_matches,
+    validate_subject,
+)
 
 
 @pytest.mark.parametrize(
@@ -133,3 +139,26 @@ def test_any_text_is_either_a_pattern_or_a_located_error(text):
     assert all(brute_valid_token(t) or t == "*" for t in toks[:-1])
     assert brute_valid_token(toks[-1]) or toks[-1] in ("*", ">")
     assert p.tokens == tuple(toks)
+
+
+def test_length_is_bounded_for_subjects_and_patterns_alike():
+    longest = ".".join(["a"] * 100)[: SUBJECT_MAX_LENGTH - 1] + "a"
+    assert len(longest) == SUBJECT_MAX_LENGTH and validate_subject(longest) == longest
+    for check in (validate_subject, compile_pattern):
+        with pytest.raises(SubjectError) as info:
+            check(longest + "a")
+        assert info.value.position == SUBJECT_MAX_LENGTH
+        assert info.value.message == (
+            f"a {'subject' if check is validate_subject else 'pattern'} has at most 200 characters"
+        )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "regex"),
+    [
+        ("office.*.pencils", r"^office\.[a-z0-9]+\.pencils$"),
+        ("office.>", r"^office\.[a-z0-9]+(?:\.[a-z0-9]+)*$"),
+    ],
+)
+def test_the_regex_form_is_anchored_and_names_the_same_set(pattern, regex):
+    assert compile_pattern(pattern).regex == regex
