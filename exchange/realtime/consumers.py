@@ -3,8 +3,13 @@
 Client frames: ``{"action": "subscribe" | "unsubscribe", "stream": ...}``,
 ``{"action": "resume", "stream": "me", "after": <seq>}`` and
 ``{"action": "presence", "stream": ...}``. Server frames: ``{"stream", "type", "seq", "data"}``;
-errors ``{"type": "error", "code", "message"}``. A bad frame gets an error frame and the
-connection stays usable.
+errors ``{"type": "error", "code", "message"}`` (a bad pattern adds ``stream`` and
+``position``, 0-based in the pattern). A bad frame gets an error frame and the connection
+stays usable.
+
+``market:<pattern>`` (``market:office.>``) follows every market whose subject matches,
+including markets created later; each frame comes once per matching stream the client
+follows, named as it subscribed (``patterns.py`` explains the delivery).
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from django.conf import settings
 from exchange.http import nesting_within
 from exchange.selectors import realtime as selectors
 from exchange.selectors.orders import notification_latest_seq
+from matching.subjects import SubjectError, SubjectPattern
 
+from .patterns import PatternStreams, pattern_group, pattern_of
 from .presence import presence_join, presence_leave, presence_watchers
 from .streams import SYSTEM_STREAM, group_for, revocation_groups, user_group
 
@@ -67,6 +74,7 @@ _latest_seq = database_sync_to_async(notification_latest_seq)
 class StreamConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         self.streams: set[str] = set()
+        self.patterns = PatternStreams()
         self.user = self.scope.get("user")
         self.last_seq: int | None = (
             None  # the last personal notification sent (None: not following)
@@ -136,7 +144,18 @@ class StreamConsumer(AsyncWebsocketConsumer):
             await self._leave(stream)
             await self._send({"type": "unsubscribed", "stream": stream})
             return
-        if not await self._allowed(stream):
+        try:
+            pattern = pattern_of(stream)
+        except SubjectError as exc:
+            await self._error(
+                "bad_pattern",
+                f"{stream!r} is not a valid pattern stream: {exc.message} "
+                f"(at character {exc.position} of the pattern).",
+                stream=stream,
+                position=exc.position,
+            )
+            return
+        if pattern is None and not await self._allowed(stream):
             return
         if action == "presence":
             watchers = await presence_watchers(stream)
@@ -162,7 +181,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
                 "too_many_streams", f"A connection follows at most {MAX_STREAMS} streams."
             )
             return
-        await self._join(stream)
+        await self._join(stream, pattern)
         if stream == ME and self.last_seq is None:
             self.last_seq = await _latest_seq(user=self.user)
         await self._send({"type": "subscribed", "stream": stream})
@@ -203,10 +222,14 @@ class StreamConsumer(AsyncWebsocketConsumer):
     def _group(self, stream: str) -> str:
         return user_group(self.user.pk) if stream == ME else group_for(stream)
 
-    async def _join(self, stream: str) -> None:
+    async def _join(self, stream: str, pattern: SubjectPattern | None = None) -> None:
         if stream in self.streams:
             return
-        await self.channel_layer.group_add(self._group(stream), self.channel_name)
+        if pattern is None:
+            await self.channel_layer.group_add(self._group(stream), self.channel_name)
+        elif self.patterns.add(stream, pattern):
+            kind = stream.partition(":")[0]
+            await self.channel_layer.group_add(pattern_group(kind), self.channel_name)
         self.streams.add(stream)
         name = self.user.get_username() if self.authenticated else "anonymous"
         await presence_join(stream, self.channel_name, name)
@@ -214,7 +237,11 @@ class StreamConsumer(AsyncWebsocketConsumer):
     async def _leave(self, stream: str) -> None:
         if stream not in self.streams:
             return
-        await self.channel_layer.group_discard(self._group(stream), self.channel_name)
+        if stream not in self.patterns:
+            await self.channel_layer.group_discard(self._group(stream), self.channel_name)
+        elif self.patterns.remove(stream):
+            kind = stream.partition(":")[0]
+            await self.channel_layer.group_discard(pattern_group(kind), self.channel_name)
         self.streams.discard(stream)
         if stream == ME:
             self.last_seq = None
@@ -244,6 +271,12 @@ class StreamConsumer(AsyncWebsocketConsumer):
     async def stream_frame(self, event: dict[str, Any]) -> None:
         await self._send(event["frame"])
 
+    async def pattern_frame(self, event: dict[str, Any]) -> None:
+        """A public frame about ``event["subject"]``: once for each of this connection's
+        pattern streams of that kind that match, renamed to the stream."""
+        for stream in self.patterns.matching(event["kind"], event["subject"]):
+            await self._send({**event["frame"], "stream": stream})
+
     async def user_wake(self, event: dict[str, Any]) -> None:
         if ME in self.streams and self.last_seq is not None and event["seq"] > self.last_seq:
             await self._catch_up()
@@ -255,8 +288,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self._leave_all()
         await self.close(code=CLOSE_REVOKED)
 
-    async def _error(self, code: str, message: str) -> None:
-        await self._send({"type": "error", "code": code, "message": message})
+    async def _error(self, code: str, message: str, **detail: Any) -> None:
+        await self._send({"type": "error", "code": code, "message": message, **detail})
 
     async def _send(self, payload: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(payload, separators=(",", ":"), default=str))

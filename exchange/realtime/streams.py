@@ -14,6 +14,8 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from .patterns import PATTERN_KINDS, pattern_group
+
 SYSTEM_STREAM = "system"
 
 
@@ -69,6 +71,31 @@ def public_message(*, stream: str, type: str, seq: int | None, data: Any) -> tup
     }
 
 
+def pattern_message(*, kind: str, subject: str, frame: dict[str, Any]) -> tuple[str, dict]:
+    """``frame`` (of a stream of ``kind`` about ``subject``) for the connections following
+    a pattern of that kind; each sends it once per matching pattern stream, renamed to it
+    (``patterns.py`` says why one shared group)."""
+    return pattern_group(kind), {
+        "type": "pattern.frame",
+        "kind": kind,
+        "subject": subject,
+        "frame": frame,
+    }
+
+
+def public_messages(
+    *, stream: str, type: str, seq: int | None, data: Any
+) -> list[tuple[str, dict]]:
+    """What to send for a frame of public ``stream``: to its own group and, for a stream
+    of a pattern kind (``market:<subject>``), to that kind's pattern group too."""
+    group, message = public_message(stream=stream, type=type, seq=seq, data=data)
+    messages = [(group, message)]
+    kind, _, subject = stream.partition(":")
+    if kind in PATTERN_KINDS:
+        messages.append(pattern_message(kind=kind, subject=subject, frame=message["frame"]))
+    return messages
+
+
 def wake_message(*, user_id: int, seq: int) -> tuple[str, dict]:
     """Tell a user's connections that personal notifications up to ``seq`` are committed.
 
@@ -91,7 +118,7 @@ def group_send_all(messages: list[tuple[str, dict]]) -> None:
 
 
 def stream_publish(*, stream: str, type: str, seq: int | None, data: Any) -> None:
-    group_send_all([public_message(stream=stream, type=type, seq=seq, data=data)])
+    group_send_all(public_messages(stream=stream, type=type, seq=seq, data=data))
 
 
 def user_wake(*, user_id: int, seq: int) -> None:

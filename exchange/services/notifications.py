@@ -186,10 +186,11 @@ def notifications_push_on_commit(notes: Iterable[Notification]) -> None:
 def notifications_push(*, ids: list[int] | None = None) -> int:
     """Push undelivered notifications (the given ones, or all) in id order; mark them delivered.
 
-    Public rows go to the market's and the offer's streams; personal rows wake the
+    Public rows go to the market's and the offer's streams (and so to the market patterns
+    that match the market's subject, ``exchange/realtime/patterns.py``); personal rows wake the
     recipient's connections, which then read their notifications from the outbox.
     """
-    from exchange.realtime.streams import group_send_all, public_message, wake_message
+    from exchange.realtime.streams import group_send_all, public_messages, wake_message
 
     pending = Notification.objects.filter(delivered_at=None).select_related("market").order_by("id")
     if ids is not None:
@@ -202,10 +203,10 @@ def notifications_push(*, ids: list[int] | None = None) -> int:
             streams = [f"market:{note.market.subject}"]
             if note.offer_id is not None:
                 streams.append(f"offer:{note.offer_id}")
-            messages += [
-                public_message(stream=s, type=note.type, seq=note.pk, data=note.data)
-                for s in streams
-            ]
+            for stream in streams:
+                messages += public_messages(
+                    stream=stream, type=note.type, seq=note.pk, data=note.data
+                )
         else:
             woken[note.recipient_id] = max(woken.get(note.recipient_id, 0), note.pk)
     messages += [wake_message(user_id=user_id, seq=seq) for user_id, seq in woken.items()]
