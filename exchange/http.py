@@ -6,17 +6,13 @@ The API and the UI both import from here, so the UI never needs the API layer.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
 
 from exchange.errors import ExchangeError, InvalidInput
-from exchange.services.sessions import session_sockets_close
 
 # The largest id PostgreSQL's bigint holds, plus one.
 _BIGINT_END = 2**63
@@ -115,18 +111,3 @@ def json_bounded(
         return json.loads(text)
     except ValueError as exc:
         raise InvalidInput("bad_json", f"The body is not valid JSON: {exc}.") from None
-
-
-def logout_closes_sockets(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Wrap a logout view (the UI's, the admin's) so that the WebSockets of the session it
-    ends are closed too."""
-
-    @functools.wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        session_key = request.session.session_key
-        response = view(request, *args, **kwargs)
-        if request.session.session_key != session_key:
-            session_sockets_close(session_key=session_key)
-        return response
-
-    return wrapped

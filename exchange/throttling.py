@@ -1,6 +1,12 @@
 """Throttles outside DRF's views (the login, admin login and registration pages, the UI's
 constraint check) on the same client identity, cache and rates as the API's throttles.
 
+Logging in is throttled twice: every attempt counts against its client (``login_client``),
+and failed attempts count against the account name *from that client* (``login_account``,
+see ``LoginFailures``). Failures are keyed on account and client together so that nobody
+can lock a user out by failing to log in as them from elsewhere; guessing one account's
+password from many addresses is bounded by each address's own client rate.
+
 The client is DRF's ``get_ident`` under ``NUM_PROXIES`` (settings: 0 by default, so a
 client-supplied ``X-Forwarded-For`` is ignored and the peer address counts). The counters
 live in the default cache, which is Redis, so a limit holds across every worker process.
@@ -28,10 +34,11 @@ def client_ident(request: HttpRequest) -> str:
     return str(BaseThrottle().get_ident(request) or "unknown")  # type: ignore[arg-type]
 
 
-def account_key(username: str) -> str:
-    """The throttle key of an account name as typed (case and spaces folded), hashed so that
-    any text makes a plain cache key."""
-    return hashlib.sha256(username.strip().lower().encode("utf-8", "surrogatepass")).hexdigest()
+def failure_key(username: str, client: str) -> str:
+    """The throttle key of failed logins as account name ``username`` (case and spaces
+    folded) from ``client``, hashed so that any text makes a plain cache key."""
+    text = f"{username.strip().lower()}\n{client}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class OpenWhenRedisIsDown:
@@ -61,28 +68,52 @@ class ScopedRateThrottle(OpenWhenRedisIsDown, throttling.ScopedRateThrottle):
 
 class KeyedThrottle(OpenWhenRedisIsDown, SimpleRateThrottle):
     """DRF's sliding-window throttle for one ``scope`` (a rate in ``DEFAULT_THROTTLE_RATES``)
-    and one key (a client or an account name)."""
+    and one key. With ``count=False`` it only looks: an allowed request is not recorded."""
 
-    def __init__(self, scope: str, ident: str) -> None:
+    def __init__(self, scope: str, ident: str, *, count: bool = True) -> None:
         self.scope = scope
         self.ident = ident
+        self.count = count
         super().__init__()
 
     def get_cache_key(self, request, view) -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.ident}
 
+    def throttle_success(self) -> bool:
+        return super().throttle_success() if self.count else True
 
-def throttle_wait(request: HttpRequest, checks: Iterable[tuple[str, str]]) -> int | None:
-    """Count this request against each ``(scope, key)``; the seconds to wait if any of them
-    is over its rate, else None. Every check is counted, so an account locked by one client
-    stays locked for all of them."""
+
+def throttle_wait(
+    request: HttpRequest, checks: Iterable[tuple[str, str]], *, count: bool = True
+) -> int | None:
+    """The seconds to wait if any ``(scope, key)`` of ``checks`` is at its rate, else None.
+    With ``count`` (the default) the request is also recorded against each key that allows
+    it; without, nothing is written."""
     waits = []
     for scope, key in checks:
-        throttle = KeyedThrottle(scope, key)
+        throttle = KeyedThrottle(scope, key, count=count)
         # SimpleRateThrottle uses neither the view nor DRF's request wrapper (see get_cache_key).
         if not throttle.allow_request(request, None):
             waits.append(throttle.wait() or 1)
     return math.ceil(max(waits)) if waits else None
+
+
+class LoginFailures:
+    """The failed logins as one account name from one client (scope ``login_account``).
+
+    ``wait()`` looks without counting, before the password is checked; ``record()`` counts
+    a failure once it is known. A successful login is never counted, and one client's
+    failures never hold back another client."""
+
+    def __init__(self, request: HttpRequest, username: str) -> None:
+        self.request = request
+        self.checks = [("login_account", failure_key(username, client_ident(request)))]
+
+    def wait(self) -> int | None:
+        return throttle_wait(self.request, self.checks, count=False)
+
+    def record(self) -> None:
+        throttle_wait(self.request, self.checks)
 
 
 def too_many(wait: int, message: str) -> HttpResponse:
@@ -94,21 +125,29 @@ def too_many(wait: int, message: str) -> HttpResponse:
 
 
 def login_throttled(field: str = "username") -> Callable:
-    """Throttle a page's POSTs per client (``login_client``) and per account named in the form
-    field ``field`` (``login_account``): a clear 429 with ``Retry-After`` past either rate."""
+    """Throttle a login or registration page's POSTs: each counts against its client
+    (``login_client``); one that leaves nobody logged in is a failure of the account named in
+    form field ``field`` from that client (``LoginFailures``). Past either rate: a clear 429
+    with ``Retry-After``, and the view does not run."""
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @functools.wraps(view)
         def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-            if request.method == "POST":
-                checks = [("login_client", client_ident(request))]
-                account = request.POST.get(field, "")
-                if account:
-                    checks.append(("login_account", account_key(account)))
-                wait = throttle_wait(request, checks)
-                if wait is not None:
-                    return too_many(wait, "Too many attempts from here or for this account.")
-            return view(request, *args, **kwargs)
+            if request.method != "POST":
+                return view(request, *args, **kwargs)
+            account = request.POST.get(field, "")
+            failures = LoginFailures(request, account) if account else None
+            waits = [
+                throttle_wait(request, [("login_client", client_ident(request))]),
+                failures.wait() if failures else None,
+            ]
+            wait = max((w for w in waits if w is not None), default=None)
+            if wait is not None:
+                return too_many(wait, "Too many attempts from here for this account.")
+            response = view(request, *args, **kwargs)
+            if failures and not request.user.is_authenticated:
+                failures.record()
+            return response
 
         return wrapped
 

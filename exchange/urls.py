@@ -1,7 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from exchange.http import logout_closes_sockets
 from exchange.throttling import login_throttled
 from exchange.views.analytics import analytics_dashboard
 from exchange.views.dashboard import dashboard
@@ -11,10 +10,8 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("staff/", dashboard, name="staff-dashboard"),
     path("staff/analytics/", analytics_dashboard, name="staff-analytics"),
-    # The admin's own login and logout, throttled and closing the session's sockets, ahead of
-    # the admin's URLs that would otherwise answer them.
+    # The admin's own login, throttled, ahead of the admin's URLs that would otherwise answer it.
     path("admin/login/", login_throttled(field="username")(admin.site.login)),
-    path("admin/logout/", logout_closes_sockets(admin.site.logout)),
     path("admin/", admin.site.urls),
     path("api/v1/", include("exchange.api.urls")),
     path("", include("frontend.urls")),

@@ -20,7 +20,7 @@ from exchange.selectors.lookups import market_by_subject
 from exchange.selectors.markets import constraint_check, market_list
 from exchange.services import closing, markets, orders
 from exchange.services.tokens import token_issue
-from exchange.throttling import account_key, throttle_wait
+from exchange.throttling import LoginFailures
 
 from . import serializers as s
 from .idempotency import idempotent
@@ -56,8 +56,8 @@ class IsStaff(permissions.BasePermission):
 class TokenView(APIView):
     """Trade a username and password for an API token (``Authorization: Token <token>``).
 
-    Throttled per client (scope ``auth``) and per account name tried (``login_account``, the
-    same counter as the login pages'), whether or not the password is right."""
+    Throttled per client (scope ``auth``, every attempt) and per account name tried from that
+    client (``login_account``, failed attempts only, the same counter as the login pages')."""
 
     permission_classes = [permissions.AllowAny]
     authentication_classes: list = []
@@ -66,11 +66,13 @@ class TokenView(APIView):
     @extend_schema(request=s.TokenRequest, responses={200: s.TokenResponse})
     def post(self, request):
         data = _valid(s.TokenRequest, request)
-        wait = throttle_wait(request, [("login_account", account_key(data["username"]))])
+        failures = LoginFailures(request, data["username"])
+        wait = failures.wait()
         if wait is not None:
-            raise Throttled(wait=wait, detail="Too many attempts for this account.")
+            raise Throttled(wait=wait, detail="Too many failed attempts for this account.")
         user = authenticate(request, username=data["username"], password=data["password"])
         if user is None or not user.is_active:
+            failures.record()
             raise InvalidInput("invalid_credentials", "Unknown username or wrong password.")
         return Response({"token": token_issue(user=user).key})
 

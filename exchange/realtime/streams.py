@@ -43,15 +43,30 @@ def session_group(session_key: str) -> str:
     return "auth.session." + _digest(session_key)
 
 
+def account_group(user_id: int) -> str:
+    """The group of every authenticated connection of user ``user_id``, however it logged in
+    (closed when the account is deactivated or deleted)."""
+    return f"auth.user.{user_id}"
+
+
+def account_sessions_group(user_id: int) -> str:
+    """The group of user ``user_id``'s connections that logged in with a session (closed when
+    the password changes, which ends every session)."""
+    return f"auth.user.{user_id}.sessions"
+
+
 def revocation_groups(scope: Mapping[str, Any]) -> list[str]:
     """The groups an authenticated connection joins so that revoking what it logged in with
-    (its token, or its session when it came with no token) closes it."""
+    (its token, or its session when it came with no token) or its account closes it."""
+    user_id = scope["user"].pk
     token = scope.get("auth_token")
     if token:
-        return [token_group(token)]
+        return [token_group(token), account_group(user_id)]
     session = scope.get("session")
     session_key = getattr(session, "session_key", None) if session is not None else None
-    return [session_group(session_key)] if session_key else []
+    if not session_key:
+        return [account_group(user_id)]
+    return [session_group(session_key), account_sessions_group(user_id), account_group(user_id)]
 
 
 def principal_revoke(*, groups: list[str]) -> None:

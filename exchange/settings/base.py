@@ -246,8 +246,8 @@ REST_FRAMEWORK = {
         "anon": env("THROTTLE_ANON", "120/min"),
         "user": env("THROTTLE_USER", "6000/min"),
         "auth": env("THROTTLE_AUTH", "30/min"),
-        # Login, admin login, registration and token creation (exchange/throttling.py): per
-        # client address and per account name tried.
+        # Login, admin login, registration and token creation (exchange/throttling.py): every
+        # attempt per client address; failed attempts per account name from one client.
         "login_client": env("THROTTLE_LOGIN_CLIENT", "30/min"),
         "login_account": env("THROTTLE_LOGIN_ACCOUNT", "10/min"),
         # The UI's constraint check as you type, per client.

@@ -12,7 +12,6 @@ from django.utils.decorators import method_decorator
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from exchange.http import logout_closes_sockets
 from exchange.selectors import ui
 from exchange.selectors.tokens import token_get
 from exchange.services.tokens import token_regenerate, token_revoke
@@ -65,7 +64,6 @@ class LoginView(auth_views.LoginView):
         return {**super().get_context_data(**kwargs), **live_context(self.request, [])}
 
 
-@method_decorator(logout_closes_sockets, name="post")
 class LogoutView(auth_views.LogoutView):
     next_page = "/"
 

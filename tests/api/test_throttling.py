@@ -8,6 +8,7 @@ import uuid
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
+from rest_framework.authtoken.models import Token
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
@@ -63,23 +64,58 @@ def _login(path: str, username: str, address: str, password: str = "wrong") -> C
     return browser
 
 
+def _logged_in_as(browser: Client) -> str | None:
+    return browser.session.get("_auth_user_id")
+
+
 @pytest.mark.parametrize("path", ["/login/", "/admin/login/"])
-def test_login_pages_are_throttled_per_account_from_any_address(path, rates):
+def test_failed_logins_from_elsewhere_never_refuse_the_accounts_own_login(path, rates):
     rates(login_account="2/min")
     user = StaffFactory(username="target")
-    for i in range(2):
-        assert _login(path, "Target ", f"10.0.1.{i}").response.status_code == 200
-    # The right password from a third address is refused too, and logs nobody in.
-    locked = _login(path, "target", "10.0.1.9", password=PASSWORD)
+    # An attacker fails from one address until refused, and once more from each of others.
+    attacker = [_login(path, "Target ", "10.0.1.1").response.status_code for _ in range(3)]
+    assert attacker == [200, 200, 429]
+    assert [_login(path, "target", f"10.0.1.{i}").response.status_code for i in (2, 3)] == [
+        200,
+        200,
+    ]
+    # The owner, from their own address, gets in at once.
+    owner = _login(path, "target", "10.0.1.9", password=PASSWORD)
+    assert owner.response.status_code == 302
+    assert _logged_in_as(owner) == str(user.pk)
+
+
+@pytest.mark.parametrize("path", ["/login/", "/admin/login/"])
+def test_failed_logins_refuse_that_account_from_that_client_only(path, rates):
+    rates(login_account="2/min")
+    user = StaffFactory(username="target")
+    other = StaffFactory(username="other")
+    assert [_login(path, "target", "10.0.8.1").response.status_code for _ in range(2)] == [
+        200,
+        200,
+    ]
+    # The right password from the same address is refused now, and logs nobody in.
+    locked = _login(path, " TARGET", "10.0.8.1", password=PASSWORD)
     assert locked.response.status_code == 429
     assert int(locked.response["Retry-After"]) > 0
     assert "Too many attempts" in locked.response.content.decode()
-    assert "_auth_user_id" not in locked.session
-    # Another account from the same address still gets in.
-    other = _login(path, StaffFactory(username="other").username, "10.0.1.9", PASSWORD)
-    assert other.response.status_code == 302
-    assert other.session["_auth_user_id"] == str(get_user_model().objects.get(username="other").pk)
-    assert user.pk != int(other.session["_auth_user_id"])
+    assert _logged_in_as(locked) is None
+    # Another account from that address, and the same account from another, still get in.
+    elsewhere = _login(path, "target", "10.0.8.2", password=PASSWORD)
+    assert elsewhere.response.status_code == 302
+    assert _logged_in_as(elsewhere) == str(user.pk)
+    same_address = _login(path, "other", "10.0.8.1", password=PASSWORD)
+    assert same_address.response.status_code == 302
+    assert _logged_in_as(same_address) == str(other.pk)
+
+
+@pytest.mark.parametrize("path", ["/login/", "/admin/login/"])
+def test_successful_logins_are_not_counted_as_failures(path, rates):
+    rates(login_account="1/min")
+    user = StaffFactory(username="regular")
+    browsers = [_login(path, "regular", "10.0.9.1", password=PASSWORD) for _ in range(3)]
+    assert [b.response.status_code for b in browsers] == [302, 302, 302]
+    assert [_logged_in_as(b) for b in browsers] == [str(user.pk)] * 3
 
 
 @pytest.mark.parametrize("path", ["/login/", "/admin/login/"])
@@ -101,21 +137,27 @@ def test_registration_is_throttled_per_client_and_creates_nobody_when_refused(ra
     assert not get_user_model().objects.filter(username="newbie").exists()
 
 
-def test_token_creation_is_throttled_per_account_across_clients(rates):
+def _token(username: str, address: str, password: str = PASSWORD):
+    return Client(REMOTE_ADDR=address).post(
+        "/api/v1/auth/token/",
+        {"username": username, "password": password},
+        content_type="application/json",
+    )
+
+
+def test_token_creation_counts_failures_per_account_and_client(rates):
     rates(login_account="2/min")
     UserFactory(username="bot")
-    statuses = []
-    for i in range(3):
-        response = Client(REMOTE_ADDR=f"10.0.4.{i}").post(
-            "/api/v1/auth/token/",
-            {"username": "bot", "password": PASSWORD},
-            content_type="application/json",
-        )
-        statuses.append(response.status_code)
-    assert statuses == [200, 200, 429]
-    body = response.json()
+    failures = [_token("bot", "10.0.4.1", "wrong").status_code for _ in range(2)]
+    refused = _token("bot", "10.0.4.1")
+    assert failures == [400, 400]
+    assert refused.status_code == 429
+    body = refused.json()
     assert body["error"]["code"] == "throttled"
     assert body["error"]["retry_after"] > 0
+    assert not Token.objects.filter(user__username="bot").exists()
+    # Another client gets its token despite those failures; successes are never counted.
+    assert [_token("bot", "10.0.4.2").status_code for _ in range(3)] == [200, 200, 200]
 
 
 def test_token_creation_is_throttled_per_client(rates):
