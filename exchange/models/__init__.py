@@ -1,3 +1,4 @@
+from .adapters import ImportRef
 from .analytics import MarketDay
 from .idempotency import IdempotencyKey
 from .markets import Market
@@ -11,6 +12,7 @@ __all__ = [
     "BestOfferChange",
     "Bid",
     "IdempotencyKey",
+    "ImportRef",
     "Market",
     "MarketDay",
     "MatchingCycle",
