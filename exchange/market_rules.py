@@ -411,6 +411,17 @@ def _stored_form_check(constraint: Constraint, *, source: Any, schema: MarketSch
     return text
 
 
+def fixed_price(constraint: Constraint, schema: MarketSchema) -> bool:
+    """Whether an offer fixes its price in every tier (``price = 1.00``: first come, first
+    served, so a higher bid cannot take the place of an earlier one at the same price)
+    rather than stating a reserve (an auction)."""
+    for disjunct in constraint:
+        interval = disjunct.get(schema.price.attribute)
+        if not isinstance(interval, Interval) or interval.lo is None or interval.lo != interval.hi:
+            return False
+    return True
+
+
 def bid_widened(disjunct: Disjunct, schema: MarketSchema) -> Disjunct:
     """A bid's disjunct with a wildcard for every schema attribute it leaves out (a bid
     that does not care about an attribute must still name it to match an offer that does)."""

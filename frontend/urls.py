@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import accounts, markets, orders
+from .views import accounts, amend, markets, orders
 
 app_name = "frontend"
 urlpatterns = [
@@ -18,4 +18,12 @@ urlpatterns = [
     path("offers/<str:offer_id>/", orders.offer_detail, name="offer"),
     path("offers/<str:offer_id>/withdraw/", orders.offer_withdraw_view, name="offer-withdraw"),
     path("bids/<str:bid_id>/withdraw/", orders.bid_withdraw_view, name="bid-withdraw"),
+    path("offers/<str:order_id>/edit/", amend.order_edit, {"kind": "offer"}, name="offer-edit"),
+    path("bids/<str:order_id>/edit/", amend.order_edit, {"kind": "bid"}, name="bid-edit"),
+    path("bids/<str:bid_id>/raise/", amend.bid_raise, name="bid-raise"),
+    path(
+        "markets/<str:subject>/bids/withdraw/",
+        amend.market_bids_withdraw,
+        name="market-bids-withdraw",
+    ),
 ]

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 
 from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+
+from exchange.market_rules import price_text, tick_text
 
 register = template.Library()
 WORD_RE = re.compile(r"[A-Za-z0-9_.]+")
@@ -48,9 +51,24 @@ def json_attr(value) -> str:
 @register.filter
 def price(value, market) -> str:
     """A price with the market's number of places (1.2 at a tick of 0.01 shows as 1.20)."""
-    from exchange.market_rules import price_text
-
     return price_text(value, market.tick) or "—"
+
+
+@register.filter
+def grouped(value) -> str:
+    """A decimal (or its text) with thousands separated: ``5500.00`` shows as ``5,500.00``."""
+    if value is None or value == "":
+        return "—"
+    try:
+        return format(Decimal(str(value)), ",f")
+    except ArithmeticError:
+        return str(value)
+
+
+@register.filter
+def tick(value) -> str:
+    """A tick as people (and an input's ``step``) write it: 0.01, 1, 10."""
+    return tick_text(Decimal(value))
 
 
 @register.filter

@@ -13,6 +13,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from exchange.selectors import ui
+from exchange.selectors.markets import market_schema
 from exchange.selectors.tokens import token_get
 from exchange.services.tokens import token_regenerate, token_revoke
 from exchange.throttling import login_throttled
@@ -81,7 +82,19 @@ def account(request: AuthenticatedRequest, new_token: str | None = None) -> Http
         notes.append({"note": note, "text": text, "tone": tone})
     context = {
         "offers": [{**offer_row(o, request), "trade": getattr(o, "trade", None)} for o in offers],
-        "bids": [{**b, "terms": terms(b["bid"].constraint_text, b["bid"].market)} for b in bids],
+        "bids": [
+            {
+                **b,
+                "terms": terms(b["bid"].constraint_text, b["bid"].market),
+                "next_price": (
+                    ui.bid_next_price(bid=b["bid"], schema=market_schema(market=b["bid"].market))
+                    if b["bid"].state == "active"
+                    else None
+                ),
+            }
+            for b in bids
+        ],
+        "exposure": ui.user_exposure(user=user),
         "trades": [trade_row(t, request) for t in ui.user_trades(user=user)],
         "notes": notes,
         "token": token_get(user=user),

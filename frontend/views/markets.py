@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+import matching
 from exchange.analytics.selectors import market_public_days
 from exchange.errors import ExchangeError, InvalidInput
-from exchange.http import error_body, json_bounded
+from exchange.http import error_body, json_bounded, whole_number
 from exchange.market_rules import MarketSchema, Side
-from exchange.models import Market
+from exchange.models import Market, Offer
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
 from exchange.services.orders import bid_place, offer_publish
@@ -107,7 +108,9 @@ def market_post(request: AuthenticatedRequest, subject: str) -> HttpResponse:
     market, schema = _market(subject)
     side = _side(request.POST.get("side") or request.GET.get("side"))
     if request.method != "POST":
-        form = PostingForm(market=market, schema=schema, side=side)
+        form = PostingForm(
+            market=market, schema=schema, side=side, data=_prefill(request, market, schema)
+        )
         return render(request, "frontend/post.html", _post_context(request, market, form))
     form = PostingForm(market=market, schema=schema, side=side, data=request.POST)
     if request.POST.get("add_tier"):
@@ -137,6 +140,26 @@ def market_post(request: AuthenticatedRequest, subject: str) -> HttpResponse:
             form.error_text = source
     context = _post_context(request, market, form)
     return render(request, "frontend/post.html", context, status=400)
+
+
+def _prefill(request: HttpRequest, market: Market, schema: MarketSchema) -> QueryDict | None:
+    """The bid form's fields from ``?offer=<id>&tier=<n>`` ("Bid on this" on an offer's
+    page); None (an empty form) without them, or for an offer of another market or one
+    that is no longer open."""
+    offer_id = whole_number(request.GET.get("offer", ""))
+    if request.GET.get("side") != "bid" or offer_id is None:
+        return None
+    offer = ui.offer_page_get(offer_id=offer_id)
+    if offer is None or offer.market_id != market.pk or offer.state != Offer.State.OPEN:
+        return None
+    tier = whole_number(request.GET.get("tier", "1")) or 1
+    try:
+        fields = ui.offer_bid_prefill(offer=offer, schema=schema, tier=tier)
+    except matching.ConstraintError:  # its stored text no longer fits the schema
+        return None
+    data = QueryDict(mutable=True)
+    data.update(fields)
+    return data
 
 
 def _post_context(request: HttpRequest, market: Market, form: PostingForm) -> dict:

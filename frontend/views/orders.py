@@ -44,6 +44,8 @@ def offer_detail(request: HttpRequest, offer_id: str) -> HttpResponse:
     schema = market_schema(market=offer.market)
     trade = getattr(offer, "trade", None) if offer.state == Offer.State.CLOSED else None
     history = ui.offer_best_history(offer=offer)
+    mine = request.user.is_authenticated and offer.seller_id == request.user.pk
+    fixed = ui.offer_fixed_price(offer=offer, schema=schema)
     context = {
         "market": offer.market,
         "breadcrumbs": breadcrumbs(offer.market.subject),
@@ -52,7 +54,12 @@ def offer_detail(request: HttpRequest, offer_id: str) -> HttpResponse:
         "offer": offer,
         "history": history,
         "history_chart": {"points": history, "precision": price_precision(offer.market)},
-        "my_bids": ui.offer_bids_of_user(offer=offer, user=request.user),
+        "my_bids": [
+            {**b, "next_price": ui.bid_next_price(bid=b["bid"], schema=schema)}
+            for b in ui.offer_bids_of_user(offer=offer, user=request.user)
+        ],
+        "bid_here": offer.state == Offer.State.OPEN and not mine,
+        "fixed_price": fixed,
         "trade": trade_row(trade, request) if trade is not None else None,
         "trade_party": trade is not None and trade_party(trade, request.user),
         **live,
@@ -60,7 +67,8 @@ def offer_detail(request: HttpRequest, offer_id: str) -> HttpResponse:
     return render(request, "frontend/offer.html", context)
 
 
-def _back(request: HttpRequest, default: str) -> HttpResponse:
+def back_to(request: HttpRequest, default: str) -> HttpResponse:
+    """Redirect to the form's ``next`` when it stays on this site, else to ``default``."""
     target = request.POST.get("next", "")
     if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
         return redirect(target)
@@ -76,7 +84,7 @@ def offer_withdraw_view(request: AuthenticatedRequest, offer_id: str) -> HttpRes
         messages.success(request, f"Offer #{pk} is withdrawn.")
     except ExchangeError as exc:
         messages.error(request, exc.message)
-    return _back(request, f"/offers/{pk}/")
+    return back_to(request, f"/offers/{pk}/")
 
 
 @require_POST
@@ -90,4 +98,4 @@ def bid_withdraw_view(request: AuthenticatedRequest, bid_id: str) -> HttpRespons
         messages.success(request, f"Bid #{pk} is withdrawn.")
     except ExchangeError as exc:
         messages.error(request, exc.message)
-    return _back(request, "/account/#bids")
+    return back_to(request, "/account/#bids")

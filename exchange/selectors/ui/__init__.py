@@ -15,6 +15,16 @@ from .account_page import (
     user_open_offer_ids,
     user_trades,
 )
+from .amend import (
+    Exposure,
+    bid_limit,
+    bid_next_price,
+    bid_raised_text,
+    offer_bid_prefill,
+    offer_fixed_price,
+    user_active_bid_ids,
+    user_exposure,
+)
 from .market_page import (
     CANDLE_INTERVALS,
     MAX_CANDLES,
@@ -30,8 +40,12 @@ from .posting_form import constraint_parsed
 
 __all__ = [
     "CANDLE_INTERVALS",
+    "Exposure",
     "MAX_CANDLES",
     "SubjectNode",
+    "bid_limit",
+    "bid_next_price",
+    "bid_raised_text",
     "constraint_check",
     "constraint_parsed",
     "market_candles",
@@ -40,9 +54,13 @@ __all__ = [
     "market_recent_trades",
     "market_tree",
     "offer_best_history",
+    "offer_bid_prefill",
+    "offer_fixed_price",
     "offer_bids_of_user",
     "offer_page_get",
+    "user_active_bid_ids",
     "user_bids",
+    "user_exposure",
     "user_notifications",
     "user_offers",
     "user_open_offer_ids",

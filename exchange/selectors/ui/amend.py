@@ -1,0 +1,214 @@
+"""Reads behind amending from the web UI: a raised bid's text, a bid pre-filled from an
+offer, and a buyer's open exposure.
+
+Nothing here writes: the pages hand what these return to ``bid_amend`` and ``bid_place``,
+which apply the market's rules again (the tick, the price bounds) as for any other text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import User
+
+import matching
+from exchange.errors import InvalidInput
+from exchange.market_rules import (
+    MarketSchema,
+    SchemaAttribute,
+    fixed_price,
+    numeric_value,
+    price_text,
+    tick_text,
+)
+from exchange.models import Bid, Market, Offer
+from exchange.selectors.markets import market_schema
+from matching.model import Constraint, Disjunct, Interval, Type
+
+from .posting_form import constraint_parsed
+
+
+def _price_interval(disjunct: Disjunct, price: SchemaAttribute) -> Interval | None:
+    predicate = disjunct.get(price.attribute)
+    return predicate if isinstance(predicate, Interval) else None
+
+
+def bid_limit(constraint: Constraint, schema: MarketSchema) -> Decimal | None:
+    """The highest price a bid pays anywhere (over its tiers); None if one is unbounded,
+    which the market's rules do not let a stored bid be."""
+    limits = []
+    for disjunct in constraint:
+        interval = _price_interval(disjunct, schema.price)
+        if interval is None or interval.hi is None:
+            return None
+        limits.append(numeric_value(interval.hi))
+    return max(limits) if limits else None
+
+
+def offer_fixed_price(*, offer: Offer, schema: MarketSchema) -> bool:
+    """Whether ``offer`` sells at a fixed price (False for an auction, or for a stored text
+    the schema no longer reads)."""
+    try:
+        return fixed_price(constraint_parsed(text=offer.constraint_text, schema=schema), schema)
+    except matching.ConstraintError:
+        return False
+
+
+def bid_next_price(*, bid: Bid, schema: MarketSchema) -> str | None:
+    """The lowest price a raise of ``bid`` may name (its limit plus one tick), or None when
+    its stored text no longer reads under the schema."""
+    try:
+        limit = bid_limit(constraint_parsed(text=bid.constraint_text, schema=schema), schema)
+    except matching.ConstraintError:
+        return None
+    return None if limit is None else price_text(limit + bid.market.tick, bid.market.tick)
+
+
+def bid_raised_text(*, bid: Bid, schema: MarketSchema, price: Any) -> str:
+    """The bid's constraint with the highest price it pays raised to ``price`` in every tier,
+    everything else unchanged.
+
+    ``price`` must be a decimal on the market's tick and at least one tick above the bid's
+    current limit (a raise by less than the tick cannot change any match); anything else is
+    an ``InvalidInput`` naming the field ``price``.
+    """
+    tick = bid.market.tick
+    try:
+        new = Decimal(str(price).strip())
+    except ArithmeticError:
+        new = None
+    if new is None or not new.is_finite():
+        raise InvalidInput("invalid_price", "Enter the new price as a number.", field="price")
+    constraint = constraint_parsed(text=bid.constraint_text, schema=schema)
+    limit = bid_limit(constraint, schema)
+    if limit is not None and new < limit + tick:
+        raise InvalidInput(
+            "raise_too_small",
+            f"Raise by at least one tick: {price_text(limit + tick, tick)} or more "
+            f"(the bid pays up to {price_text(limit, tick)} now).",
+            field="price",
+        )
+    if new % tick != 0:
+        raise InvalidInput(
+            "off_tick",
+            f"{new} is not on this market's tick of {tick_text(tick)}.",
+            field="price",
+        )
+    disjuncts = []
+    for disjunct in constraint:
+        old = _price_interval(disjunct, schema.price) or Interval(None, False, None, False)
+        items = dict(disjunct.items)
+        items[schema.price.attribute] = Interval(old.lo, old.lo_closed, new, True)
+        disjuncts.append(Disjunct(tuple(items.items())))
+    return matching.to_text(Constraint(tuple(disjuncts)))
+
+
+def _bound_text(value: Any, attribute: SchemaAttribute) -> str:
+    if attribute.type is Type.DATE:
+        return value.isoformat()
+    if attribute.type is Type.TIMESTAMP:
+        return value.strftime("%Y-%m-%dT%H:%M")
+    return format(numeric_value(value), "f") if attribute.type is not Type.FLOAT else str(value)
+
+
+def offer_bid_prefill(*, offer: Offer, schema: MarketSchema, tier: int = 1) -> dict[str, str]:
+    """The bid form's fields filled from one tier (1-based) of ``offer``: its ranges, its
+    string values, and its price (the fixed price, or the reserve) as the highest price.
+
+    What the form cannot hold (points, boxes, open bounds) is left empty, that is "any";
+    a tier that does not exist gives the first.
+    """
+    constraint = constraint_parsed(text=offer.constraint_text, schema=schema)
+    disjuncts = list(constraint)
+    disjunct = disjuncts[tier - 1] if 1 <= tier <= len(disjuncts) else disjuncts[0]
+    data = {"side": "bid"}
+    for spec in schema.attributes:
+        predicate = disjunct.get(spec.attribute)
+        if not isinstance(predicate, Interval):
+            continue
+        if spec.role == "price":
+            if predicate.lo is not None:
+                data["price"] = price_text(numeric_value(predicate.lo), offer.market.tick) or ""
+            continue
+        if spec.type is Type.STRING:
+            if predicate.lo is not None and predicate.lo == predicate.hi:
+                data[f"{spec.name}__eq"] = str(predicate.lo)
+            continue
+        if predicate.lo is not None and predicate.lo_closed:
+            data[f"{spec.name}__min"] = _bound_text(predicate.lo, spec)
+        if predicate.hi is not None and predicate.hi_closed:
+            data[f"{spec.name}__max"] = _bound_text(predicate.hi, spec)
+    return data
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """A buyer's open exposure in one market: the sum over its active bids of the most each
+    could cost if it filled (its largest quantity times its limit), in the price's unit."""
+
+    market: Market
+    total: str
+    unit: str
+    bids: int
+    unbounded: list[int]  # bids with no upper quantity, left out of the total
+
+
+def _bid_most(constraint: Constraint, schema: MarketSchema) -> Decimal | None:
+    """The most a bid could pay: over its tiers, the largest quantity times the limit there
+    (the limit alone in a market without a quantity); None when a tier bounds no quantity."""
+    quantity = schema.by_role("quantity")
+    most = Decimal(0)
+    for disjunct in constraint:
+        price = _price_interval(disjunct, schema.price)
+        if price is None or price.hi is None:
+            return None
+        amount = Decimal(1)
+        if quantity is not None:
+            bound = _price_interval(disjunct, quantity)
+            if bound is None or bound.hi is None:
+                return None
+            amount = numeric_value(bound.hi)
+        most = max(most, amount * numeric_value(price.hi))
+    return most
+
+
+def user_exposure(*, user: User) -> list[Exposure]:
+    """Open exposure per market over the user's active bids, markets by subject."""
+    bids = Bid.objects.filter(buyer=user, state=Bid.State.ACTIVE).select_related("market")
+    per_market: dict[int, tuple[Market, MarketSchema, list[Bid]]] = {}
+    for bid in bids.order_by("market__subject", "id"):
+        if bid.market_id not in per_market:
+            per_market[bid.market_id] = (bid.market, market_schema(market=bid.market), [])
+        per_market[bid.market_id][2].append(bid)
+    out = []
+    for market, schema, market_bids in per_market.values():
+        total, unbounded = Decimal(0), []
+        for bid in market_bids:
+            try:
+                most = _bid_most(constraint_parsed(text=bid.constraint_text, schema=schema), schema)
+            except matching.ConstraintError:
+                most = None  # a stored text the schema no longer reads: counted as unknown
+            if most is None:
+                unbounded.append(bid.pk)
+            else:
+                total += most
+        out.append(
+            Exposure(
+                market=market,
+                total=price_text(total, market.tick) or "0",
+                unit=schema.price.unit,
+                bids=len(market_bids),
+                unbounded=unbounded,
+            )
+        )
+    return out
+
+
+def user_active_bid_ids(*, user: User, market: Market) -> list[int]:
+    return list(
+        Bid.objects.filter(buyer=user, market=market, state=Bid.State.ACTIVE)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
