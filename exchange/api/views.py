@@ -46,6 +46,15 @@ def _order_id(value: str) -> int:
     return number
 
 
+def _pattern_parameter(name: str) -> OpenApiParameter:
+    return OpenApiParameter(
+        name,
+        str,
+        description="a market subject or a subject pattern (SPEC 8.2): office.>, *.tools.*; "
+        "a malformed pattern is a 400 invalid_pattern with the position",
+    )
+
+
 class IsStaff(permissions.BasePermission):
     message = "Only staff can do this."
 
@@ -81,8 +90,12 @@ class MarketList(generics.ListAPIView):
     serializer_class = s.MarketSerializer
     permission_classes = [permissions.AllowAny]
 
+    @extend_schema(parameters=[_pattern_parameter("subject")])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
     def get_queryset(self):
-        return market_list()
+        return market_list(subject=self.request.query_params.get("subject"))
 
     def get_permissions(self):
         return [IsStaff()] if self.request.method == "POST" else super().get_permissions()
@@ -142,7 +155,7 @@ class OfferList(generics.ListAPIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("market", str, description="market subject"),
+            _pattern_parameter("market"),
             OpenApiParameter("state", str, enum=list(Offer.State.values)),
         ]
     )
@@ -312,7 +325,7 @@ class BestOfferList(generics.ListAPIView):
     serializer_class = s.OfferSerializer
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(parameters=[OpenApiParameter("market", str, description="market subject")])
+    @extend_schema(parameters=[_pattern_parameter("market")])
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
@@ -328,7 +341,7 @@ class TradeList(generics.ListAPIView):
     serializer_class = s.TradeSerializer
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(parameters=[OpenApiParameter("market", str, description="market subject")])
+    @extend_schema(parameters=[_pattern_parameter("market")])
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
