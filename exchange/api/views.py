@@ -18,6 +18,7 @@ from exchange.models import Market, Offer
 from exchange.selectors import orders as order_selectors
 from exchange.selectors.lookups import market_by_subject
 from exchange.selectors.markets import constraint_check, market_list
+from exchange.selectors.presence import presence_who
 from exchange.services import closing, markets, orders
 from exchange.services.tokens import token_issue
 from exchange.throttling import account_key, throttle_wait
@@ -366,3 +367,15 @@ class NotificationList(generics.ListAPIView):
         if not self.request.user.is_authenticated:
             raise NotAuthenticated()
         return order_selectors.notification_list(user=self.request.user, after=after)
+
+
+class PresenceView(APIView):
+    """Discovery (SPEC 8.2): per market matching ``?subject=<pattern>``, the number of
+    connected watchers and the names announced on it; what the WebSocket ``who`` frame
+    answers."""
+
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(parameters=[_pattern_parameter("subject")], responses=s.PresenceResponse)
+    def get(self, request):
+        return Response(presence_who(pattern=request.query_params.get("subject")))

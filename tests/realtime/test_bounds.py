@@ -80,21 +80,25 @@ def test_a_failure_inside_the_consumer_sends_an_error_frame_and_clears_presence(
             "type": "subscribed",
             "stream": stream,
         }
-        watching = await presence._redis().hgetall(presence._key(stream))
+        watching = await asyncio.to_thread(_following, stream)
         error = await ask(ws, {"action": "presence", "stream": stream})
         closed = await ws.receive_output(timeout=5)
-        left = await presence._redis().hgetall(presence._key(stream))
+        left = await asyncio.to_thread(_following, stream)
         return watching, error, closed, left
 
     watching, error, closed, left = asyncio.run(scenario())
-    assert list(watching.values()) == ["anonymous"]
+    assert watching == [presence.Connection(user="", streams={stream})]
     assert error == {
         "type": "error",
         "code": "server_error",
         "message": "Something went wrong on our side; reconnect.",
     }
     assert closed == {"type": "websocket.close", "code": 1011}
-    assert left == {}
+    assert left == []
+
+
+def _following(stream: str) -> list[presence.Connection]:
+    return [c for c in presence.presence_facts() if stream in c.streams]
 
 
 def _revoked() -> dict:
