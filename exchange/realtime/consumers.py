@@ -61,22 +61,33 @@ CLOSE_REVOKED = 4001
 CLOSE_INTERNAL = 1011
 
 
+# The frame rate's clock (tests replace it to refill the bucket without waiting).
+_clock = time.monotonic
+
+
 class FrameRate:
     """A token bucket per connection: ``burst`` frames at once, then ``per_second`` frames a
-    second. Checked before a frame is parsed, so a flood costs one comparison per frame."""
+    second. Checked before a frame is parsed, so a flood costs one comparison per frame.
+
+    ``limited`` is True from the first dropped frame until a frame passes again: one
+    limiting episode, which the client hears about once (answering every dropped frame would
+    send a flood back)."""
 
     def __init__(self, *, per_second: float, burst: int) -> None:
         self.per_second = per_second
         self.burst = burst
         self.tokens = float(burst)
-        self.stamp = time.monotonic()
+        self.stamp = _clock()
+        self.limited = False
 
     def allow(self) -> bool:
-        now = time.monotonic()
+        now = _clock()
         self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.per_second)
         self.stamp = now
         if self.tokens < 1:
+            self.limited = True
             return False
+        self.limited = False
         self.tokens -= 1
         return True
 
@@ -148,11 +159,15 @@ class StreamConsumer(AsyncWebsocketConsumer):
             raise StopConsumer() from None
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        episode = self.rate.limited
         if not self.rate.allow():
-            await self._error(
-                "rate_limited",
-                f"At most {settings.WS_FRAMES_PER_SECOND:g} frames a second; this one was dropped.",
-            )
+            if not episode:
+                await self._error(
+                    "rate_limited",
+                    f"At most {settings.WS_FRAMES_PER_SECOND:g} frames a second: this frame "
+                    "and the next ones are dropped, without another error, until the rate "
+                    "falls back.",
+                )
             return
         message = await self._parse(text_data)
         if message is None:
