@@ -92,6 +92,18 @@ class CheckResponse(serializers.Serializer):
     constraint_json = serializers.JSONField()
 
 
+class PresenceMarket(serializers.Serializer):
+    subject = serializers.CharField()
+    watchers = serializers.IntegerField(help_text="connections following or announced on it")
+    names = serializers.ListField(child=serializers.CharField(), help_text="announced names")
+
+
+class PresenceResponse(serializers.Serializer):
+    subject = serializers.CharField(help_text="the pattern asked about")
+    markets = PresenceMarket(many=True)
+    truncated = serializers.BooleanField(help_text="more markets matched than are listed")
+
+
 class ZoneKeepingDateTimeField(serializers.DateTimeField):
     """A date and time passed on with the time zone the client wrote, or with none.
 

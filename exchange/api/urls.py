@@ -20,6 +20,7 @@ urlpatterns = [
     path("best-offers/", views.BestOfferList.as_view(), name="best-offers"),
     path("trades/", views.TradeList.as_view(), name="trades"),
     path("notifications/", views.NotificationList.as_view(), name="notifications"),
+    path("presence/", views.PresenceView.as_view(), name="presence"),
     path("schema/", SpectacularAPIView.as_view(api_version="v1"), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
 ]

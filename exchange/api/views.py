@@ -18,6 +18,7 @@ from exchange.models import Market, Offer
 from exchange.selectors import orders as order_selectors
 from exchange.selectors.lookups import market_by_subject
 from exchange.selectors.markets import constraint_check, market_list
+from exchange.selectors.presence import presence_who
 from exchange.services import closing, markets, orders
 from exchange.services.tokens import token_issue
 from exchange.throttling import LoginFailures
@@ -44,6 +45,15 @@ def _order_id(value: str) -> int:
     if number is None:
         raise Http404
     return number
+
+
+def _pattern_parameter(name: str) -> OpenApiParameter:
+    return OpenApiParameter(
+        name,
+        str,
+        description="a market subject or a subject pattern (SPEC 8.2): office.>, *.tools.*; "
+        "a malformed pattern is a 400 invalid_pattern with the position",
+    )
 
 
 class IsStaff(permissions.BasePermission):
@@ -83,8 +93,12 @@ class MarketList(generics.ListAPIView):
     serializer_class = s.MarketSerializer
     permission_classes = [permissions.AllowAny]
 
+    @extend_schema(parameters=[_pattern_parameter("subject")])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
     def get_queryset(self):
-        return market_list()
+        return market_list(subject=self.request.query_params.get("subject"))
 
     def get_permissions(self):
         return [IsStaff()] if self.request.method == "POST" else super().get_permissions()
@@ -144,7 +158,7 @@ class OfferList(generics.ListAPIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("market", str, description="market subject"),
+            _pattern_parameter("market"),
             OpenApiParameter("state", str, enum=list(Offer.State.values)),
         ]
     )
@@ -314,7 +328,7 @@ class BestOfferList(generics.ListAPIView):
     serializer_class = s.OfferSerializer
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(parameters=[OpenApiParameter("market", str, description="market subject")])
+    @extend_schema(parameters=[_pattern_parameter("market")])
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
@@ -330,7 +344,7 @@ class TradeList(generics.ListAPIView):
     serializer_class = s.TradeSerializer
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(parameters=[OpenApiParameter("market", str, description="market subject")])
+    @extend_schema(parameters=[_pattern_parameter("market")])
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
@@ -355,3 +369,15 @@ class NotificationList(generics.ListAPIView):
         if not self.request.user.is_authenticated:
             raise NotAuthenticated()
         return order_selectors.notification_list(user=self.request.user, after=after)
+
+
+class PresenceView(APIView):
+    """Discovery (SPEC 8.2): per market matching ``?subject=<pattern>``, the number of
+    connected watchers and the names announced on it; what the WebSocket ``who`` frame
+    answers."""
+
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(parameters=[_pattern_parameter("subject")], responses=s.PresenceResponse)
+    def get(self, request):
+        return Response(presence_who(pattern=request.query_params.get("subject")))

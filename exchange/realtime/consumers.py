@@ -1,11 +1,15 @@
 """The one WebSocket endpoint (SPEC 6.3, 6.5).
 
 Client frames: ``{"action": "subscribe" | "unsubscribe", "stream": ...}``,
-``{"action": "resume", "stream": "me", "after": <seq>}`` and
-``{"action": "presence", "stream": ...}``. Server frames: ``{"stream", "type", "seq", "data"}``;
-errors ``{"type": "error", "code", "message"}`` (a bad pattern adds ``stream`` and
-``position``, 0-based in the pattern). A bad frame gets an error frame and the connection
-stays usable.
+``{"action": "resume", "stream": "me", "after": <seq>}``,
+``{"action": "presence", "stream": ...}`` and, for discovery (SPEC 8.2),
+``{"action": "announce", "subject": <subject>, "name": <name>}`` (answered by
+``{"type": "announced", "subject", "name"}``) and ``{"action": "who", "subject": <pattern>}``
+(answered by ``{"type": "who", "subject", "markets": [{"subject", "watchers", "names"}],
+"truncated"}``, what ``GET /api/v1/presence/`` answers). Server frames:
+``{"stream", "type", "seq", "data"}``; errors ``{"type": "error", "code", "message"}`` (a
+bad pattern or subject adds ``stream`` or ``subject``, and ``position``, 0-based in the
+pattern). A bad frame gets an error frame and the connection stays usable.
 
 ``market:<pattern>`` (``market:office.>``) follows every market whose subject matches,
 including markets created later; each frame comes once per matching stream the client
@@ -27,10 +31,18 @@ from django.conf import settings
 from exchange.http import nesting_within
 from exchange.selectors import realtime as selectors
 from exchange.selectors.orders import notification_latest_seq
-from matching.subjects import SubjectError, SubjectPattern
+from exchange.selectors.presence import presence_who
+from matching.subjects import SubjectError, SubjectPattern, compile_pattern, validate_subject
 
 from .patterns import PatternStreams, pattern_group, pattern_of
-from .presence import presence_join, presence_leave, presence_watchers
+from .presence import (
+    presence_announce,
+    presence_connect,
+    presence_disconnect,
+    presence_join,
+    presence_leave,
+    presence_watchers,
+)
 from .streams import SYSTEM_STREAM, group_for, revocation_groups, user_group
 
 log = logging.getLogger(__name__)
@@ -39,6 +51,9 @@ MAX_FRAME_BYTES = 4096
 # Frames name a stream and a number: nothing legitimate nests deeper than this.
 MAX_FRAME_DEPTH = 4
 MAX_STREAMS = 200
+# What one connection may announce: names this long at most, on this many subjects.
+MAX_NAME_LENGTH = 64
+MAX_ANNOUNCEMENTS = 16
 BACKLOG_BATCH = 500
 ME = "me"
 # A code in the 4000s (application-defined): the connection's login or token was revoked.
@@ -46,22 +61,33 @@ CLOSE_REVOKED = 4001
 CLOSE_INTERNAL = 1011
 
 
+# The frame rate's clock (tests replace it to refill the bucket without waiting).
+_clock = time.monotonic
+
+
 class FrameRate:
     """A token bucket per connection: ``burst`` frames at once, then ``per_second`` frames a
-    second. Checked before a frame is parsed, so a flood costs one comparison per frame."""
+    second. Checked before a frame is parsed, so a flood costs one comparison per frame.
+
+    ``limited`` is True from the first dropped frame until a frame passes again: one
+    limiting episode, which the client hears about once (answering every dropped frame would
+    send a flood back)."""
 
     def __init__(self, *, per_second: float, burst: int) -> None:
         self.per_second = per_second
         self.burst = burst
         self.tokens = float(burst)
-        self.stamp = time.monotonic()
+        self.stamp = _clock()
+        self.limited = False
 
     def allow(self) -> bool:
-        now = time.monotonic()
+        now = _clock()
         self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.per_second)
         self.stamp = now
         if self.tokens < 1:
+            self.limited = True
             return False
+        self.limited = False
         self.tokens -= 1
         return True
 
@@ -69,12 +95,14 @@ class FrameRate:
 _public_stream_exists = database_sync_to_async(selectors.public_stream_exists)
 _notifications_after = database_sync_to_async(selectors.notifications_after)
 _latest_seq = database_sync_to_async(notification_latest_seq)
+_presence_who = database_sync_to_async(presence_who)
 
 
 class StreamConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         self.streams: set[str] = set()
         self.patterns = PatternStreams()
+        self.announced: dict[str, str] = {}  # subject -> the name announced on it
         self.user = self.scope.get("user")
         self.last_seq: int | None = (
             None  # the last personal notification sent (None: not following)
@@ -87,6 +115,10 @@ class StreamConsumer(AsyncWebsocketConsumer):
         for group in self.principal_groups:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
+        self.present = True
+        await presence_connect(
+            self.channel_name, self.user.get_username() if self.authenticated else ""
+        )
 
     @property
     def authenticated(self) -> bool:
@@ -96,11 +128,18 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self._leave_all()
 
     async def _leave_all(self) -> None:
-        for stream in list(getattr(self, "streams", ())):
-            await self._leave(stream)
+        """Leave every group and drop the connection's presence (streams and
+        announcements) in one write; safe to call twice."""
+        streams = list(getattr(self, "streams", ()))
+        for stream in streams:
+            await self._unfollow(stream)
         for group in getattr(self, "principal_groups", ()):
             await self.channel_layer.group_discard(group, self.channel_name)
         self.principal_groups = []
+        if getattr(self, "present", False):
+            self.present = False
+            await presence_disconnect(self.channel_name, streams, list(self.announced))
+            self.announced = {}
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Handle one message; an unexpected failure sends an error frame, removes the
@@ -120,19 +159,30 @@ class StreamConsumer(AsyncWebsocketConsumer):
             raise StopConsumer() from None
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        episode = self.rate.limited
         if not self.rate.allow():
-            await self._error(
-                "rate_limited",
-                f"At most {settings.WS_FRAMES_PER_SECOND:g} frames a second; this one was dropped.",
-            )
+            if not episode:
+                await self._error(
+                    "rate_limited",
+                    f"At most {settings.WS_FRAMES_PER_SECOND:g} frames a second: this frame "
+                    "and the next ones are dropped, without another error, until the rate "
+                    "falls back.",
+                )
             return
         message = await self._parse(text_data)
         if message is None:
             return
         action, stream = message.get("action"), message.get("stream")
+        if action == "announce":
+            await self._announce(message.get("subject"), message.get("name"))
+            return
+        if action == "who":
+            await self._who(message.get("subject"))
+            return
         if action not in ("subscribe", "unsubscribe", "resume", "presence"):
             await self._error(
-                "unknown_action", 'The "action" is subscribe, unsubscribe, resume or presence.'
+                "unknown_action",
+                'The "action" is subscribe, unsubscribe, resume, presence, announce or who.',
             )
             return
         if not isinstance(stream, str) or len(stream) > 250:
@@ -231,12 +281,16 @@ class StreamConsumer(AsyncWebsocketConsumer):
             kind = stream.partition(":")[0]
             await self.channel_layer.group_add(pattern_group(kind), self.channel_name)
         self.streams.add(stream)
-        name = self.user.get_username() if self.authenticated else "anonymous"
-        await presence_join(stream, self.channel_name, name)
+        await presence_join(self.channel_name, stream)
 
     async def _leave(self, stream: str) -> None:
         if stream not in self.streams:
             return
+        await self._unfollow(stream)
+        await presence_leave(self.channel_name, stream)
+
+    async def _unfollow(self, stream: str) -> None:
+        """Leave ``stream``'s group (the presence write is the caller's)."""
         if stream not in self.patterns:
             await self.channel_layer.group_discard(self._group(stream), self.channel_name)
         elif self.patterns.remove(stream):
@@ -245,7 +299,65 @@ class StreamConsumer(AsyncWebsocketConsumer):
         self.streams.discard(stream)
         if stream == ME:
             self.last_seq = None
-        await presence_leave(stream, self.channel_name)
+
+    async def _announce(self, subject: object, name: object) -> None:
+        """Announce this connection on a market's subject under a public name (SPEC 8.2);
+        announcing again on the same subject replaces the name. Ends with the connection."""
+        if not isinstance(subject, str) or len(subject) > 250:
+            await self._error("bad_subject", 'Name a market "subject", such as office.supplies.')
+            return
+        try:
+            validate_subject(subject)
+        except SubjectError as exc:
+            await self._error(
+                "bad_subject",
+                f"{subject!r} is not a subject: {exc.message} (at character {exc.position}).",
+                subject=subject,
+                position=exc.position,
+            )
+            return
+        if (
+            not isinstance(name, str)
+            or not name.strip()
+            or len(name) > MAX_NAME_LENGTH
+            or not name.isprintable()
+        ):
+            await self._error(
+                "bad_name",
+                f'The "name" is printable text of 1 to {MAX_NAME_LENGTH} characters.',
+            )
+            return
+        if subject not in self.announced and len(self.announced) >= MAX_ANNOUNCEMENTS:
+            await self._error(
+                "too_many_announcements",
+                f"A connection announces itself on at most {MAX_ANNOUNCEMENTS} subjects.",
+            )
+            return
+        if not await _public_stream_exists(stream=f"market:{subject}"):
+            await self._error("unknown_market", f"There is no market {subject}.", subject=subject)
+            return
+        self.announced[subject] = name
+        await presence_announce(self.channel_name, subject, name)
+        await self._send({"type": "announced", "subject": subject, "name": name})
+
+    async def _who(self, pattern: object) -> None:
+        """One frame: per market matching ``pattern``, its watchers and announced names."""
+        if not isinstance(pattern, str) or len(pattern) > 250:
+            await self._error("bad_pattern", 'Name a "subject" pattern, such as office.>.')
+            return
+        try:
+            compile_pattern(pattern)
+        except SubjectError as exc:
+            await self._error(
+                "bad_pattern",
+                f"{pattern!r} is not a subject pattern: {exc.message} "
+                f"(at character {exc.position}).",
+                subject=pattern,
+                position=exc.position,
+            )
+            return
+        answer = await _presence_who(pattern=pattern)
+        await self._send({"type": "who", **answer})
 
     async def _catch_up(self) -> None:
         """Send the personal notifications after ``last_seq`` from the outbox, in order."""

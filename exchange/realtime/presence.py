@@ -1,38 +1,170 @@
-"""Who watches a stream (the Information Bus's discovery), kept in Redis.
+"""Who is connected where (SPEC 8.2, discovery), kept in Redis per server process.
 
-Each subscription is a field of a hash per stream, ``channel name -> user name``; it is
-removed on unsubscribe and disconnect. A key left by a crashed server expires after a day.
+Each server process (a uvicorn worker) owns one hash, ``<prefix>:server:<server id>``, whose
+fields are facts about its connections, one field a fact:
+
+* ``<channel>|u`` -> the user name (``""`` for an anonymous connection; only staff see it,
+  through the ``presence`` action),
+* ``<channel>|s|<stream>`` -> ``""``: the connection follows ``stream``,
+* ``<channel>|a|<subject>`` -> the name the connection announced on ``subject`` (public).
+
+A connection's fields go when it unsubscribes or disconnects. A process that dies without
+cleaning up (SIGKILL, a lost machine) leaves its hash behind, so the hash has a TTL of
+``PRESENCE_TTL_SECONDS`` that a heartbeat task in the live process renews every
+``PRESENCE_HEARTBEAT_SECONDS``: a dead process's entries vanish within the TTL (30 s by
+default; SPEC 8.2 asks for 60). The servers are listed in a sorted set scored by their last
+beat, so that readers find the live hashes without scanning the keyspace.
+
+Readers (``presence_facts``) take every live server's hash: the cost is one read per
+connection fact, which is fine at the exchange's size; per-subject counters would be the
+next step if ``who`` ever became hot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+import asyncio
+import logging
+import os
+import secrets
+import socket
+import time
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import cast
 
 from django.conf import settings
 
 from exchange.redis_clients import redis_async_client as _redis
+from exchange.redis_clients import redis_client
 
-TTL_SECONDS = 24 * 3600
+log = logging.getLogger(__name__)
+
+# One id per server process, unique across machines and restarts.
+SERVER_ID = f"{socket.gethostname()}.{os.getpid()}.{secrets.token_hex(4)}"
+
+_USER, _STREAM, _ANNOUNCE = "u", "s", "a"
+
+_heartbeats: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def _key(stream: str) -> str:
-    return f"{settings.PRESENCE_PREFIX}:{stream}"
+def _servers_key() -> str:
+    return f"{settings.PRESENCE_PREFIX}:servers"
 
 
-async def presence_join(stream: str, channel: str, name: str) -> None:
-    key = _key(stream)
+def _server_key(server: str) -> str:
+    return f"{settings.PRESENCE_PREFIX}:server:{server}"
+
+
+def _field(channel: str, kind: str, name: str = "") -> str:
+    # Channel names have no '|'; what follows the kind is kept whole (split at most twice).
+    return f"{channel}|{kind}|{name}" if name else f"{channel}|{kind}"
+
+
+async def _write(set_fields: dict[str, str], drop_fields: Iterable[str] = ()) -> None:
+    """Change this process's facts and renew its TTL in one round trip."""
+    _ensure_heartbeat()
+    key = _server_key(SERVER_ID)
+    drop = list(drop_fields)
     async with _redis().pipeline(transaction=True) as pipe:
-        pipe.hset(key, channel, name)
-        pipe.expire(key, TTL_SECONDS)
+        if set_fields:
+            pipe.hset(key, mapping=set_fields)
+        if drop:
+            pipe.hdel(key, *drop)
+        pipe.expire(key, settings.PRESENCE_TTL_SECONDS)
+        pipe.zadd(_servers_key(), {SERVER_ID: time.time()})
         await pipe.execute()
 
 
-async def presence_leave(stream: str, channel: str) -> None:
-    # redis-py types its commands for both clients (a value or an awaitable); this one awaits.
-    await cast(Awaitable[int], _redis().hdel(_key(stream), channel))
+def _ensure_heartbeat() -> None:
+    """One heartbeat task per event loop (a server process runs one loop; tests run many)."""
+    loop = asyncio.get_running_loop()
+    task = _heartbeats.get(loop)
+    if task is None or task.done():
+        _heartbeats[loop] = loop.create_task(_heartbeat(), name="presence-heartbeat")
+
+
+async def _heartbeat() -> None:
+    while True:
+        await asyncio.sleep(settings.PRESENCE_HEARTBEAT_SECONDS)
+        try:
+            async with _redis().pipeline(transaction=True) as pipe:
+                pipe.expire(_server_key(SERVER_ID), settings.PRESENCE_TTL_SECONDS)
+                pipe.zadd(_servers_key(), {SERVER_ID: time.time()})
+                # Servers that stopped beating: their hashes have expired already.
+                pipe.zremrangebyscore(
+                    _servers_key(), "-inf", time.time() - settings.PRESENCE_TTL_SECONDS
+                )
+                await pipe.execute()
+        except Exception:  # Redis away: the next beat tries again; entries may lapse meanwhile
+            log.warning("presence heartbeat failed", exc_info=True)
+
+
+async def presence_connect(channel: str, user_name: str) -> None:
+    await _write({_field(channel, _USER): user_name})
+
+
+async def presence_join(channel: str, stream: str) -> None:
+    await _write({_field(channel, _STREAM, stream): ""})
+
+
+async def presence_leave(channel: str, stream: str) -> None:
+    await _write({}, [_field(channel, _STREAM, stream)])
+
+
+async def presence_announce(channel: str, subject: str, name: str) -> None:
+    await _write({_field(channel, _ANNOUNCE, subject): name})
+
+
+async def presence_disconnect(
+    channel: str, streams: Iterable[str], subjects: Iterable[str]
+) -> None:
+    """Drop every fact of a closing connection (its streams and announcements, as it
+    tracked them)."""
+    drop = [_field(channel, _USER)]
+    drop += [_field(channel, _STREAM, s) for s in streams]
+    drop += [_field(channel, _ANNOUNCE, s) for s in subjects]
+    await _write({}, drop)
+
+
+@dataclass
+class Connection:
+    """What the live servers know of one connection."""
+
+    user: str = ""
+    streams: set[str] = field(default_factory=set)
+    announced: dict[str, str] = field(default_factory=dict)
+
+
+def presence_facts() -> list[Connection]:
+    """Every connection of every live server process (synchronous: the API and the
+    ``who`` selector read it from a thread)."""
+    client = redis_client()
+    alive_since = time.time() - settings.PRESENCE_TTL_SECONDS
+    servers = cast(list[str], client.zrangebyscore(_servers_key(), alive_since, "+inf"))
+    if not servers:
+        return []
+    with client.pipeline(transaction=False) as pipe:
+        for server in servers:
+            pipe.hgetall(_server_key(server))
+        hashes = cast(list[dict[str, str]], pipe.execute())
+    connections: dict[str, Connection] = {}
+    for server, facts in zip(servers, hashes, strict=True):
+        for key, value in facts.items():
+            channel, kind, name = (key.split("|", 2) + [""])[:3]
+            connection = connections.setdefault(f"{server}/{channel}", Connection())
+            if kind == _USER:
+                connection.user = value
+            elif kind == _STREAM:
+                connection.streams.add(name)
+            elif kind == _ANNOUNCE:
+                connection.announced[name] = value
+    return list(connections.values())
 
 
 async def presence_watchers(stream: str) -> list[str]:
-    watchers = await cast(Awaitable[dict[str, str]], _redis().hgetall(_key(stream)))
-    return sorted(watchers.values())
+    """The user names (``anonymous`` for none) of the connections following ``stream``."""
+    facts = await asyncio.to_thread(presence_facts)
+    return sorted(c.user or "anonymous" for c in facts if stream in c.streams)

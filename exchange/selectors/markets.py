@@ -16,6 +16,7 @@ from exchange.market_rules import (
     with_subject,
 )
 from exchange.models import Bid, Market, Offer
+from exchange.selectors.subjects import subject_matching
 from matching.store import StoreLimitError
 
 
@@ -32,12 +33,19 @@ def _count_in_market(model: type[Offer] | type[Bid], state: str) -> Coalesce:
     return Coalesce(Subquery(counts, output_field=IntegerField()), Value(0))
 
 
-def market_list() -> QuerySet[Market]:
-    """Every market with its number of open offers and active bids."""
-    return Market.objects.annotate(
+def market_list(*, subject: str | None = None) -> QuerySet[Market]:
+    """Every market, or those whose subject matches the pattern ``subject`` (``InvalidInput``
+    if malformed; empty means every market), with its number of open offers and active
+    bids."""
+    markets = Market.objects.annotate(
         open_offers=_count_in_market(Offer, Offer.State.OPEN),
         active_bids=_count_in_market(Bid, Bid.State.ACTIVE),
     ).order_by("subject")
+    if subject:
+        markets = markets.filter(
+            subject_matching(field="subject", pattern=subject, parameter="subject")
+        )
+    return markets
 
 
 def market_schema(*, market: Market) -> MarketSchema:

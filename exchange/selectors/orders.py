@@ -10,13 +10,17 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
 from exchange.models import BestOffer, Bid, Notification, Offer, OfferBidMatch, Trade
+from exchange.selectors.subjects import subject_matching
 
 
 def offer_list(*, market: str | None = None, state: str | None = None) -> QuerySet[Offer]:
-    """Offers anyone may see (every state), with their best value and bid count."""
+    """Offers anyone may see (every state), with their best value and bid count; ``market``
+    is a subject pattern (``InvalidInput`` if malformed; empty means every market)."""
     offers = Offer.objects.select_related("market", "best", "trade").order_by("id")
     if market:
-        offers = offers.filter(market__subject=market)
+        offers = offers.filter(
+            subject_matching(field="market__subject", pattern=market, parameter="market")
+        )
     if state:
         offers = offers.filter(state=state)
     return offers
@@ -67,9 +71,12 @@ def bid_standings(*, bids: list[Bid]) -> dict[int, list[Standing]]:
 
 
 def trade_list(*, user: User | AnonymousUser, market: str | None = None) -> QuerySet[Trade]:
+    """Trades, newest first; ``market`` is a subject pattern as in ``offer_list``."""
     trades = Trade.objects.select_related("market", "seller", "buyer").order_by("-closed_at", "-id")
     if market:
-        trades = trades.filter(market__subject=market)
+        trades = trades.filter(
+            subject_matching(field="market__subject", pattern=market, parameter="market")
+        )
     return trades
 
 

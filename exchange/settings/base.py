@@ -176,8 +176,12 @@ JSON_MAX_DEPTH = 32
 WS_FRAMES_PER_SECOND = float(env("WS_FRAMES_PER_SECOND", "20"))
 WS_FRAME_BURST = int(env("WS_FRAME_BURST", "40"))
 
-# Redis key prefix of the WebSocket presence sets (who watches a stream).
+# Redis key prefix of the WebSocket presence (who watches what, announced names).
 PRESENCE_PREFIX = "intersect:presence"
+# A server process's presence entries live this long unless its heartbeat renews them, so
+# those of a killed server vanish within it (SPEC 8.2 asks for 60 s at most).
+PRESENCE_TTL_SECONDS = int(env("PRESENCE_TTL_SECONDS", "30"))
+PRESENCE_HEARTBEAT_SECONDS = float(env("PRESENCE_HEARTBEAT_SECONDS", "10"))
 CYCLE_PENDING_KEY = "intersect:cycle-pending"
 # Each Celery worker records its last beat here (exchange/celery.py); /healthz counts a worker
 # as up if it beat within the last WORKER_HEARTBEAT_STALE_SECONDS.

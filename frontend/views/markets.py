@@ -22,6 +22,7 @@ from exchange.throttling import client_ident, throttle_wait
 from frontend.daily import daily_figures
 from frontend.posting import PostingForm
 from frontend.readable import readable
+from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_pattern
 
 from .common import (
     AuthenticatedRequest,
@@ -34,10 +35,44 @@ from .common import (
 )
 
 
+def _search_pattern(query: str) -> tuple[SubjectPattern | None, dict | None]:
+    """A search with a wildcard (``office.>``, ``*.tools.*``) is a subject pattern (SPEC
+    8.2): the compiled pattern, or the error cut around its position for display."""
+    text = query.strip()
+    if not any(wildcard in text for wildcard in (ONE, REST)):
+        return None, None
+    try:
+        return compile_pattern(text), None
+    except SubjectError as exc:
+        at = exc.position
+        return None, {
+            "message": exc.message,
+            "position": at,
+            "before": text[:at],
+            "at": text[at : at + 1] or " ",
+            "after": text[at + 1 :],
+        }
+
+
+def _matched(nodes: list[ui.SubjectNode]) -> int:
+    return sum(node.matched + _matched(node.children) for node in nodes)
+
+
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
+    """The subject tree. A plain search narrows it by words; a search with a wildcard is a
+    pattern and highlights the matching markets in the whole tree."""
     query = request.GET.get("q", "")[:200]
-    context = {"tree": ui.market_tree(query=query), "query": query}
+    pattern, pattern_error = _search_pattern(query)
+    plain = pattern is None and pattern_error is None
+    tree = ui.market_tree(query=query if plain else "", highlight=pattern)
+    context = {
+        "tree": tree,
+        "query": query,
+        "pattern": pattern,
+        "pattern_error": pattern_error,
+        "matched": _matched(tree),
+    }
     if is_htmx(request):
         return render(request, "frontend/_market_tree.html", context)
     return render(request, "frontend/home.html", {**context, **live_context(request, [])})

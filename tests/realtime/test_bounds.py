@@ -39,30 +39,40 @@ def test_a_deeply_nested_frame_gets_an_error_and_the_connection_stays_usable():
     assert after == {"type": "subscribed", "stream": "system"}
 
 
-def test_frames_past_the_rate_get_an_error_and_are_not_handled(settings):
-    # No refill: exactly the burst passes, whatever the clock does.
-    settings.WS_FRAMES_PER_SECOND = 0.0
-    settings.WS_FRAME_BURST = 3
+RATE_LIMITED = {
+    "type": "error",
+    "code": "rate_limited",
+    "message": "At most 1 frames a second: this frame and the next ones are dropped, without "
+    "another error, until the rate falls back.",
+}
+SUBSCRIBED = {"type": "subscribed", "stream": "system"}
+
+
+def test_frames_past_the_rate_are_dropped_with_one_error_per_limiting_episode(
+    settings, monkeypatch
+):
+    # The bucket reads its clock once when the connection opens and once per frame; these
+    # are the readings, so the refills fall exactly where the test puts them.
+    readings = iter([0.0] + [0.0] * 7 + [1.0] * 3 + [2.0])
+    monkeypatch.setattr(consumers, "_clock", lambda: next(readings))
+    settings.WS_FRAMES_PER_SECOND = 1.0
+    settings.WS_FRAME_BURST = 2
+    frame = json.dumps({"action": "subscribe", "stream": "system"})
 
     async def scenario():
         ws = await connect()
-        replies = [await ask(ws, {"action": "subscribe", "stream": "system"}) for _ in range(5)]
+        # 2 pass (the burst), 5 are dropped, 1 passes (a second's refill), 2 are dropped,
+        # 1 passes
+        for _ in range(11):
+            await ws.send_to(text_data=frame)
+        replies = [json.loads(await ws.receive_from(timeout=5)) for _ in range(6)]
+        nothing = await ws.receive_nothing(timeout=0.3)
         await ws.disconnect()
-        return replies
+        return replies, nothing
 
-    replies = asyncio.run(scenario())
-    assert replies[:3] == [{"type": "subscribed", "stream": "system"}] * 3
-    assert (
-        replies[3:]
-        == [
-            {
-                "type": "error",
-                "code": "rate_limited",
-                "message": "At most 0 frames a second; this one was dropped.",
-            }
-        ]
-        * 2
-    )
+    replies, nothing = asyncio.run(scenario())
+    assert replies == [SUBSCRIBED, SUBSCRIBED, RATE_LIMITED, SUBSCRIBED, RATE_LIMITED, SUBSCRIBED]
+    assert nothing
 
 
 def test_a_failure_inside_the_consumer_sends_an_error_frame_and_clears_presence(monkeypatch):
@@ -80,21 +90,25 @@ def test_a_failure_inside_the_consumer_sends_an_error_frame_and_clears_presence(
             "type": "subscribed",
             "stream": stream,
         }
-        watching = await presence._redis().hgetall(presence._key(stream))
+        watching = await asyncio.to_thread(_following, stream)
         error = await ask(ws, {"action": "presence", "stream": stream})
         closed = await ws.receive_output(timeout=5)
-        left = await presence._redis().hgetall(presence._key(stream))
+        left = await asyncio.to_thread(_following, stream)
         return watching, error, closed, left
 
     watching, error, closed, left = asyncio.run(scenario())
-    assert list(watching.values()) == ["anonymous"]
+    assert watching == [presence.Connection(user="", streams={stream})]
     assert error == {
         "type": "error",
         "code": "server_error",
         "message": "Something went wrong on our side; reconnect.",
     }
     assert closed == {"type": "websocket.close", "code": 1011}
-    assert left == {}
+    assert left == []
+
+
+def _following(stream: str) -> list[presence.Connection]:
+    return [c for c in presence.presence_facts() if stream in c.streams]
 
 
 def _revoked() -> dict:

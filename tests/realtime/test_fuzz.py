@@ -50,7 +50,11 @@ frames = st.one_of(
     ),
     json_values.map(json.dumps),
     st.fixed_dictionaries(
-        {"action": st.sampled_from(["subscribe", "unsubscribe", "resume", "presence", "dance"])},
+        {
+            "action": st.sampled_from(
+                ["subscribe", "unsubscribe", "resume", "presence", "announce", "who", "dance"]
+            )
+        },
         optional={
             "stream": st.one_of(
                 st.text(max_size=40),
@@ -66,6 +70,12 @@ frames = st.one_of(
                 ),
             ),
             "after": json_values,
+            "subject": st.one_of(
+                st.text(max_size=40),
+                st.sampled_from(["office.supplies.pencils", "office.>", "*", "office..x", ">.a"]),
+                json_values,
+            ),
+            "name": st.one_of(st.text(max_size=80), json_values),
         },
     ).map(json.dumps),
 )
@@ -94,15 +104,15 @@ def test_random_frames_get_answers_and_change_nothing(batch):
 
     replies, last = asyncio.run(scenario())
     assert all(
-        isinstance(r, dict) and r.get("type") in {"error", "subscribed", "unsubscribed", "presence"}
+        isinstance(r, dict)
+        and r.get("type") in {"error", "subscribed", "unsubscribed", "presence", "announced", "who"}
         for r in replies
     ), replies
+    # errors carry their code and message, and where in the named subject or pattern
     assert all(
-        set(r) == {"type", "code", "message"}
-        or (
-            r["code"] == "bad_pattern"
-            and set(r) == {"type", "code", "message", "stream", "position"}
-        )
+        {"type", "code", "message"}
+        <= set(r)
+        <= {"type", "code", "message", "stream", "subject", "position"}
         for r in replies
         if r["type"] == "error"
     )

@@ -11,6 +11,7 @@ from django.db.models import Q
 from exchange.models import Market, Offer, Trade
 from exchange.selectors.markets import market_list
 from exchange.selectors.orders import offer_list, trade_list
+from matching.subjects import SubjectPattern
 
 CANDLE_INTERVALS = (1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 86400, 7 * 86400)
 MAX_CANDLES = 60
@@ -18,17 +19,20 @@ MAX_CANDLES = 60
 
 @dataclass
 class SubjectNode:
-    """One token of the subject tree; ``market`` is set where a market has this subject."""
+    """One token of the subject tree; ``market`` is set where a market has this subject;
+    ``matched`` where that market's subject matches the highlighted pattern."""
 
     token: str
     path: str
     market: Market | None = None
     children: list[SubjectNode] = field(default_factory=list)
+    matched: bool = False
 
 
-def market_tree(*, query: str = "") -> list[SubjectNode]:
+def market_tree(*, query: str = "", highlight: SubjectPattern | None = None) -> list[SubjectNode]:
     """Markets arranged by their dot-separated subjects, optionally filtered by a search text
-    (matched against subject, title and description; every word must match)."""
+    (matched against subject, title and description; every word must match), with the
+    markets whose subject matches ``highlight`` marked ``matched``."""
     markets = market_list()
     for word in query.split()[:8]:
         markets = markets.filter(
@@ -45,7 +49,9 @@ def market_tree(*, query: str = "") -> list[SubjectNode]:
                 node = index[path] = SubjectNode(token=token, path=path)
                 siblings.append(node)
             siblings = node.children
-        index[market.subject].market = market
+        node = index[market.subject]
+        node.market = market
+        node.matched = highlight is not None and highlight.matches(market.subject)
     return roots
 
 
