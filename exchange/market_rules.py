@@ -205,9 +205,14 @@ def price_quantum(tick: Decimal) -> Decimal:
     return Decimal(1).scaleb(min(0, decimal_exponent(tick.normalize())))
 
 
+def number_text(value: Decimal) -> str:
+    """A decimal as people write it: 0.01, 8000, 2.5 (not 0.0100000000, 8E+3 or
+    2.5000000000). Ticks and quantities are written so."""
+    return format(value.normalize(), "f")
+
+
 def tick_text(tick: Decimal) -> str:
-    """A tick as people write it: 0.01, 1, 10 (not 0.0100000000 or 1E+1)."""
-    return format(tick.normalize(), "f")
+    return number_text(tick)
 
 
 def price_text(value: Decimal | None, tick: Decimal) -> str | None:

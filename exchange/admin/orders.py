@@ -5,9 +5,9 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.template.response import TemplateResponse
 
 from exchange.errors import ExchangeError
-from exchange.market_rules import price_text
 from exchange.models import Bid, Offer
-from exchange.services.closing import offer_close, offer_close_preview
+from exchange.selectors.ui.staff import market_numbers
+from exchange.services.closing import offer_close, offer_close_previews
 from exchange.services.orders import offer_cancel
 
 
@@ -48,64 +48,101 @@ class OfferAdmin(ReadOnlyOrderAdmin):
     date_hierarchy = "created_at"
     actions = ["close_auctions", "cancel_offers"]
 
+    change_form_template = "admin/exchange/offer/change_form.html"
+
     @admin.display(description="best value")
     def best_value(self, offer):
         best = getattr(offer, "best", None)
-        return price_text(best.value, offer.market.tick) if best and best.value is not None else "—"
+        value = best.value if best else None
+        return market_numbers(market=offer.market).price(value)
 
     @admin.display(description="matching bids")
     def matching_bids(self, offer):
         best = getattr(offer, "best", None)
         return best.matching_bids if best else 0
 
-    @admin.action(description="Close the selected auctions…")
-    def close_auctions(self, request, queryset):
+    def _confirm(self, request, queryset, *, action: str, title: str, intro: str, verb: str):
+        """The confirmation page of ``action`` over the open offers of ``queryset``: each
+        with its winner-to-be, numbers as its market writes them. Its form posts the same
+        action again with ``confirm=yes``."""
         offers = list(
             queryset.filter(state=Offer.State.OPEN).select_related("market").order_by("pk")
         )
-        if request.POST.get("confirm") == "yes":
-            closed = sold = 0
-            for offer in offers:
-                try:
-                    result = offer_close(offer_id=offer.pk, staff=request.user)
-                except ExchangeError as exc:
-                    self.message_user(request, f"Offer {offer.pk}: {exc.message}", messages.ERROR)
-                    continue
-                closed += 1
-                sold += result.trade is not None
-            self.message_user(
-                request, f"Closed {closed} auction(s): {sold} sold, {closed - sold} unsold."
+        rows = []
+        for preview in offer_close_previews(offers=offers):
+            numbers = market_numbers(market=preview.offer.market)
+            rows.append(
+                {
+                    "offer": preview.offer,
+                    "bid": preview.bid,
+                    "buyer": preview.bid.buyer if preview.bid else None,
+                    "value": numbers.price(preview.value),
+                    "price": numbers.price(preview.price),
+                    "quantity": numbers.quantity(preview.quantity),
+                    "agreed": preview.agreed_constraint,
+                    "unusable": preview.unusable,
+                }
             )
-            return None
-        previews = [offer_close_preview(offer_id=o.pk) for o in offers]
         return TemplateResponse(
             request,
             "admin/exchange/close_confirmation.html",
             {
                 **self.admin_site.each_context(request),
-                "title": "Close auctions",
-                "previews": [
-                    {
-                        "offer": p.offer,
-                        "bid": p.bid,
-                        "buyer": p.bid.buyer if p.bid else None,
-                        "value": p.value_text,
-                        "price": p.price_text,
-                        "quantity": p.quantity,
-                        "agreed": p.agreed_constraint,
-                    }
-                    for p in previews
-                ],
+                "title": title,
+                "intro": intro,
+                "verb": verb,
+                "previews": rows,
                 "skipped": queryset.exclude(state=Offer.State.OPEN).count(),
                 "queryset": queryset,
-                "action": "close_auctions",
+                "action": action,
                 "action_checkbox_name": ACTION_CHECKBOX_NAME,
                 "opts": self.model._meta,
             },
         )
 
-    @admin.action(description="Cancel the selected offers")
+    @admin.action(description="Close the selected auctions…")
+    def close_auctions(self, request, queryset):
+        if request.POST.get("confirm") != "yes":
+            return self._confirm(
+                request,
+                queryset,
+                action="close_auctions",
+                title="Close auctions",
+                intro=(
+                    "Closing is final. Each auction below closes into a trade with its best bid "
+                    "at the moment of closing (pending changes are taken in first), or unsold "
+                    "when no bid matches."
+                ),
+                verb="close",
+            )
+        closed = sold = 0
+        for offer in queryset.filter(state=Offer.State.OPEN).order_by("pk"):
+            try:
+                result = offer_close(offer_id=offer.pk, staff=request.user)
+            except ExchangeError as exc:
+                self.message_user(request, f"Offer {offer.pk}: {exc.message}", messages.ERROR)
+                continue
+            closed += 1
+            sold += result.trade is not None
+        self.message_user(
+            request, f"Closed {closed} auction(s): {sold} sold, {closed - sold} unsold."
+        )
+        return None
+
+    @admin.action(description="Cancel the selected offers…")
     def cancel_offers(self, request, queryset):
+        if request.POST.get("confirm") != "yes":
+            return self._confirm(
+                request,
+                queryset,
+                action="cancel_offers",
+                title="Cancel offers",
+                intro=(
+                    "Cancelling is final. Each offer below ends without a trade, whatever its "
+                    "best bid; its bids stay active for other offers."
+                ),
+                verb="cancel",
+            )
         done = 0
         for offer in queryset.filter(state=Offer.State.OPEN).order_by("pk"):
             try:
@@ -114,6 +151,7 @@ class OfferAdmin(ReadOnlyOrderAdmin):
             except ExchangeError as exc:
                 self.message_user(request, f"Offer {offer.pk}: {exc.message}", messages.ERROR)
         self.message_user(request, f"Cancelled {done} offer(s).")
+        return None
 
 
 @admin.register(Bid)

@@ -3,10 +3,14 @@ from __future__ import annotations
 from django.contrib import admin
 
 from exchange.models import MatchingCycle, Notification, Trade
+from exchange.selectors.ui.staff import market_numbers
 
 
 @admin.register(Trade)
 class TradeAdmin(admin.ModelAdmin):
+    """Trades are read-only; their price and quantity are written as the market writes them
+    (``1.18 EUR``, ``8000 pencils``), not as stored (``1.1800000000``)."""
+
     list_display = [
         "id",
         "market",
@@ -14,8 +18,8 @@ class TradeAdmin(admin.ModelAdmin):
         "bid",
         "seller",
         "buyer",
-        "price",
-        "quantity",
+        "price_shown",
+        "quantity_shown",
         "pricing",
         "closed_at",
     ]
@@ -23,6 +27,27 @@ class TradeAdmin(admin.ModelAdmin):
     search_fields = ["id", "seller__username", "buyer__username", "agreed_constraint"]
     list_select_related = ["market", "seller", "buyer"]
     date_hierarchy = "closed_at"
+    fields = readonly_fields = (
+        "market",
+        "offer",
+        "bid",
+        "seller",
+        "buyer",
+        "price_shown",
+        "quantity_shown",
+        "pricing",
+        "agreed_constraint",
+        "agreed_constraint_json",
+        "closed_at",
+    )
+
+    @admin.display(description="price", ordering="price")
+    def price_shown(self, trade: Trade) -> str:
+        return market_numbers(market=trade.market).price(trade.price)
+
+    @admin.display(description="quantity", ordering="quantity")
+    def quantity_shown(self, trade: Trade) -> str:
+        return market_numbers(market=trade.market).quantity(trade.quantity)
 
     def has_add_permission(self, request):
         return False

@@ -368,7 +368,7 @@ class NotificationList(generics.ListAPIView):
         after = query_whole_number(self.request.query_params, "after", default=0)
         if not self.request.user.is_authenticated:
             raise NotAuthenticated()
-        return order_selectors.notification_list(user=self.request.user, after=after)
+        return order_selectors.notification_list(user_id=self.request.user.pk, after=after)
 
 
 class PresenceView(APIView):

@@ -14,7 +14,7 @@ The names below are the ones the rest of the exchange uses.
 
 from .candidates import candidate_constraint, candidate_pairs
 from .constraints import UnusableOrder, UnusableOrders, order_constraints, usable_constraint
-from .pricing import pair_agreement, pair_value, pair_values, price_interval
+from .pricing import pair_agreements, pair_value, pair_values, price_interval
 from .store import STRATEGIES, namespace, scratch_store, store, strategy
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
     "candidate_pairs",
     "namespace",
     "order_constraints",
-    "pair_agreement",
+    "pair_agreements",
     "pair_value",
     "pair_values",
     "price_interval",

@@ -71,16 +71,29 @@ def pair_values(quads: Iterable[tuple[int, int, int, int]]) -> list[OfferBidMatc
     return out
 
 
-def pair_agreement(match: OfferBidMatch) -> tuple[matching.Agreement, Disjunct, Attribute]:
-    """What the matched pair's disjuncts agree on, the offer's disjunct and the price attribute.
+Agreed = tuple[matching.Agreement, Disjunct, Attribute]
 
-    Raises ``UnusableOrders`` if either order's stored constraint cannot be used.
-    """
-    offers, bad_offers = order_constraints(Offer, {match.offer_id})
-    bids, bad_bids = order_constraints(Bid, {match.bid_id})
-    if bad_offers or bad_bids:
-        raise UnusableOrders(offers=bad_offers, bids=bad_bids)
-    pub, price = offers[match.offer_id]
-    sub, _ = bids[match.bid_id]
-    dp = pub.disjuncts[match.pub_disjunct]
-    return matching.agree(dp, sub.disjuncts[match.sub_disjunct]), dp, price
+
+def pair_agreements(
+    matches: Iterable[OfferBidMatch],
+) -> dict[tuple[int, int], Agreed | UnusableOrders]:
+    """For each matched pair, by (offer id, bid id): what its disjuncts agree on, the offer's
+    disjunct and the price attribute; or, where the offer's or the bid's stored constraint
+    cannot be used, an ``UnusableOrders`` naming those two. Two queries for any number of
+    pairs."""
+    matches = list(matches)
+    offers, bad_offers = order_constraints(Offer, {m.offer_id for m in matches})
+    bids, bad_bids = order_constraints(Bid, {m.bid_id for m in matches})
+    out: dict[tuple[int, int], Agreed | UnusableOrders] = {}
+    for m in matches:
+        if m.offer_id in bad_offers or m.bid_id in bad_bids:
+            out[(m.offer_id, m.bid_id)] = UnusableOrders(
+                offers={k: v for k, v in bad_offers.items() if k == m.offer_id},
+                bids={k: v for k, v in bad_bids.items() if k == m.bid_id},
+            )
+            continue
+        pub, price = offers[m.offer_id]
+        sub, _ = bids[m.bid_id]
+        dp = pub.disjuncts[m.pub_disjunct]
+        out[(m.offer_id, m.bid_id)] = (matching.agree(dp, sub.disjuncts[m.sub_disjunct]), dp, price)
+    return out

@@ -61,7 +61,7 @@ class Offer(Order):
         ]
 
     def __str__(self) -> str:
-        return f"offer {self.pk} in {self.market_id}"
+        return f"offer {self.pk} in {self.market.subject}"
 
 
 class Bid(Order):
@@ -90,7 +90,7 @@ class Bid(Order):
         ]
 
     def __str__(self) -> str:
-        return f"bid {self.pk} in {self.market_id}"
+        return f"bid {self.pk} in {self.market.subject}"
 
 
 # Code written once for both kinds of order (a model class in, its rows out).

@@ -33,4 +33,6 @@ class Trade(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"trade {self.pk}: offer {self.offer_id} to bid {self.bid_id} at {self.price}"
+        # No price: written raw it would show all ten stored places (the admin shows it to
+        # the market's tick in its own field).
+        return f"trade {self.pk}: offer {self.offer_id} to bid {self.bid_id}"

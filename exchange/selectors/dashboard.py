@@ -1,11 +1,12 @@
 """What the staff dashboard shows: the health of the matching cycle, the orders it set aside
-and the auctions about to close."""
+and the open auctions."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
 
+from django.db.models import F
 from django.utils import timezone
 
 from exchange.models import Bid, MatchingCycle, Notification, Offer, OrderChange
@@ -49,12 +50,24 @@ def changes_stale(*, older_than: dt.timedelta) -> bool:
     return OrderChange.objects.filter(processed_at=None, created_at__lte=stale).exists()
 
 
-def offers_closing_soon(*, limit: int = 20) -> list[Offer]:
-    """Open offers with a closing time, soonest first."""
-    return list(
-        Offer.objects.filter(state=Offer.State.OPEN, closes_at__isnull=False)
-        .select_related("market")
-        .order_by("closes_at", "pk")[:limit]
+@dataclass(frozen=True)
+class OpenAuctions:
+    offers: list[Offer]  # the first ``limit``, their markets and sellers loaded
+    total: int  # every open offer
+
+
+def open_auctions(*, limit: int = 200) -> OpenAuctions:
+    """Open offers (every one is an auction until it closes), those with a closing time
+    first and soonest first, then those staff close by hand, oldest first. At most ``limit``
+    are loaded, so the page's work stays bounded; ``total`` tells how many there are."""
+    offers = Offer.objects.filter(state=Offer.State.OPEN)
+    return OpenAuctions(
+        offers=list(
+            offers.select_related("market", "seller").order_by(
+                F("closes_at").asc(nulls_last=True), "pk"
+            )[:limit]
+        ),
+        total=offers.count(),
     )
 
 

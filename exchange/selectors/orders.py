@@ -86,10 +86,12 @@ def trade_party(trade: Trade, user: User | AnonymousUser) -> bool:
     )
 
 
-def notification_list(*, user: User, after: int = 0) -> QuerySet[Notification]:
-    """A user's personal notifications after a sequence number (resumable)."""
+def notification_list(*, user_id: int, after: int = 0) -> QuerySet[Notification]:
+    """User ``user_id``'s personal notifications with an id (the sequence number a client
+    resumes from) above ``after``, oldest first. The one home of this query: the API's list
+    and the WebSocket's ``me`` stream read it."""
     return (
-        Notification.objects.filter(recipient=user, id__gt=after)
+        Notification.objects.filter(recipient_id=user_id, id__gt=after)
         .select_related("market")
         .order_by("id")
     )

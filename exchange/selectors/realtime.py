@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from exchange.models import Market, Notification, Offer
+from exchange.models import Market, Offer
+from exchange.selectors.orders import notification_list
 from matching.subjects import SubjectError, validate_subject
 
 _OFFER_ID = re.compile(r"[0-9]{1,18}")
@@ -29,11 +30,7 @@ def public_stream_exists(*, stream: str) -> bool:
 
 
 def notifications_after(*, user_id: int, after: int, limit: int) -> list[dict[str, Any]]:
-    """Up to ``limit`` of the user's notifications with an id above ``after``, oldest first,
-    as ``{"id", "type", "data"}``."""
-    rows = (
-        Notification.objects.filter(recipient_id=user_id, id__gt=after)
-        .order_by("id")
-        .values("id", "type", "data")[:limit]
-    )
+    """The first ``limit`` rows of ``notification_list`` as ``{"id", "type", "data"}``, the
+    fields of a ``me`` frame."""
+    rows = notification_list(user_id=user_id, after=after).values("id", "type", "data")[:limit]
     return [dict(row) for row in rows]

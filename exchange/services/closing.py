@@ -13,6 +13,7 @@ from decimal import Decimal
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from exchange import engine
@@ -29,6 +30,7 @@ from exchange.services.matching import (
 )
 from exchange.services.notifications import notifications_push_on_commit, trade_notifications
 from matching import Agreement
+from matching.model import Attribute, Disjunct
 
 
 @dataclass(frozen=True)
@@ -70,28 +72,58 @@ class Preview:
         return price_text(self.price, self.offer.market.tick)
 
 
-def _terms(offer: Offer) -> Preview:
-    """The winner and the trade terms from the current best-offer table and matches.
+def _terms_each(offers: list[Offer]) -> dict[int, Preview | engine.UnusableOrders]:
+    """The winner and the trade terms of each offer (its market loaded) from the current
+    best-offer table and matches, in a fixed number of queries however many offers (the
+    staff dashboard previews every open auction). An offer whose own or best bid's stored
+    constraint cannot be used maps to the ``UnusableOrders`` naming them."""
+    # For second-price auctions: the best value among the offer's other matching bids.
+    runner_up = (
+        OfferBidMatch.objects.filter(offer_id=OuterRef("offer_id"))
+        .exclude(bid_id=OuterRef("bid_id"))
+        .order_by("-value")
+        .values("value")[:1]
+    )
+    bests = {
+        best.offer_id: best
+        for best in BestOffer.objects.filter(offer__in=offers, bid__isnull=False)
+        .select_related("bid__buyer")
+        .annotate(runner_up=Subquery(runner_up))
+    }
+    matches = list(
+        OfferBidMatch.objects.filter(offer_id__in=bests, bid_id=F("offer__best__bid_id"))
+    )
+    values = {(m.offer_id, m.bid_id): m.value for m in matches}
+    agreements = engine.pair_agreements(matches)
+    out: dict[int, Preview | engine.UnusableOrders] = {}
+    for offer in offers:
+        best = bests.get(offer.pk)
+        if best is None or best.bid is None:
+            out[offer.pk] = Preview(offer, None, None, None, None, None)
+            continue
+        found = agreements[(offer.pk, best.bid.pk)]
+        if isinstance(found, engine.UnusableOrders):
+            out[offer.pk] = found
+            continue
+        value = values[(offer.pk, best.bid.pk)]
+        out[offer.pk] = _preview(offer, best, value, *found)
+    return out
 
-    Raises ``engine.UnusableOrders`` if the offer or its best bid cannot be used.
-    """
-    best = BestOffer.objects.filter(offer=offer).select_related("bid").first()
-    if best is None or best.bid is None:
-        return Preview(offer, None, None, None, None, None)
+
+def _preview(
+    offer: Offer,
+    best: BestOffer,
+    value: Decimal,
+    agreement: Agreement,
+    dp: Disjunct,
+    price_attribute: Attribute,
+) -> Preview:
+    """The terms of ``offer`` with its ``best`` bid, whose match is worth ``value``."""
     market: Market = offer.market
-    match = OfferBidMatch.objects.get(offer=offer, bid=best.bid)
-    agreement, dp, price_attribute = engine.pair_agreement(match)
-    value = match.value
     if market.pricing == Market.Pricing.SECOND:
         low = engine.price_interval(dp, price_attribute).lo
         reserve = numeric_value(low) if low else Decimal(0)
-        second = (
-            OfferBidMatch.objects.filter(offer=offer)
-            .exclude(bid=best.bid)
-            .order_by("-value")
-            .values_list("value", flat=True)
-            .first()
-        )
+        second = best.runner_up  # type: ignore[attr-defined]
         price = reserve if second is None else max(reserve, second + market.tick)
         price = min(price, value)
     else:
@@ -102,6 +134,15 @@ def _terms(offer: Offer) -> Preview:
         top = agreement.max_value(quantity_spec.attribute)
         quantity = None if top is None else numeric_value(top)
     return Preview(offer, best.bid, value, price, quantity, agreement)
+
+
+def _terms(offer: Offer) -> Preview:
+    """``_terms_each`` of one offer; raises ``engine.UnusableOrders`` if the offer or its
+    best bid cannot be used."""
+    found = _terms_each([offer])[offer.pk]
+    if isinstance(found, engine.UnusableOrders):
+        raise found
+    return found
 
 
 def _settled_terms(offer: Offer) -> tuple[Preview, list[Notification]]:
@@ -123,15 +164,26 @@ def _settled_terms(offer: Offer) -> tuple[Preview, list[Notification]]:
                     raise
 
 
+def offer_close_previews(*, offers: list[Offer]) -> list[Preview]:
+    """What closing each of ``offers`` (their markets loaded) now would do, in their order and
+    in a fixed number of queries. An offer whose own or best bid's constraint cannot be used
+    gets ``unusable`` with the reasons (closing would set those aside and look again)."""
+    terms = _terms_each(offers)
+    previews = []
+    for offer in offers:
+        found = terms[offer.pk]
+        if isinstance(found, engine.UnusableOrders):
+            reasons = [*found.offers.values(), *found.bids.values()]
+            found = Preview(offer, None, None, None, None, None, unusable="; ".join(reasons))
+        previews.append(found)
+    return previews
+
+
 def offer_close_preview(*, offer_id: int) -> Preview:
     offer = Offer.objects.select_related("market").filter(pk=offer_id).first()
     if offer is None:
         raise NotFound("not_found", f"There is no offer {offer_id}.")
-    try:
-        return _terms(offer)
-    except engine.UnusableOrders as exc:
-        reasons = [*exc.offers.values(), *exc.bids.values()]
-        return Preview(offer, None, None, None, None, None, unusable="; ".join(reasons))
+    return offer_close_previews(offers=[offer])[0]
 
 
 def offer_close(*, offer_id: int, staff: User | None) -> CloseResult:

@@ -48,7 +48,6 @@ DEBUG = False
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -63,6 +62,9 @@ INSTALLED_APPS = [
     "channels",
     "exchange",
     "frontend",
+    # After exchange, whose admin/ templates (the console's header and index, the offer page's
+    # Close and Cancel buttons) must be found before the admin's own.
+    "django.contrib.admin",
 ]
 
 MIDDLEWARE = [

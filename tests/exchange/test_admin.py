@@ -46,13 +46,20 @@ def test_close_action_confirms_the_winner_then_closes(staff_client):
     )
 
 
-def test_cancel_action(staff_client):
+def test_cancel_action_confirms_then_cancels(staff_client):
     offer = offer_publish(
         seller=UserFactory(), market=pencils_market(), constraint="lot = 1 AND price = 1.00"
     )
-    staff_client.post(
-        "/admin/exchange/offer/", {"action": "cancel_offers", "_selected_action": [offer.pk]}
-    )
+    form = {"action": "cancel_offers", "_selected_action": [offer.pk]}
+
+    confirm = staff_client.post("/admin/exchange/offer/", form)
+    assert confirm.status_code == 200
+    assert "Cancelling is final." in confirm.content.decode()
+    assert 'value="Yes, cancel 1 offer(s)"' in confirm.content.decode()
+    assert Offer.objects.get(pk=offer.pk).state == "open"
+
+    done = staff_client.post("/admin/exchange/offer/", {**form, "confirm": "yes"}, follow=True)
+    assert "Cancelled 1 offer(s)." in done.content.decode()
     assert Offer.objects.get(pk=offer.pk).state == "cancelled"
 
 

@@ -1,7 +1,7 @@
 """The end-to-end runs of ``ops/bench_live.py`` (their JSON), and why a live target was missed.
 
 The per-request costs that explain a miss are not measured by the run itself: they come from
-the run's ``profile`` entry if it has one, else from ``ops/benchmarks/results/live-profile.json``.
+profiling outside the run, written down in ``ops/benchmarks/results/live-profile.json``.
 """
 
 from __future__ import annotations
@@ -36,16 +36,15 @@ def section(doc: Doc, r: dict[str, Any], title: str) -> None:
         doc.add("First errors:", "", *[f"* `{e}`" for e in r["first_errors"]], "")
 
 
-def profile(r: dict[str, Any]) -> dict[str, Any] | None:
-    if "profile" in r:
-        return dict(r["profile"])
+def profile() -> dict[str, Any] | None:
+    """The profiled per-request costs, if they were written down."""
     return json.loads(PROFILE.read_text()) if PROFILE.exists() else None
 
 
 def why_live(doc: Doc, r: dict[str, Any]) -> str:
     f, a, c = r["frame_ms"], r["ack_ms"] or {}, r["cycles"]
     if r["achieved_rate"] < 0.9 * r["rate"]:
-        p = profile(r)
+        p = profile()
         request_cost = cycle_cost = ""
         if p:
             low, high = p["request_cpu_ms"]
