@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
-from exchange.models import Bid, ImportRef, Offer, OrderChange
+from exchange.models import Bid, ImportRef, Offer
 from tests.api.conftest import client_for
 
-from .conftest import LEGACY
+from .conftest import LEGACY, nothing_written
 
 pytestmark = pytest.mark.django_db
 
@@ -41,15 +41,6 @@ def post(client, body: bytes, *, side="offer", map_text=None, content_type="text
     if map_text is not None:
         params["map"] = map_text
     return client.post(f"{URL}?{urlencode(params)}", data=body, content_type=content_type)
-
-
-def nothing_written() -> bool:
-    return not (
-        Offer.objects.exists()
-        or Bid.objects.exists()
-        or ImportRef.objects.exists()
-        or OrderChange.objects.exists()
-    )
 
 
 def test_a_price_list_becomes_the_callers_offers_with_one_result_per_row(pencils, seller):
