@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from . import views
+from . import imports, views
 
 app_name = "api"
 urlpatterns = [
@@ -9,6 +9,7 @@ urlpatterns = [
     path("markets/", views.MarketList.as_view(), name="markets"),
     path("markets/<str:subject>/", views.MarketDetail.as_view(), name="market"),
     path("markets/<str:subject>/check/", views.MarketCheck.as_view(), name="market-check"),
+    path("markets/<str:subject>/import/", imports.MarketImport.as_view(), name="market-import"),
     path("offers/", views.OfferList.as_view(), name="offers"),
     path("offers/<str:offer_id>/", views.OfferDetail.as_view(), name="offer"),
     path("offers/<str:offer_id>/withdraw/", views.OfferWithdraw.as_view(), name="offer-withdraw"),

@@ -174,6 +174,11 @@ CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
 JSON_MAX_BYTES = int(env("JSON_MAX_BYTES", str(256 * 1024)))
 JSON_MAX_DEPTH = 32
 
+# An adapter import over the API (POST /api/v1/markets/<subject>/import/, docs/adapters.md):
+# a larger body gets a 413, more rows a 413 naming the first row over (exchange/api/imports.py).
+IMPORT_MAX_BYTES = int(env("IMPORT_MAX_BYTES", str(1024 * 1024)))
+IMPORT_MAX_ROWS = int(env("IMPORT_MAX_ROWS", "1000"))
+
 # Frames a WebSocket connection may send: a burst, then a steady rate (more get an error frame).
 WS_FRAMES_PER_SECOND = float(env("WS_FRAMES_PER_SECOND", "20"))
 WS_FRAME_BURST = int(env("WS_FRAME_BURST", "40"))
@@ -258,6 +263,8 @@ REST_FRAMEWORK = {
         "login_account": env("THROTTLE_LOGIN_ACCOUNT", "10/min"),
         # The UI's constraint check as you type, per client.
         "check": env("THROTTLE_CHECK", "120/min"),
+        # Adapter imports over the API, per user (each request may hold IMPORT_MAX_ROWS orders).
+        "import": env("THROTTLE_IMPORT", "10/min"),
     },
     # How many reverse proxies in front of the server append to X-Forwarded-For. 0 (the
     # default): the header is ignored and throttles key on the peer address, so a client

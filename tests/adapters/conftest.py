@@ -5,6 +5,7 @@ import json
 import pytest
 
 from exchange.market_rules import schema_parse
+from exchange.models import Bid, ImportRef, Offer, OrderChange
 from exchange.services.markets import market_create
 from tests.factories import UserFactory
 from tests.livestack import ROOT
@@ -31,3 +32,12 @@ def seller(db):
 @pytest.fixture
 def buyer(db):
     return UserFactory(username="buyer1")
+
+
+def nothing_written() -> bool:
+    return not (
+        Offer.objects.exists()
+        or Bid.objects.exists()
+        or ImportRef.objects.exists()
+        or OrderChange.objects.exists()
+    )

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from exchange.models import Bid, ImportRef, Offer, OrderChange
 from tests.factories import UserFactory
 
-from .conftest import LEGACY
+from .conftest import LEGACY, nothing_written
 
 pytestmark = pytest.mark.django_db
 
@@ -38,12 +38,17 @@ def offers_import(path: str = PRICE_LIST, map_path: str | None = PRICE_MAP, user
     )
 
 
-def nothing_written() -> bool:
-    return not (
-        Offer.objects.exists()
-        or Bid.objects.exists()
-        or ImportRef.objects.exists()
-        or OrderChange.objects.exists()
+def bids_import(path: str):
+    return run(
+        "--market",
+        "office.supplies.pencils",
+        "--side",
+        "bid",
+        "--user",
+        "buyer1",
+        "--map",
+        BIDS_MAP,
+        path,
     )
 
 
@@ -96,17 +101,7 @@ def test_refs_are_per_user(pencils, seller):
 
 
 def test_the_sample_bid_feed_becomes_bids_bounding_the_price(pencils, buyer):
-    code, out, err = run(
-        "--market",
-        "office.supplies.pencils",
-        "--side",
-        "bid",
-        "--user",
-        "buyer1",
-        "--map",
-        BIDS_MAP,
-        BIDS,
-    )
+    code, out, err = bids_import(BIDS)
     assert (code, err) == (0, "")
     assert list(Bid.objects.order_by("pk").values_list("constraint_text", flat=True)) == [
         "lot BETWEEN 2000 AND 5000 AND price <= 1.10 AND grade = 'HB'",
@@ -183,17 +178,7 @@ def test_a_jsonl_feed_reports_lines_that_are_not_rows(pencils, buyer, tmp_path):
         '{"po_number": "D", "qty_from": 10, "max_unit_price": 1.1}\n'
         '{"po_number": "A", "qty_from": 99, "max_unit_price": "9.99"}\n'
     )
-    code, out, err = run(
-        "--market",
-        "office.supplies.pencils",
-        "--side",
-        "bid",
-        "--user",
-        "buyer1",
-        "--map",
-        BIDS_MAP,
-        str(feed),
-    )
+    code, out, err = bids_import(str(feed))
     assert code == 2
     assert err.splitlines() == [
         f"{feed}:3:-: The body is not valid JSON: Expecting property name enclosed in double quotes: line 1 column 35 (char 34).",
