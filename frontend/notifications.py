@@ -1,5 +1,10 @@
 """Personal notifications as one sentence each (static/frontend/notes.js says the same for
-the ones that arrive live; keep the two in step)."""
+the ones that arrive live; keep the two in step: tests/browser/test_notes.py runs both).
+
+Each sentence must be true for its recipient under its offer's pricing rule (``pricing``:
+``fixed``, or the auction rule ``first`` or ``second``; rows written before it was recorded
+read as ``first``), and names prices with the market's currency (``unit``) when it has one.
+"""
 
 from __future__ import annotations
 
@@ -10,52 +15,97 @@ def _bids(count: Any) -> str:
     return "1 matching bid" if count == 1 else f"{count} matching bids"
 
 
-def _quantity(data: dict[str, Any]) -> str:
+def _grouped(number: Any) -> str:
+    whole, _, fraction = str(number).partition(".")
+    grouped = f"{int(whole):,}" if whole.lstrip("-").isdigit() else whole
+    return f"{grouped}{'.' + fraction if fraction else ''}"
+
+
+def _money(value: Any, data: dict[str, Any]) -> str:
+    unit = data.get("unit")
+    text = _grouped(value)
+    return f"{text} {unit}" if unit else text
+
+
+def _cap(text: str) -> str:
+    return text[0].upper() + text[1:]
+
+
+def _terms(data: dict[str, Any]) -> str:
+    """ "8,000 pencils at 1.18 EUR, 9,440.00 EUR in all" (what a trade row knows of it)."""
+    price = _money(data.get("price"), data)
     quantity = data.get("quantity")
     if not quantity:
-        return "at "
-    whole, _, fraction = str(quantity).partition(".")
-    grouped = f"{int(whole):,}" if whole.lstrip("-").isdigit() else whole
-    return f"{grouped}{'.' + fraction if fraction else ''} at "
+        return f"at {price}"
+    unit = data.get("quantity_unit")
+    amount = f"{_grouped(quantity)} {unit}" if unit else _grouped(quantity)
+    total = f", {_money(data['total'], data)} in all" if data.get("total") else ""
+    return f"{amount} at {price}{total}"
 
 
 def note_text(kind: str, data: dict[str, Any]) -> tuple[str, str]:
     """(sentence, tone) for a notification; tone is good, bad or info (for its colour)."""
     offer = f"offer #{data.get('offer')}"
-    bid = f"Bid #{data.get('bid')}"
+    bid = f"bid #{data.get('bid')}"
+    pricing = data.get("pricing") or "first"
+    best = data.get("best_value")
     if kind == "best_offer":
-        if data.get("best_value") is None:
+        if (data.get("state") or "open") != "open":
+            return f"{_cap(offer)} is {data.get('state')}.", "info"
+        if best is None:
             return f"No bid matches {offer} any more.", "info"
-        return (
-            f"Best bid on {offer} is now {data['best_value']} "
-            f"({_bids(data.get('matching_bids'))}).",
-            "good",
+        count = _bids(data.get("matching_bids"))
+        if pricing == "fixed":
+            return f"A bid is first in line for {offer} at {_money(best, data)} ({count}).", "good"
+        tail = (
+            "; the winner pays the second-best value plus a tick, at most that"
+            if pricing == "second"
+            else ""
         )
+        return f"Best bid on {offer} is now {_money(best, data)} ({count}){tail}.", "good"
     if kind == "best_bid":
-        return f"{bid} is now the best bid on {offer} at {data.get('best_value')}.", "good"
+        if pricing == "fixed":
+            return f"{_cap(bid)} is first in line for {offer} at {_money(best, data)}.", "good"
+        if pricing == "second":
+            return (
+                f"{_cap(bid)} is now the best bid on {offer}; if it wins it pays the "
+                f"second-best value plus a tick, at most {_money(best, data)}.",
+                "good",
+            )
+        return f"{_cap(bid)} is now the best bid on {offer} at {_money(best, data)}.", "good"
     if kind == "outbid":
-        best = data.get("best_value")
-        tail = f": the best bid is now {best}" if best else ""
-        return f"{bid} was outbid on {offer}{tail}.", "bad"
-    if kind == "offer_ended":
-        if data.get("status") == "closed":
-            return f"{offer[0].upper()}{offer[1:]} closed to another bid.", "info"
+        tail = f": the best bid is now {_money(best, data)}" if best else ""
+        return f"{_cap(bid)} was outbid on {offer}{tail}.", "bad"
+    if kind == "not_best":
+        if data.get("status") == "unmatched":
+            return f"{_cap(bid)} no longer matches {offer}.", "info"
         return (
-            f"{offer[0].upper()}{offer[1:]} is {data.get('status')}: {bid} no longer matches it.",
-            "info",
+            f"{_cap(bid)} is no longer first in line for {offer}: another bid is ahead at "
+            f"{_money(best, data)}.",
+            "bad",
         )
+    if kind == "offer_ended":
+        status = data.get("status")
+        if status == "closed":
+            if data.get("sold") is False:
+                return f"{_cap(offer)} closed unsold.", "info"
+            return f"{_cap(offer)} closed and another bid won it.", "info"
+        who = {"withdrawn": " by its seller", "cancelled": " by staff"}.get(str(status), "")
+        return f"{_cap(offer)} was {status}{who}: {bid} no longer matches it.", "info"
     if kind == "trade":
-        terms = _quantity(data) + str(data.get("price"))
         if data.get("buyer"):
-            return f"Sold: {offer} to {data['buyer']}, {terms}.", "good"
-        return f"Bought: {bid} filled by {offer}, {terms}.", "good"
+            return f"Sold: {offer} to {data['buyer']}, {_terms(data)}.", "good"
+        return f"Bought: {bid} filled by {offer}, {_terms(data)}.", "good"
     if kind == "set_aside":
         # The engine wrote the sentence (which order, why, the way out); only it knows the
         # reason, and a set-aside bid has no offer to name.
         order = f"offer #{data['offer']}" if data.get("offer") else f"bid #{data.get('bid')}"
         return str(data.get("message") or f"Your {order} is left out of matching."), "bad"
     if kind == "offer":
-        if data.get("state") == "closed" and not data.get("sold"):
-            return f"{offer[0].upper()}{offer[1:]} closed unsold.", "info"
-        return f"{offer[0].upper()}{offer[1:]} is now {data.get('state')}.", "info"
+        state = data.get("state")
+        if state == "closed" and not data.get("sold"):
+            return f"{_cap(offer)} closed unsold.", "info"
+        if state == "cancelled":
+            return f"{_cap(offer)} was cancelled by staff.", "bad"
+        return f"{_cap(offer)} is now {state}.", "info"
     return f"{kind.replace('_', ' ')} on {offer}.", "info"

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from exchange.market_rules import price_text
-from exchange.models import Bid, Notification, Offer, Trade
+import matching
+from exchange.engine.constraints import market_schema_of
+from exchange.market_rules import fixed_price, price_text
+from exchange.models import Bid, Notification, Offer, OfferBidMatch, Trade
 from exchange.services.side_effects import after_commit
 
 if TYPE_CHECKING:
@@ -30,12 +32,46 @@ def decimal_text(value: Decimal | None) -> str | None:
     )
 
 
+def offer_pricing(offer: Offer) -> str:
+    """The offer's pricing rule as its notifications name it: ``fixed`` (a fixed price,
+    first come first served), else the market's auction rule (``first`` or ``second``). An
+    offer whose stored text no longer reads counts as an auction."""
+    schema = market_schema_of(offer.market)
+    try:
+        constraint = matching.parse(offer.constraint_text, schema=schema.types)
+    except matching.ConstraintError:
+        return offer.market.pricing
+    return "fixed" if fixed_price(constraint, schema) else offer.market.pricing
+
+
+def _personal(offer: Offer, pricing: str) -> dict[str, object]:
+    """What every personal row about ``offer`` adds for its sentence: the pricing rule and
+    the units of price and quantity (empty when the schema names none)."""
+    schema = market_schema_of(offer.market)
+    quantity = schema.by_role("quantity")
+    return {
+        "pricing": pricing,
+        "unit": schema.price.unit,
+        "quantity_unit": quantity.unit if quantity is not None else "",
+    }
+
+
 def best_offer_notifications(*, offer: Offer, old: Best, new: Best) -> list[Notification]:
     """The outbox rows for a change of ``offer``'s best bid (SPEC 5.4).
 
-    When the best bid or its value changed: the seller, the new best bidder, the bidder who
-    lost the top place, and the market. When only the number of matching bids changed: the
-    market alone (its pages show the count).
+    Always the market's. When the best bid or its value changed, also, each only when it is
+    true for its recipient:
+
+    * the seller, while the offer is open (a closed offer's seller hears of its trade or
+      that it closed unsold, a cancelled one's from ``offer_event``; a withdrawn one's
+      seller did it);
+    * the new best bidder (``best_bid``);
+    * the bidder who lost the top place, by what happened to its bid: ``outbid`` when an
+      auction has a better bid now, ``not_best`` (``status`` ``behind``) when another bid is
+      ahead without bidding more (a fixed price, or a tie with an earlier bid),
+      ``not_best`` (``unmatched``) when the bid no longer matches, ``offer_ended`` when the
+      offer left the book; nothing when the bid itself left (it filled, here or elsewhere,
+      was withdrawn, or was set aside: those have rows of their own).
     """
     market = offer.market
     public = {
@@ -50,52 +86,72 @@ def best_offer_notifications(*, offer: Offer, old: Best, new: Best) -> list[Noti
     ]
     if (old.bid_id, old.value) == (new.bid_id, new.value):
         return notes
-    notes.append(
-        Notification(
-            market=market,
-            offer=offer,
-            recipient_id=offer.seller_id,
-            type="best_offer",
-            data={**public, "previous_value": price_text(old.value, market.tick)},
+    is_open = offer.state == Offer.State.OPEN
+    personal = {**public, **_personal(offer, offer_pricing(offer))}
+    if is_open:
+        notes.append(
+            Notification(
+                market=market,
+                offer=offer,
+                recipient_id=offer.seller_id,
+                type="best_offer",
+                data={**personal, "previous_value": price_text(old.value, market.tick)},
+            )
         )
-    )
-    buyers = dict(
-        Bid.objects.filter(id__in=[b for b in (old.bid_id, new.bid_id) if b]).values_list(
-            "id", "buyer_id"
-        )
-    )
+    bids = {
+        row[0]: row[1:]
+        for row in Bid.objects.filter(
+            id__in=[b for b in (old.bid_id, new.bid_id) if b]
+        ).values_list("id", "buyer_id", "state", "set_aside_at")
+    }
     if new.bid_id is not None:
         notes.append(
             Notification(
                 market=market,
                 offer=offer,
-                recipient_id=buyers[new.bid_id],
+                recipient_id=bids[new.bid_id][0],
                 type="best_bid",
-                data={**public, "bid": new.bid_id, "status": "best"},
+                data={**personal, "bid": new.bid_id, "status": "best"},
             )
         )
-    if old.bid_id is not None and old.bid_id != new.bid_id and old.bid_id in buyers:
-        if offer.state == Offer.State.OPEN:
+    if old.bid_id is None or old.bid_id == new.bid_id or old.bid_id not in bids:
+        return notes
+    buyer_id, state, set_aside_at = bids[old.bid_id]
+    if state != Bid.State.ACTIVE or set_aside_at is not None:
+        return notes  # it filled, was withdrawn or set aside: its own row says so
+    if is_open:
+        value = (
+            OfferBidMatch.objects.filter(offer=offer, bid_id=old.bid_id)
+            .values_list("value", flat=True)
+            .first()
+        )
+        if value is None:
+            kind, status = "not_best", "unmatched"
+        elif personal["pricing"] != "fixed" and new.value is not None and new.value > value:
             kind, status = "outbid", "outbid"
-        elif Trade.objects.filter(offer=offer, bid_id=old.bid_id).exists():
-            return notes  # the winner hears of its trade instead
         else:
-            kind, status = "offer_ended", offer.state
-        notes.append(
-            Notification(
-                market=market,
-                offer=offer,
-                recipient_id=buyers[old.bid_id],
-                type=kind,
-                data={**public, "bid": old.bid_id, "status": status},
-            )
+            kind, status = "not_best", "behind"
+    else:
+        kind, status = "offer_ended", offer.state
+    extra: dict[str, object] = {}
+    if offer.state == Offer.State.CLOSED:
+        extra["sold"] = Trade.objects.filter(offer=offer).exists()
+    notes.append(
+        Notification(
+            market=market,
+            offer=offer,
+            recipient_id=buyer_id,
+            type=kind,
+            data={**personal, **extra, "bid": old.bid_id, "status": status},
         )
+    )
     return notes
 
 
 def trade_notifications(*, offer: Offer, trade: Trade | None) -> list[Notification]:
     """The outbox rows for a closed auction: public and the seller's, plus the buyer's on a
-    trade (the agreed constraint and the buyer's name only for the parties)."""
+    trade (the agreed constraint and the buyer's name only for the parties). A trade's rows
+    carry its total (price times quantity, None without a quantity)."""
     data = {
         "offer": offer.pk,
         "market": offer.market.subject,
@@ -104,16 +160,25 @@ def trade_notifications(*, offer: Offer, trade: Trade | None) -> list[Notificati
     }
     # (recipient id or None for the public row, data) for each row, all of one type.
     rows: list[tuple[int | None, dict[str, object]]]
+    personal = _personal(offer, offer_pricing(offer))
     if trade is None:
-        kind, rows = "offer", [(None, data), (offer.seller_id, data)]
+        kind, rows = "offer", [(None, data), (offer.seller_id, {**data, **personal})]
     else:
+        tick = offer.market.tick
+        total = None if trade.quantity is None else trade.price * trade.quantity
         public = {
             **data,
             "trade": trade.pk,
-            "price": price_text(trade.price, offer.market.tick),
+            "price": price_text(trade.price, tick),
             "quantity": decimal_text(trade.quantity),
+            "total": price_text(total, tick),
         }
-        private = {**public, "bid": trade.bid_id, "agreed_constraint": trade.agreed_constraint}
+        private = {
+            **public,
+            **personal,
+            "bid": trade.bid_id,
+            "agreed_constraint": trade.agreed_constraint,
+        }
         kind = "trade"
         rows = [
             (None, public),
@@ -160,20 +225,28 @@ def set_aside_notifications(*, orders: Iterable[Offer | Bid]) -> list[Notificati
 
 
 def offer_event(offer: Offer) -> None:
-    """A public ``offer`` event: an offer was posted, amended, withdrawn or cancelled."""
-    note = Notification.objects.create(
-        market=offer.market,
-        offer=offer,
-        type="offer",
-        data={
-            "offer": offer.pk,
-            "market": offer.market.subject,
-            "state": offer.state,
-            "version": offer.version,
-            "constraint": offer.constraint_text,
-        },
-    )
-    notifications_push_on_commit([note])
+    """A public ``offer`` event: an offer was posted, amended, withdrawn or cancelled; when
+    staff cancelled it, also a personal ``offer`` row for its seller (who did not do it)."""
+    data = {
+        "offer": offer.pk,
+        "market": offer.market.subject,
+        "state": offer.state,
+        "version": offer.version,
+        "constraint": offer.constraint_text,
+    }
+    notes = [Notification(market=offer.market, offer=offer, type="offer", data=data)]
+    if offer.state == Offer.State.CANCELLED:
+        personal = {**data, **_personal(offer, offer_pricing(offer))}
+        notes.append(
+            Notification(
+                market=offer.market,
+                offer=offer,
+                recipient_id=offer.seller_id,
+                type="offer",
+                data=personal,
+            )
+        )
+    notifications_push_on_commit(Notification.objects.bulk_create(notes))
 
 
 def notifications_push_on_commit(notes: Iterable[Notification]) -> None:

@@ -174,7 +174,7 @@ def test_seller_and_two_buyers_trade_and_staff_close_in_the_admin(new_page, live
     outage.end()
     expect(alice.locator("#live-status")).to_have_attribute("data-state", "open")
     expect(alice.locator("#notes-list")).to_contain_text(
-        f"Bid #{alice_bid} was outbid on offer #{offer_id}: the best bid is now 1.20."
+        f"Bid #{alice_bid} was outbid on offer #{offer_id}: the best bid is now 1.20 EUR."
     )
     expect(alice.locator(f"#bid-{alice_bid}")).to_contain_text("outbid")
     assert alice.evaluate("window.notReloaded") is True
@@ -220,7 +220,8 @@ def test_seller_and_two_buyers_trade_and_staff_close_in_the_admin(new_page, live
     expect(bob.locator("#trades")).to_contain_text("sam")
     expect(bob.locator(f"#trade-{trade.pk}")).to_contain_text("bought")
     expect(bob.locator("#notes-list")).to_contain_text(
-        f"Bought: Bid #{bob_bid} filled by offer #{offer_id}, 5,000 at 1.20."
+        f"Bought: bid #{bob_bid} filled by offer #{offer_id}, 5,000 pencils at 1.20 EUR, "
+        "6,000.00 EUR in all."
     )
     expect(bob.locator(f"#bid-{bob_bid}")).to_contain_text("filled")
     screenshot(bob, "account-trade")

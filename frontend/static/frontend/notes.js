@@ -1,5 +1,6 @@
 // Personal notifications as one sentence each; frontend/notifications.py says the same for
-// the ones a page renders. Keep the two in step.
+// the ones a page renders (and why each is true for its recipient). Keep the two in step:
+// tests/browser/test_notes.py runs both on the same cases.
 
 const bids = (n) => (n === 1 ? "1 matching bid" : `${n} matching bids`);
 const cap = (s) => s.charAt(0).toUpperCase() + s.slice(1);
@@ -8,35 +9,65 @@ const grouped = (q) => {
   const text = /^-?\d+$/.test(whole) ? whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",") : whole;
   return fraction ? `${text}.${fraction}` : text;
 };
+const money = (value, data) => (data.unit ? `${grouped(value)} ${data.unit}` : grouped(value));
+
+function terms(data) {
+  const price = money(data.price, data);
+  if (!data.quantity) return `at ${price}`;
+  const amount = data.quantity_unit ? `${grouped(data.quantity)} ${data.quantity_unit}` : grouped(data.quantity);
+  const total = data.total ? `, ${money(data.total, data)} in all` : "";
+  return `${amount} at ${price}${total}`;
+}
 
 export function noteText(kind, data) {
   const offer = `offer #${data.offer}`;
-  const bid = `Bid #${data.bid}`;
+  const bid = `bid #${data.bid}`;
+  const pricing = data.pricing || "first";
+  const best = data.best_value;
   switch (kind) {
-    case "best_offer":
-      if (data.best_value == null) return [`No bid matches ${offer} any more.`, "info"];
-      return [`Best bid on ${offer} is now ${data.best_value} (${bids(data.matching_bids)}).`, "good"];
-    case "best_bid":
-      return [`${bid} is now the best bid on ${offer} at ${data.best_value}.`, "good"];
-    case "outbid": {
-      const tail = data.best_value ? `: the best bid is now ${data.best_value}` : "";
-      return [`${bid} was outbid on ${offer}${tail}.`, "bad"];
+    case "best_offer": {
+      if ((data.state || "open") !== "open") return [`${cap(offer)} is ${data.state}.`, "info"];
+      if (best == null) return [`No bid matches ${offer} any more.`, "info"];
+      const count = bids(data.matching_bids);
+      if (pricing === "fixed") return [`A bid is first in line for ${offer} at ${money(best, data)} (${count}).`, "good"];
+      const tail = pricing === "second" ? "; the winner pays the second-best value plus a tick, at most that" : "";
+      return [`Best bid on ${offer} is now ${money(best, data)} (${count})${tail}.`, "good"];
     }
-    case "offer_ended":
-      if (data.status === "closed") return [`${cap(offer)} closed to another bid.`, "info"];
-      return [`${cap(offer)} is ${data.status}: ${bid} no longer matches it.`, "info"];
+    case "best_bid":
+      if (pricing === "fixed") return [`${cap(bid)} is first in line for ${offer} at ${money(best, data)}.`, "good"];
+      if (pricing === "second") {
+        return [
+          `${cap(bid)} is now the best bid on ${offer}; if it wins it pays the second-best value plus a tick, at most ${money(best, data)}.`,
+          "good",
+        ];
+      }
+      return [`${cap(bid)} is now the best bid on ${offer} at ${money(best, data)}.`, "good"];
+    case "outbid": {
+      const tail = best ? `: the best bid is now ${money(best, data)}` : "";
+      return [`${cap(bid)} was outbid on ${offer}${tail}.`, "bad"];
+    }
+    case "not_best":
+      if (data.status === "unmatched") return [`${cap(bid)} no longer matches ${offer}.`, "info"];
+      return [`${cap(bid)} is no longer first in line for ${offer}: another bid is ahead at ${money(best, data)}.`, "bad"];
+    case "offer_ended": {
+      if (data.status === "closed") {
+        if (data.sold === false) return [`${cap(offer)} closed unsold.`, "info"];
+        return [`${cap(offer)} closed and another bid won it.`, "info"];
+      }
+      const who = { withdrawn: " by its seller", cancelled: " by staff" }[data.status] || "";
+      return [`${cap(offer)} was ${data.status}${who}: ${bid} no longer matches it.`, "info"];
+    }
     case "set_aside": {
       // The engine wrote the sentence; a set-aside bid has no offer to name.
       const order = data.offer ? `offer #${data.offer}` : `bid #${data.bid}`;
       return [data.message || `Your ${order} is left out of matching.`, "bad"];
     }
-    case "trade": {
-      const terms = (data.quantity ? `${grouped(data.quantity)} at ` : "at ") + data.price;
-      if (data.buyer) return [`Sold: ${offer} to ${data.buyer}, ${terms}.`, "good"];
-      return [`Bought: ${bid} filled by ${offer}, ${terms}.`, "good"];
-    }
+    case "trade":
+      if (data.buyer) return [`Sold: ${offer} to ${data.buyer}, ${terms(data)}.`, "good"];
+      return [`Bought: ${bid} filled by ${offer}, ${terms(data)}.`, "good"];
     case "offer":
       if (data.state === "closed" && !data.sold) return [`${cap(offer)} closed unsold.`, "info"];
+      if (data.state === "cancelled") return [`${cap(offer)} was cancelled by staff.`, "bad"];
       return [`${cap(offer)} is now ${data.state}.`, "info"];
     default:
       return [`${String(kind).replace(/_/g, " ")} on ${offer}.`, "info"];
