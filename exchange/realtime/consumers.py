@@ -197,12 +197,9 @@ class StreamConsumer(AsyncWebsocketConsumer):
         try:
             pattern = pattern_of(stream)
         except SubjectError as exc:
-            await self._error(
-                "bad_pattern",
-                f"{stream!r} is not a valid pattern stream: {exc.message} "
-                f"(at character {exc.position} of the pattern).",
-                stream=stream,
-                position=exc.position,
+            pattern_text = stream.partition(":")[2]
+            await self._malformed(
+                "bad_pattern", exc, "a subject pattern", pattern_text, stream=stream
             )
             return
         if pattern is None and not await self._allowed(stream):
@@ -309,12 +306,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
         try:
             validate_subject(subject)
         except SubjectError as exc:
-            await self._error(
-                "bad_subject",
-                f"{subject!r} is not a subject: {exc.message} (at character {exc.position}).",
-                subject=subject,
-                position=exc.position,
-            )
+            await self._malformed("bad_subject", exc, "a subject", subject, subject=subject)
             return
         if (
             not isinstance(name, str)
@@ -348,13 +340,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
         try:
             compile_pattern(pattern)
         except SubjectError as exc:
-            await self._error(
-                "bad_pattern",
-                f"{pattern!r} is not a subject pattern: {exc.message} "
-                f"(at character {exc.position}).",
-                subject=pattern,
-                position=exc.position,
-            )
+            await self._malformed("bad_pattern", exc, "a subject pattern", pattern, subject=pattern)
             return
         answer = await _presence_who(pattern=pattern)
         await self._send({"type": "who", **answer})
@@ -399,6 +385,19 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self._error("revoked", "Your login or API token was revoked; this connection closes.")
         await self._leave_all()
         await self.close(code=CLOSE_REVOKED)
+
+    async def _malformed(
+        self, code: str, exc: SubjectError, what: str, text: str, **sent: str
+    ) -> None:
+        """The error frame for ``text``, a malformed subject or pattern: what is wrong and
+        where (``position``, 0-based in ``text``), with what the client sent under the key
+        it came in (``stream`` or ``subject``)."""
+        await self._error(
+            code,
+            f"{text!r} is not {what}: {exc.message} (at character {exc.position}).",
+            **sent,
+            position=exc.position,
+        )
 
     async def _error(self, code: str, message: str, **detail: Any) -> None:
         await self._send({"type": "error", "code": code, "message": message, **detail})

@@ -16,6 +16,7 @@ from exchange.services.orders import offer_publish
 from matching.subjects import compile_pattern
 from tests.factories import UserFactory, pencils_market
 from tests.realtime.client import ask, connect
+from tests.subjects import BAD_PATTERNS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -103,17 +104,8 @@ def test_each_matching_stream_gets_its_own_frame_until_it_is_unsubscribed():
 
 @pytest.mark.parametrize(
     ("stream", "position", "message"),
-    [
-        (
-            "market:office.",
-            7,
-            "empty token in the pattern 'office.': tokens are separated by a single '.', "
-            "with no '.' at either end",
-        ),
-        ("market:foo*", 3, "'*' must be a whole token on its own, as in office.*"),
-        ("market:>.x", 0, "'>' (one or more tokens) may only be the last token of a pattern"),
-        ("market:", 0, "a pattern cannot be empty: write tokens such as office.supplies"),
-    ],
+    [(f"market:{pattern}", position, message) for pattern, position, message in BAD_PATTERNS]
+    + [("market:", 0, "a pattern cannot be empty: write tokens such as office.supplies")],
 )
 def test_a_bad_pattern_gets_an_error_with_its_position_and_follows_nothing(
     stream, position, message
@@ -131,8 +123,8 @@ def test_a_bad_pattern_gets_an_error_with_its_position_and_follows_nothing(
     assert error == {
         "type": "error",
         "code": "bad_pattern",
-        "message": f"{stream!r} is not a valid pattern stream: {message} "
-        f"(at character {position} of the pattern).",
+        "message": f"{stream.removeprefix('market:')!r} is not a subject pattern: {message} "
+        f"(at character {position}).",
         "stream": stream,
         "position": position,
     }
