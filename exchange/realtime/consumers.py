@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -297,16 +298,27 @@ class StreamConsumer(AsyncWebsocketConsumer):
         if stream == ME:
             self.last_seq = None
 
-    async def _announce(self, subject: object, name: object) -> None:
+    async def _subject_in(
+        self, value: object, check: Callable[[str], object], code: str, what: str, usage: str
+    ) -> str | None:
+        """A frame's ``subject`` if it is text that ``check`` accepts; otherwise None, after
+        the error frame (``usage`` when it is no text at all)."""
+        if not isinstance(value, str) or len(value) > 250:
+            await self._error(code, usage)
+            return None
+        try:
+            check(value)
+        except SubjectError as exc:
+            await self._malformed(code, exc, what, value, subject=value)
+            return None
+        return value
+
+    async def _announce(self, given: object, name: object) -> None:
         """Announce this connection on a market's subject under a public name (SPEC 8.2);
         announcing again on the same subject replaces the name. Ends with the connection."""
-        if not isinstance(subject, str) or len(subject) > 250:
-            await self._error("bad_subject", 'Name a market "subject", such as office.supplies.')
-            return
-        try:
-            validate_subject(subject)
-        except SubjectError as exc:
-            await self._malformed("bad_subject", exc, "a subject", subject, subject=subject)
+        usage = 'Name a market "subject", such as office.supplies.'
+        subject = await self._subject_in(given, validate_subject, "bad_subject", "a subject", usage)
+        if subject is None:
             return
         if (
             not isinstance(name, str)
@@ -332,15 +344,13 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await presence_announce(self.channel_name, subject, name)
         await self._send({"type": "announced", "subject": subject, "name": name})
 
-    async def _who(self, pattern: object) -> None:
-        """One frame: per market matching ``pattern``, its watchers and announced names."""
-        if not isinstance(pattern, str) or len(pattern) > 250:
-            await self._error("bad_pattern", 'Name a "subject" pattern, such as office.>.')
-            return
-        try:
-            compile_pattern(pattern)
-        except SubjectError as exc:
-            await self._malformed("bad_pattern", exc, "a subject pattern", pattern, subject=pattern)
+    async def _who(self, given: object) -> None:
+        """One frame: per market matching the pattern, its watchers and announced names."""
+        usage = 'Name a "subject" pattern, such as office.>.'
+        pattern = await self._subject_in(
+            given, compile_pattern, "bad_pattern", "a subject pattern", usage
+        )
+        if pattern is None:
             return
         answer = await _presence_who(pattern=pattern)
         await self._send({"type": "who", **answer})
