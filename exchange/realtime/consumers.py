@@ -380,8 +380,14 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self._send(event["frame"])
 
     async def pattern_frame(self, event: dict[str, Any]) -> None:
-        """A public frame about ``event["subject"]``: once for each of this connection's
-        pattern streams of that kind that match, renamed to the stream."""
+        """A frame about ``event["subject"]``: once for each of this connection's pattern
+        streams of that kind that match, renamed to the stream; a frame with an ``owner``
+        only if this connection is that user's or staff's."""
+        owner = event.get("owner")
+        if owner is not None and not (
+            self.authenticated and (self.user.is_staff or self.user.pk == owner)
+        ):
+            return
         for stream in self.patterns.matching(event["kind"], event["subject"]):
             await self._send({**event["frame"], "stream": stream})
 
