@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -197,12 +198,9 @@ class StreamConsumer(AsyncWebsocketConsumer):
         try:
             pattern = pattern_of(stream)
         except SubjectError as exc:
-            await self._error(
-                "bad_pattern",
-                f"{stream!r} is not a valid pattern stream: {exc.message} "
-                f"(at character {exc.position} of the pattern).",
-                stream=stream,
-                position=exc.position,
+            pattern_text = stream.partition(":")[2]
+            await self._malformed(
+                "bad_pattern", exc, "a subject pattern", pattern_text, stream=stream
             )
             return
         if pattern is None and not await self._allowed(stream):
@@ -300,21 +298,27 @@ class StreamConsumer(AsyncWebsocketConsumer):
         if stream == ME:
             self.last_seq = None
 
-    async def _announce(self, subject: object, name: object) -> None:
+    async def _subject_in(
+        self, value: object, check: Callable[[str], object], code: str, what: str, usage: str
+    ) -> str | None:
+        """A frame's ``subject`` if it is text that ``check`` accepts; otherwise None, after
+        the error frame (``usage`` when it is no text at all)."""
+        if not isinstance(value, str) or len(value) > 250:
+            await self._error(code, usage)
+            return None
+        try:
+            check(value)
+        except SubjectError as exc:
+            await self._malformed(code, exc, what, value, subject=value)
+            return None
+        return value
+
+    async def _announce(self, given: object, name: object) -> None:
         """Announce this connection on a market's subject under a public name (SPEC 8.2);
         announcing again on the same subject replaces the name. Ends with the connection."""
-        if not isinstance(subject, str) or len(subject) > 250:
-            await self._error("bad_subject", 'Name a market "subject", such as office.supplies.')
-            return
-        try:
-            validate_subject(subject)
-        except SubjectError as exc:
-            await self._error(
-                "bad_subject",
-                f"{subject!r} is not a subject: {exc.message} (at character {exc.position}).",
-                subject=subject,
-                position=exc.position,
-            )
+        usage = 'Name a market "subject", such as office.supplies.'
+        subject = await self._subject_in(given, validate_subject, "bad_subject", "a subject", usage)
+        if subject is None:
             return
         if (
             not isinstance(name, str)
@@ -340,21 +344,13 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await presence_announce(self.channel_name, subject, name)
         await self._send({"type": "announced", "subject": subject, "name": name})
 
-    async def _who(self, pattern: object) -> None:
-        """One frame: per market matching ``pattern``, its watchers and announced names."""
-        if not isinstance(pattern, str) or len(pattern) > 250:
-            await self._error("bad_pattern", 'Name a "subject" pattern, such as office.>.')
-            return
-        try:
-            compile_pattern(pattern)
-        except SubjectError as exc:
-            await self._error(
-                "bad_pattern",
-                f"{pattern!r} is not a subject pattern: {exc.message} "
-                f"(at character {exc.position}).",
-                subject=pattern,
-                position=exc.position,
-            )
+    async def _who(self, given: object) -> None:
+        """One frame: per market matching the pattern, its watchers and announced names."""
+        usage = 'Name a "subject" pattern, such as office.>.'
+        pattern = await self._subject_in(
+            given, compile_pattern, "bad_pattern", "a subject pattern", usage
+        )
+        if pattern is None:
             return
         answer = await _presence_who(pattern=pattern)
         await self._send({"type": "who", **answer})
@@ -384,8 +380,14 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self._send(event["frame"])
 
     async def pattern_frame(self, event: dict[str, Any]) -> None:
-        """A public frame about ``event["subject"]``: once for each of this connection's
-        pattern streams of that kind that match, renamed to the stream."""
+        """A frame about ``event["subject"]``: once for each of this connection's pattern
+        streams of that kind that match, renamed to the stream; a frame with an ``owner``
+        only if this connection is that user's or staff's."""
+        owner = event.get("owner")
+        if owner is not None and not (
+            self.authenticated and (self.user.is_staff or self.user.pk == owner)
+        ):
+            return
         for stream in self.patterns.matching(event["kind"], event["subject"]):
             await self._send({**event["frame"], "stream": stream})
 
@@ -399,6 +401,19 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self._error("revoked", "Your login or API token was revoked; this connection closes.")
         await self._leave_all()
         await self.close(code=CLOSE_REVOKED)
+
+    async def _malformed(
+        self, code: str, exc: SubjectError, what: str, text: str, **sent: str
+    ) -> None:
+        """The error frame for ``text``, a malformed subject or pattern: what is wrong and
+        where (``position``, 0-based in ``text``), with what the client sent under the key
+        it came in (``stream`` or ``subject``)."""
+        await self._error(
+            code,
+            f"{text!r} is not {what}: {exc.message} (at character {exc.position}).",
+            **sent,
+            position=exc.position,
+        )
 
     async def _error(self, code: str, message: str, **detail: Any) -> None:
         await self._send({"type": "error", "code": code, "message": message, **detail})

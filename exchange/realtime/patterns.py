@@ -28,8 +28,9 @@ the same three calls (``add``, ``remove``, ``matching``), first per connection a
 wanted, per server process (one reader of the shared group fanning out in memory).
 
 Other pattern kinds (``events:<pattern>``) reuse the same machinery: add the kind to
-``PATTERN_KINDS``, publish with ``pattern_message``, and the consumer's ``pattern_frame``
-handler delivers; a kind that has no per-subject groups leaves ``LITERAL_GROUPS`` alone, so
+``PATTERN_KINDS``, publish with ``pattern_message`` (its ``owner`` limits a frame to one
+user and staff, as a bid's events must be), and the consumer's ``pattern_frame`` handler
+delivers; a kind that has no per-subject groups leaves ``LITERAL_GROUPS`` alone, so
 that its plain subjects go through the shared group as one-subject patterns.
 """
 

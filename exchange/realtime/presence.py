@@ -13,7 +13,9 @@ cleaning up (SIGKILL, a lost machine) leaves its hash behind, so the hash has a 
 ``PRESENCE_TTL_SECONDS`` that a heartbeat task in the live process renews every
 ``PRESENCE_HEARTBEAT_SECONDS``: a dead process's entries vanish within the TTL (30 s by
 default; SPEC 8.2 asks for 60). The servers are listed in a sorted set scored by their last
-beat, so that readers find the live hashes without scanning the keyspace.
+beat, so that readers find the live hashes without scanning the keyspace. The process also
+keeps its facts in memory: a beat that finds its hash gone (Redis restarted or evicted it,
+or a stall outlived the TTL) writes them back, so live connections reappear by themselves.
 
 Readers (``presence_facts``) take every live server's hash: the cost is one read per
 connection fact, which is fine at the exchange's size; per-subject counters would be the
@@ -45,6 +47,8 @@ SERVER_ID = f"{socket.gethostname()}.{os.getpid()}.{secrets.token_hex(4)}"
 
 _USER, _STREAM, _ANNOUNCE = "u", "s", "a"
 
+# This process's facts as last written (field -> value): what a beat restores.
+_facts: dict[str, str] = {}
 _heartbeats: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task] = (
     weakref.WeakKeyDictionary()
 )
@@ -68,6 +72,9 @@ async def _write(set_fields: dict[str, str], drop_fields: Iterable[str] = ()) ->
     _ensure_heartbeat()
     key = _server_key(SERVER_ID)
     drop = list(drop_fields)
+    _facts.update(set_fields)
+    for name in drop:
+        _facts.pop(name, None)
     async with _redis().pipeline(transaction=True) as pipe:
         if set_fields:
             pipe.hset(key, mapping=set_fields)
@@ -90,16 +97,26 @@ async def _heartbeat() -> None:
     while True:
         await asyncio.sleep(settings.PRESENCE_HEARTBEAT_SECONDS)
         try:
-            async with _redis().pipeline(transaction=True) as pipe:
-                pipe.expire(_server_key(SERVER_ID), settings.PRESENCE_TTL_SECONDS)
-                pipe.zadd(_servers_key(), {SERVER_ID: time.time()})
-                # Servers that stopped beating: their hashes have expired already.
-                pipe.zremrangebyscore(
-                    _servers_key(), "-inf", time.time() - settings.PRESENCE_TTL_SECONDS
-                )
-                await pipe.execute()
+            await presence_beat()
         except Exception:  # Redis away: the next beat tries again; entries may lapse meanwhile
             log.warning("presence heartbeat failed", exc_info=True)
+
+
+async def presence_beat() -> None:
+    """Renew this process's entries (and write them back if their hash is gone); forget
+    the servers that stopped beating, whose hashes have expired already."""
+    key = _server_key(SERVER_ID)
+    now = time.time()
+    async with _redis().pipeline(transaction=True) as pipe:
+        pipe.expire(key, settings.PRESENCE_TTL_SECONDS)
+        pipe.zadd(_servers_key(), {SERVER_ID: now})
+        pipe.zremrangebyscore(_servers_key(), "-inf", now - settings.PRESENCE_TTL_SECONDS)
+        renewed, *_ = await pipe.execute()
+    if not renewed and _facts:
+        async with _redis().pipeline(transaction=True) as pipe:
+            pipe.hset(key, mapping=dict(_facts))
+            pipe.expire(key, settings.PRESENCE_TTL_SECONDS)
+            await pipe.execute()
 
 
 async def presence_connect(channel: str, user_name: str) -> None:

@@ -86,14 +86,18 @@ def public_message(*, stream: str, type: str, seq: int | None, data: Any) -> tup
     }
 
 
-def pattern_message(*, kind: str, subject: str, frame: dict[str, Any]) -> tuple[str, dict]:
+def pattern_message(
+    *, kind: str, subject: str, frame: dict[str, Any], owner: int | None = None
+) -> tuple[str, dict]:
     """``frame`` (of a stream of ``kind`` about ``subject``) for the connections following
     a pattern of that kind; each sends it once per matching pattern stream, renamed to it
-    (``patterns.py`` says why one shared group)."""
+    (``patterns.py`` says why one shared group). With ``owner`` (a user id), only that
+    user's and staff's connections get it (SPEC 5.6: a bid's events)."""
     return pattern_group(kind), {
         "type": "pattern.frame",
         "kind": kind,
         "subject": subject,
+        "owner": owner,
         "frame": frame,
     }
 

@@ -10,6 +10,7 @@ from exchange.services.closing import offer_close
 from exchange.services.orders import bid_place, offer_publish
 from tests.api.conftest import client_for
 from tests.factories import StaffFactory, UserFactory, pencils_market
+from tests.subjects import BAD_PATTERNS
 
 pytestmark = pytest.mark.django_db
 
@@ -81,20 +82,7 @@ def test_offers_best_offers_and_trades_filter_their_market_by_a_pattern(markets)
         ("/api/v1/trades/", "market"),
     ],
 )
-@pytest.mark.parametrize(
-    ("pattern", "position", "message"),
-    [
-        (
-            "office.",
-            7,
-            "empty token in the pattern 'office.': tokens are separated by a single "
-            "'.', with no '.' at either end",
-        ),
-        ("foo*", 3, "'*' must be a whole token on its own, as in office.*"),
-        (">.x", 0, "'>' (one or more tokens) may only be the last token of a pattern"),
-        ("Office.>", 0, "pattern tokens are lower case: write 'office'"),
-    ],
-)
+@pytest.mark.parametrize(("pattern", "position", "message"), BAD_PATTERNS)
 def test_a_malformed_pattern_is_a_400_with_its_position(
     markets, url, parameter, pattern, position, message
 ):

@@ -227,3 +227,19 @@ def test_entries_of_a_server_that_stopped_beating_are_not_read(markets, settings
     finally:
         client.delete(key)
         client.zrem(presence._servers_key(), dead)
+
+
+def test_a_beat_writes_back_the_entries_of_live_connections_when_redis_lost_them(markets):
+    async def scenario():
+        ws = await connect()
+        await ask(ws, {"action": "announce", "subject": PENS, "name": "still-here"})
+        await presence._redis().delete(presence._server_key(presence.SERVER_ID))
+        lost = await asyncio.to_thread(presence_who, pattern=PENS)
+        await presence.presence_beat()
+        back = await asyncio.to_thread(presence_who, pattern=PENS)
+        await ws.disconnect()
+        return lost, back
+
+    lost, back = asyncio.run(scenario())
+    assert lost["markets"] == [{"subject": PENS, "watchers": 0, "names": []}]
+    assert back["markets"] == [{"subject": PENS, "watchers": 1, "names": ["still-here"]}]

@@ -11,11 +11,13 @@ import pytest
 from channels.db import database_sync_to_async
 
 from exchange.realtime.patterns import PatternStreams, pattern_of
-from exchange.realtime.streams import stream_publish
+from exchange.realtime.streams import group_send_all, pattern_message, stream_publish
 from exchange.services.orders import offer_publish
+from exchange.services.tokens import token_issue
 from matching.subjects import compile_pattern
-from tests.factories import UserFactory, pencils_market
+from tests.factories import StaffFactory, UserFactory, pencils_market
 from tests.realtime.client import ask, connect
+from tests.subjects import BAD_PATTERNS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -103,17 +105,8 @@ def test_each_matching_stream_gets_its_own_frame_until_it_is_unsubscribed():
 
 @pytest.mark.parametrize(
     ("stream", "position", "message"),
-    [
-        (
-            "market:office.",
-            7,
-            "empty token in the pattern 'office.': tokens are separated by a single '.', "
-            "with no '.' at either end",
-        ),
-        ("market:foo*", 3, "'*' must be a whole token on its own, as in office.*"),
-        ("market:>.x", 0, "'>' (one or more tokens) may only be the last token of a pattern"),
-        ("market:", 0, "a pattern cannot be empty: write tokens such as office.supplies"),
-    ],
+    [(f"market:{pattern}", position, message) for pattern, position, message in BAD_PATTERNS]
+    + [("market:", 0, "a pattern cannot be empty: write tokens such as office.supplies")],
 )
 def test_a_bad_pattern_gets_an_error_with_its_position_and_follows_nothing(
     stream, position, message
@@ -131,8 +124,8 @@ def test_a_bad_pattern_gets_an_error_with_its_position_and_follows_nothing(
     assert error == {
         "type": "error",
         "code": "bad_pattern",
-        "message": f"{stream!r} is not a valid pattern stream: {message} "
-        f"(at character {position} of the pattern).",
+        "message": f"{stream.removeprefix('market:')!r} is not a subject pattern: {message} "
+        f"(at character {position}).",
         "stream": stream,
         "position": position,
     }
@@ -162,3 +155,33 @@ def test_pattern_streams_say_when_a_kind_is_first_followed_and_last_left():
     assert streams.remove("market:office.>") is False
     assert streams.remove("market:*.tools.*") is True
     assert streams.matching("market", "garden.tools.spades") == []
+
+
+def test_a_frame_with_an_owner_reaches_only_that_users_and_staffs_pattern_streams():
+    owner, other, staff = UserFactory(), UserFactory(), StaffFactory()
+    keys = {
+        who: token_issue(user=user).key
+        for who, user in [("owner", owner), ("other", other), ("staff", staff)]
+    }
+    message = pattern_message(
+        kind="market",
+        subject="office.supplies.pencils",
+        frame={"stream": "market:office.supplies.pencils", "type": "bid", "seq": 1, "data": {}},
+        owner=owner.pk,
+    )
+
+    async def scenario():
+        sockets = {who: await connect(f"/ws/?token={key}") for who, key in keys.items()}
+        sockets["anonymous"] = await connect()
+        for ws in sockets.values():
+            await ask(ws, {"action": "subscribe", "stream": "market:office.>"})
+        await asyncio.to_thread(group_send_all, [message])
+        got = {}
+        for who, ws in sockets.items():
+            got[who] = None if await ws.receive_nothing(timeout=0.5) else await _frame(ws)
+            await ws.disconnect()
+        return got
+
+    got = asyncio.run(scenario())
+    frame = {"stream": "market:office.>", "type": "bid", "seq": 1, "data": {}}
+    assert got == {"owner": frame, "staff": frame, "other": None, "anonymous": None}
