@@ -61,7 +61,9 @@ class OfferAdmin(ReadOnlyOrderAdmin):
         best = getattr(offer, "best", None)
         return best.matching_bids if best else 0
 
-    def _confirm(self, request, queryset, *, action: str, title: str, intro: str, verb: str):
+    def _confirm(
+        self, request, queryset, *, action: str, title: str, intro: str, verb: str, noun: str
+    ):
         """The confirmation page of ``action`` over the open offers of ``queryset``: each
         with its winner-to-be, numbers as its market writes them. Its form posts the same
         action again with ``confirm=yes``."""
@@ -91,6 +93,7 @@ class OfferAdmin(ReadOnlyOrderAdmin):
                 "title": title,
                 "intro": intro,
                 "verb": verb,
+                "confirm_label": f"Yes, {verb} {len(rows)} {noun}(s)",
                 "previews": rows,
                 "skipped": queryset.exclude(state=Offer.State.OPEN).count(),
                 "queryset": queryset,
@@ -114,6 +117,7 @@ class OfferAdmin(ReadOnlyOrderAdmin):
                     "when no bid matches."
                 ),
                 verb="close",
+                noun="auction",
             )
         closed = sold = 0
         for offer in queryset.filter(state=Offer.State.OPEN).order_by("pk"):
@@ -142,6 +146,7 @@ class OfferAdmin(ReadOnlyOrderAdmin):
                     "best bid; its bids stay active for other offers."
                 ),
                 verb="cancel",
+                noun="offer",
             )
         done = 0
         for offer in queryset.filter(state=Offer.State.OPEN).order_by("pk"):
