@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.template.response import TemplateResponse
@@ -9,6 +13,41 @@ from exchange.models import Bid, Offer
 from exchange.selectors.ui.staff import market_numbers
 from exchange.services.closing import offer_close, offer_close_previews
 from exchange.services.orders import offer_cancel
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The words of an offer action's confirmation page."""
+
+    title: str
+    intro: str
+    verb: str
+    noun: str
+
+
+_CONFIRMATIONS = {
+    "close_auctions": Confirmation(
+        title="Close auctions",
+        intro=(
+            "Closing is final. Each auction below closes into a trade with its best bid at the "
+            "moment of closing (pending changes are taken in first), or unsold when no bid "
+            "matches."
+        ),
+        verb="close",
+        noun="auction",
+    ),
+    "cancel_offers": Confirmation(
+        title="Cancel offers",
+        intro=(
+            "Cancelling is final. Each offer below ends without a trade, whatever its best bid; "
+            "its bids stay active for other offers."
+        ),
+        verb="cancel",
+        noun="offer",
+    ),
+}
 
 
 class ReadOnlyOrderAdmin(admin.ModelAdmin):
@@ -61,7 +100,7 @@ class OfferAdmin(ReadOnlyOrderAdmin):
         best = getattr(offer, "best", None)
         return best.matching_bids if best else 0
 
-    def _confirm(self, request, queryset, *, action: str, title: str, intro: str, verb: str):
+    def _confirm(self, request, queryset, *, action: str):
         """The confirmation page of ``action`` over the open offers of ``queryset``: each
         with its winner-to-be, numbers as its market writes them. Its form posts the same
         action again with ``confirm=yes``."""
@@ -83,14 +122,16 @@ class OfferAdmin(ReadOnlyOrderAdmin):
                     "unusable": preview.unusable,
                 }
             )
+        words = _CONFIRMATIONS[action]
         return TemplateResponse(
             request,
             "admin/exchange/close_confirmation.html",
             {
                 **self.admin_site.each_context(request),
-                "title": title,
-                "intro": intro,
-                "verb": verb,
+                "title": words.title,
+                "intro": words.intro,
+                "verb": words.verb,
+                "confirm_label": f"Yes, {words.verb} {len(rows)} {words.noun}(s)",
                 "previews": rows,
                 "skipped": queryset.exclude(state=Offer.State.OPEN).count(),
                 "queryset": queryset,
@@ -100,57 +141,40 @@ class OfferAdmin(ReadOnlyOrderAdmin):
             },
         )
 
+    def _each_open(self, request, queryset, act: Callable[[int], T]) -> list[T]:
+        """``act`` on each open offer of ``queryset`` by id, in id order; a refusal is
+        reported against its offer and the others go on. The results of those it did."""
+        done = []
+        for offer_id in (
+            queryset.filter(state=Offer.State.OPEN).order_by("pk").values_list("pk", flat=True)
+        ):
+            try:
+                done.append(act(offer_id))
+            except ExchangeError as exc:
+                self.message_user(request, f"Offer {offer_id}: {exc.message}", messages.ERROR)
+        return done
+
     @admin.action(description="Close the selected auctions…")
     def close_auctions(self, request, queryset):
         if request.POST.get("confirm") != "yes":
-            return self._confirm(
-                request,
-                queryset,
-                action="close_auctions",
-                title="Close auctions",
-                intro=(
-                    "Closing is final. Each auction below closes into a trade with its best bid "
-                    "at the moment of closing (pending changes are taken in first), or unsold "
-                    "when no bid matches."
-                ),
-                verb="close",
-            )
-        closed = sold = 0
-        for offer in queryset.filter(state=Offer.State.OPEN).order_by("pk"):
-            try:
-                result = offer_close(offer_id=offer.pk, staff=request.user)
-            except ExchangeError as exc:
-                self.message_user(request, f"Offer {offer.pk}: {exc.message}", messages.ERROR)
-                continue
-            closed += 1
-            sold += result.trade is not None
+            return self._confirm(request, queryset, action="close_auctions")
+        results = self._each_open(
+            request, queryset, lambda pk: offer_close(offer_id=pk, staff=request.user)
+        )
+        sold = sum(result.trade is not None for result in results)
         self.message_user(
-            request, f"Closed {closed} auction(s): {sold} sold, {closed - sold} unsold."
+            request, f"Closed {len(results)} auction(s): {sold} sold, {len(results) - sold} unsold."
         )
         return None
 
     @admin.action(description="Cancel the selected offers…")
     def cancel_offers(self, request, queryset):
         if request.POST.get("confirm") != "yes":
-            return self._confirm(
-                request,
-                queryset,
-                action="cancel_offers",
-                title="Cancel offers",
-                intro=(
-                    "Cancelling is final. Each offer below ends without a trade, whatever its "
-                    "best bid; its bids stay active for other offers."
-                ),
-                verb="cancel",
-            )
-        done = 0
-        for offer in queryset.filter(state=Offer.State.OPEN).order_by("pk"):
-            try:
-                offer_cancel(staff=request.user, offer_id=offer.pk)
-                done += 1
-            except ExchangeError as exc:
-                self.message_user(request, f"Offer {offer.pk}: {exc.message}", messages.ERROR)
-        self.message_user(request, f"Cancelled {done} offer(s).")
+            return self._confirm(request, queryset, action="cancel_offers")
+        done = self._each_open(
+            request, queryset, lambda pk: offer_cancel(staff=request.user, offer_id=pk)
+        )
+        self.message_user(request, f"Cancelled {len(done)} offer(s).")
         return None
 
 

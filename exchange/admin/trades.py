@@ -5,37 +5,31 @@ from django.contrib import admin
 from exchange.models import MatchingCycle, Notification, Trade
 from exchange.selectors.ui.staff import market_numbers
 
+# What the trade list and a trade's page both show, in this order.
+_TRADE_COLUMNS = (
+    "market",
+    "offer",
+    "bid",
+    "seller",
+    "buyer",
+    "price_shown",
+    "quantity_shown",
+    "pricing",
+)
+
 
 @admin.register(Trade)
 class TradeAdmin(admin.ModelAdmin):
     """Trades are read-only; their price and quantity are written as the market writes them
     (``1.18 EUR``, ``8000 pencils``), not as stored (``1.1800000000``)."""
 
-    list_display = [
-        "id",
-        "market",
-        "offer",
-        "bid",
-        "seller",
-        "buyer",
-        "price_shown",
-        "quantity_shown",
-        "pricing",
-        "closed_at",
-    ]
+    list_display = ("id", *_TRADE_COLUMNS, "closed_at")
     list_filter = ["market", "pricing", ("closed_at", admin.DateFieldListFilter)]
     search_fields = ["id", "seller__username", "buyer__username", "agreed_constraint"]
     list_select_related = ["market", "seller", "buyer"]
     date_hierarchy = "closed_at"
     fields = readonly_fields = (
-        "market",
-        "offer",
-        "bid",
-        "seller",
-        "buyer",
-        "price_shown",
-        "quantity_shown",
-        "pricing",
+        *_TRADE_COLUMNS,
         "agreed_constraint",
         "agreed_constraint_json",
         "closed_at",

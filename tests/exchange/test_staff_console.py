@@ -217,7 +217,7 @@ def test_a_closed_offers_admin_page_has_no_buttons(staff_client):
 @pytest.mark.parametrize(
     ("action", "heading", "button"),
     [
-        ("close_auctions", "Closing is final.", "Yes, close 1 offer(s)"),
+        ("close_auctions", "Closing is final.", "Yes, close 1 auction(s)"),
         ("cancel_offers", "Cancelling is final.", "Yes, cancel 1 offer(s)"),
     ],
 )

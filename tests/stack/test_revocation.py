@@ -1,5 +1,6 @@
 """Revocation takes effect at once on the real stack (uvicorn, Redis): revoking or replacing
-an API token, or logging out, closes that principal's open WebSockets, and only theirs."""
+an API token, logging out, or deactivating the user in the admin closes that principal's open
+WebSockets, and only theirs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import websockets
 from websockets.exceptions import ConnectionClosed
 
-from tests.factories import UserFactory
+from tests.factories import StaffFactory, UserFactory
 
 pytestmark = [pytest.mark.stack, pytest.mark.usefixtures("clean_engine")]
 
@@ -116,3 +117,48 @@ def test_logging_out_closes_the_sessions_sockets_at_once(live_stack):
     (frame, code), still = asyncio.run(scenario())
     assert (frame, code) == (REVOKED, 4001)
     assert still == {"type": "subscribed", "stream": "system"}
+
+
+def test_deactivating_a_user_in_the_admin_closes_all_their_sockets_at_once(live_stack):
+    alice = UserFactory(username="dora")
+    UserFactory(username="ed")
+    StaffFactory(username="stella", is_superuser=True)
+    api = httpx.Client(base_url=live_stack.url + "/api/v1", timeout=30)
+    token = api.post("/auth/token/", json={"username": "dora", "password": PASSWORD}).json()
+    dora, ed, staff = (browser_login(live_stack.url, name) for name in ("dora", "ed", "stella"))
+
+    def cookie(client: httpx.Client) -> dict[str, str]:
+        return {"Cookie": f"sessionid={client.cookies['sessionid']}"}
+
+    def deactivate() -> httpx.Response:
+        return staff.post(
+            f"/admin/auth/user/{alice.pk}/change/",
+            data={
+                "username": "dora",
+                "date_joined_0": "2026-01-01",
+                "date_joined_1": "00:00:00",
+                "csrfmiddlewaretoken": staff.cookies["csrftoken"],
+            },  # is_active left out: the box is cleared
+            headers={"Referer": live_stack.url + "/admin/"},
+        )
+
+    async def scenario():
+        by_session = await subscribed_me(live_stack.ws_url, additional_headers=cookie(dora))
+        by_token = await subscribed_me(f"{live_stack.ws_url}?token={token['token']}")
+        other = await subscribed_me(live_stack.ws_url, additional_headers=cookie(ed))
+        response = await asyncio.to_thread(deactivate)
+        assert response.status_code == 302, response.text
+        closed = [await closed_with(by_session), await closed_with(by_token)]
+        await other.send(json.dumps({"action": "subscribe", "stream": "system"}))
+        still = json.loads(await asyncio.wait_for(other.recv(), 30))
+        await other.close()
+        return closed, still
+
+    closed, still = asyncio.run(scenario())
+    assert closed == [(REVOKED, 4001), (REVOKED, 4001)]
+    assert still == {"type": "subscribed", "stream": "system"}
+    # Neither way in works any more.
+    assert (
+        api.get("/bids/", headers={"Authorization": f"Token {token['token']}"}).status_code == 401
+    )
+    assert dora.get("/account/").status_code == 302
