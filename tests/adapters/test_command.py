@@ -183,7 +183,7 @@ def test_a_jsonl_feed_reports_lines_that_are_not_rows(pencils, buyer, tmp_path):
     code, out, err = bids_import(str(feed))
     assert code == 2
     assert err.splitlines() == [
-        f"{feed}:3:-: The body is not valid JSON: Expecting property name enclosed in double quotes: line 1 column 35 (char 34).",
+        f"{feed}:3:-: This line is not valid JSON: Expecting property name enclosed in double quotes: line 1 column 35 (char 34).",
         f"{feed}:4:-: each line must be a JSON object",
         f"{feed}:5:qty_from: a value is text or a number",
     ]
@@ -222,7 +222,7 @@ def test_without_a_map_columns_named_like_attributes_are_equalities(pencils, buy
         ("[1]", "a map is a JSON object with attributes (and format, ref, tiers)"),
         (
             "{",
-            "The body is not valid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1).",
+            "The map is not valid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1).",
         ),
         (
             '{"attributes": {"colour": "c"}}',
