@@ -90,7 +90,7 @@ def test_a_bid_feed_in_json_lines_with_its_map(pencils, buyer):
 
 
 def test_a_failed_row_has_its_row_column_code_and_message(pencils, seller):
-    body = b"ref,lot,price\nA,100,1.00\nB,100,1.001\nC,lots,1.00\n"
+    body = b"ref,lot,price\nA,100,1.00\nB,100,1.001\nC,lots,1.00\nD,,\n"
     response = post(client_for(seller), body)
     assert response.status_code == 200
     (offer,) = Offer.objects.all()
@@ -111,6 +111,14 @@ def test_a_failed_row_has_its_row_column_code_and_message(pencils, seller):
             "column": "lot",
             "code": "bad_literal",
             "message": "'lots' is not a number; numbers look like 42, -7, 1.00 or 1.5e3",
+        },
+        {
+            "row": 5,
+            "status": "failed",
+            "ref": "D",
+            "column": "-",
+            "code": "empty_row",
+            "message": "none of the columns the map reads has a value",
         },
     ]
     assert list(ImportRef.objects.values_list("ref", flat=True)) == ["A"]
