@@ -86,23 +86,27 @@ def nesting_within(text: str, limit: int) -> bool:
 
 
 def json_bounded(
-    raw: bytes | str, *, max_bytes: int | None = None, max_depth: int | None = None
+    raw: bytes | str,
+    *,
+    max_bytes: int | None = None,
+    max_depth: int | None = None,
+    what: str = "The body",
 ) -> Any:
     """Parse a JSON document after checking its size and nesting, which bound the work.
 
     Raises PayloadTooLarge (413) past ``max_bytes`` (``JSON_MAX_BYTES``) and InvalidInput
     (400) for nesting past ``max_depth`` (``JSON_MAX_DEPTH``), text that is not UTF-8 or not
     JSON. Callers pass at most ``max_bytes + 1`` bytes so that an oversize body is never read
-    in full."""
+    in full. ``what`` names the document in the messages (a feed's line, a map file)."""
     max_bytes = settings.JSON_MAX_BYTES if max_bytes is None else max_bytes
     max_depth = settings.JSON_MAX_DEPTH if max_depth is None else max_depth
     size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
-        raise PayloadTooLarge("too_large", f"The body is limited to {max_bytes} bytes.")
+        raise PayloadTooLarge("too_large", f"{what} is limited to {max_bytes} bytes.")
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError:
-        raise InvalidInput("bad_json", "The body is not UTF-8 text.") from None
+        raise InvalidInput("bad_json", f"{what} is not UTF-8 text.") from None
     if not nesting_within(text, max_depth):
         raise InvalidInput(
             "too_deep", f"JSON may nest arrays and objects at most {max_depth} levels deep."
@@ -110,4 +114,4 @@ def json_bounded(
     try:
         return json.loads(text)
     except ValueError as exc:
-        raise InvalidInput("bad_json", f"The body is not valid JSON: {exc}.") from None
+        raise InvalidInput("bad_json", f"{what} is not valid JSON: {exc}.") from None

@@ -142,7 +142,7 @@ def _jsonl_rows(text: str) -> list[Row]:
         if not line.strip():
             continue
         try:
-            obj = json_bounded(line, max_depth=_ROW_DEPTH)
+            obj = json_bounded(line, max_depth=_ROW_DEPTH, what="This line")
         except ExchangeError as exc:
             rows.append(Row(number, error=RowError(WHOLE_ROW, exc.code, exc.message)))
             continue

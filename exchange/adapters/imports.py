@@ -62,12 +62,14 @@ def _row_import(user: User, market: Market, side: Side, row: Row, feed_map: Feed
     if row.error is not None:
         return RowResult(row.number, "failed", error=row.error)
     ref = row.cells.get(feed_map.ref)
-    if ref is not None and len(ref) > REF_LENGTH:
+    # Printable: a JSON line may spell a NUL or a line break, which no one means in a ref
+    # (and PostgreSQL cannot store a NUL).
+    if ref is not None and (len(ref) > REF_LENGTH or not ref.isprintable()):
         return RowResult(
             row.number,
             "failed",
             error=RowError(
-                feed_map.ref, "ref_too_long", f"a ref is at most {REF_LENGTH} characters long"
+                feed_map.ref, "invalid_ref", f"a ref is 1 to {REF_LENGTH} printable characters"
             ),
         )
     lookup = {"user": user, "market": market, "side": side, "ref": ref}

@@ -89,7 +89,7 @@ def map_load(text: str | bytes, *, schema: MarketSchema, side: Side) -> FeedMap:
     """A map file's text as a ``FeedMap`` for ``side`` of a market with ``schema``;
     ``MapError`` names the first problem and where it is."""
     try:
-        raw = json_bounded(text, max_bytes=MAX_MAP_BYTES, max_depth=MAX_MAP_DEPTH)
+        raw = json_bounded(text, max_bytes=MAX_MAP_BYTES, max_depth=MAX_MAP_DEPTH, what="The map")
     except ExchangeError as exc:
         raise MapError("", exc.message) from None
     return map_parse(raw, schema=schema, side=side)

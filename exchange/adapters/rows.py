@@ -44,8 +44,9 @@ class RowRefused(Exception):
 
 
 def row_order(row: Row, feed_map: FeedMap) -> RowOrder:
-    """``row``'s constraint as the map says; ``RowRefused`` for a point or box that does not
-    read (everything else is read by the language when the order is checked)."""
+    """``row``'s constraint as the map says; ``RowRefused`` for a row that feeds no attribute
+    or a point or box that does not read (everything else is read by the language when the
+    order is checked)."""
     disjuncts: list[dict[str, Any]] = []
     where: dict[str, str] = {}
     columns: list[dict[str, tuple[str, ...]]] = []
@@ -67,6 +68,11 @@ def row_order(row: Row, feed_map: FeedMap) -> RowOrder:
                 key, condition, fed_by = predicate
                 disjunct[key] = condition
                 used[feed.attribute.name] = fed_by
+        if not disjunct:
+            # Only the first disjunct can be empty: a tier is left out when its cells are.
+            raise RowRefused(
+                RowError(WHOLE_ROW, "empty_row", "none of the columns the map reads has a value")
+            )
         disjuncts.append(disjunct)
         columns.append(used)
     return RowOrder({"any_of": disjuncts}, where, tuple(columns))

@@ -90,7 +90,7 @@ def test_a_bid_feed_in_json_lines_with_its_map(pencils, buyer):
 
 
 def test_a_failed_row_has_its_row_column_code_and_message(pencils, seller):
-    body = b"ref,lot,price\nA,100,1.00\nB,100,1.001\nC,lots,1.00\n"
+    body = b"ref,lot,price\nA,100,1.00\nB,100,1.001\nC,lots,1.00\nD,,\n"
     response = post(client_for(seller), body)
     assert response.status_code == 200
     (offer,) = Offer.objects.all()
@@ -111,6 +111,14 @@ def test_a_failed_row_has_its_row_column_code_and_message(pencils, seller):
             "column": "lot",
             "code": "bad_literal",
             "message": "'lots' is not a number; numbers look like 42, -7, 1.00 or 1.5e3",
+        },
+        {
+            "row": 5,
+            "status": "failed",
+            "ref": "D",
+            "column": "-",
+            "code": "empty_row",
+            "message": "none of the columns the map reads has a value",
         },
     ]
     assert list(ImportRef.objects.values_list("ref", flat=True)) == ["A"]
@@ -265,12 +273,13 @@ _garbage = st.one_of(
     st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass")),
     st.lists(
         st.dictionaries(
-            st.text(max_size=8),
+            # The default map's columns most of the time, so that rows reach the services.
+            st.one_of(st.sampled_from(["ref", "lot", "price", "grade"]), st.text(max_size=8)),
             st.one_of(st.none(), st.integers(), st.text(max_size=8), st.floats()),
         ),
         max_size=4,
     ).map(lambda rows: "\n".join(json.dumps(r) for r in rows).encode()),
-    st.lists(st.lists(st.text(max_size=6), max_size=5), max_size=5).map(
+    st.lists(st.lists(st.text(max_size=6), min_size=3, max_size=4), max_size=5).map(
         lambda rows: "\n".join(",".join(r) for r in [["ref", "lot", "price"], *rows]).encode(
             "utf-8", "surrogatepass"
         )
@@ -313,3 +322,19 @@ def test_a_deeply_nested_json_line_fails_alone(pencils, buyer):
         },
         {"row": 2, "status": "created", "id": bid.pk, "ref": "B"},
     ]
+
+
+@pytest.mark.parametrize("ref", ["a\u0000b", "two\nlines", "x" * 101])
+def test_a_ref_that_cannot_be_kept_fails_its_row(pencils, buyer, ref):
+    line = json.dumps({"ref": ref, "lot": 10, "price": "1.00"})
+    response = post(client_for(buyer), line.encode(), side="bid", content_type="application/jsonl")
+    assert response.json()["results"] == [
+        {
+            "row": 1,
+            "status": "failed",
+            "column": "ref",
+            "code": "invalid_ref",
+            "message": "a ref is 1 to 100 printable characters",
+        }
+    ]
+    assert nothing_written()

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
 
-from exchange.models import Bid, ImportRef, Offer, OrderChange
+from exchange.models import BestOffer, Bid, ImportRef, Offer, OrderChange
+from exchange.services.matching import matching_cycle_run
 from tests.factories import UserFactory
 
 from .conftest import LEGACY, nothing_written
@@ -181,7 +183,7 @@ def test_a_jsonl_feed_reports_lines_that_are_not_rows(pencils, buyer, tmp_path):
     code, out, err = bids_import(str(feed))
     assert code == 2
     assert err.splitlines() == [
-        f"{feed}:3:-: The body is not valid JSON: Expecting property name enclosed in double quotes: line 1 column 35 (char 34).",
+        f"{feed}:3:-: This line is not valid JSON: Expecting property name enclosed in double quotes: line 1 column 35 (char 34).",
         f"{feed}:4:-: each line must be a JSON object",
         f"{feed}:5:qty_from: a value is text or a number",
     ]
@@ -220,7 +222,7 @@ def test_without_a_map_columns_named_like_attributes_are_equalities(pencils, buy
         ("[1]", "a map is a JSON object with attributes (and format, ref, tiers)"),
         (
             "{",
-            "The body is not valid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1).",
+            "The map is not valid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1).",
         ),
         (
             '{"attributes": {"colour": "c"}}',
@@ -294,3 +296,25 @@ def test_unknown_market_user_file_or_format_are_clear_errors(pencils, seller, tm
         'or give the map a "format"\n',
     )
     assert nothing_written()
+
+
+def test_the_imported_samples_match_like_orders_posted_by_hand(pencils, seller, buyer):
+    offers_import()
+    bids_import(BIDS)
+    matching_cycle_run()
+    offers = list(Offer.objects.order_by("pk"))
+    bids = list(Bid.objects.order_by("pk"))
+    best = {
+        b.offer_id: (b.bid_id, b.value, b.matching_bids)
+        for b in BestOffer.objects.filter(offer__in=offers)
+    }
+    assert [best[o.pk] for o in offers] == [
+        # HB, 1,000 to 10,000 at 1.00 (or from 5,000 at 0.90): PO-0412 at 1.00, PO-0413 at 0.90.
+        (bids[0].pk, Decimal("1.00"), 2),
+        # 2B from 500 at 1.08 down to 0.97 from 6,000: nobody bids that much for 2B.
+        (None, None, 0),
+        # H: no bid for H, and PO-0413's 0.92 is under 1.05.
+        (None, None, 0),
+        # HB cartons from 10,000 at 0.85: PO-0413 (from 6,000 at most 0.92).
+        (bids[1].pk, Decimal("0.85"), 1),
+    ]
