@@ -16,6 +16,17 @@ from tests.livestack import ROOT
 pytestmark = [pytest.mark.stack, pytest.mark.usefixtures("clean_engine")]
 
 
+def bot_command(url: str, market: str, constraint: str, *options: str) -> list[str]:
+    """The example bot's command line, as the test user ``botuser``."""
+    return [
+        sys.executable,
+        str(ROOT / "ops" / "examples" / "bot.py"),
+        *("--url", url, "--user", "botuser", "--password", "pw-for-tests-1"),
+        *("--market", market, "--constraint", constraint),
+        *options,
+    ]
+
+
 def test_bot_places_amends_and_ends_best(live_stack):
     market = pencils_market()
     offer = offer_publish(
@@ -25,24 +36,15 @@ def test_bot_places_amends_and_ends_best(live_stack):
     )
     UserFactory(username="botuser")
     result = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "ops" / "examples" / "bot.py"),
-            "--url",
+        bot_command(
             live_stack.url,
-            "--user",
-            "botuser",
-            "--password",
-            "pw-for-tests-1",
-            "--market",
             market.subject,
-            "--constraint",
             "lot IN [2000, 5000] AND price <= 1.10",
             "--raise-to",
             "1.20",
             "--watch",
             "6",
-        ],
+        ),
         capture_output=True,
         text=True,
         timeout=120,
@@ -66,22 +68,9 @@ def test_bot_places_amends_and_ends_best(live_stack):
 def test_an_interrupted_bot_withdraws_its_bid_and_keep_leaves_it(live_stack):
     market = pencils_market()
     UserFactory(username="botuser")
-    command = [
-        sys.executable,
-        str(ROOT / "ops" / "examples" / "bot.py"),
-        "--url",
-        live_stack.url,
-        "--user",
-        "botuser",
-        "--password",
-        "pw-for-tests-1",
-        "--market",
-        market.subject,
-        "--constraint",
-        "lot = 3000 AND price <= 1.10",
-        "--watch",
-        "600",
-    ]
+    command = bot_command(
+        live_stack.url, market.subject, "lot = 3000 AND price <= 1.10", "--watch", "600"
+    )
     bot = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert bot.stdout is not None
