@@ -50,6 +50,17 @@ class Readable:
         ]
 
 
+def grouped_text(value: Any) -> str:
+    """A decimal (or its text) with thousands separated and its places kept: ``5500.00``
+    reads ``5,500.00``; "—" for None or ""; text that is no number as it is."""
+    if value is None or value == "":
+        return "—"
+    try:
+        return format(Decimal(str(value)), ",f")
+    except ArithmeticError:
+        return str(value)
+
+
 def readable(constraint: matching.Constraint, *, schema: MarketSchema, tick: Decimal) -> Readable:
     present = {attr for d in constraint for attr, _ in d}
     columns = [a for a in schema.attributes if a.attribute in present]

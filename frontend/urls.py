@@ -1,11 +1,12 @@
 from django.urls import path
 
-from .views import accounts, amend, markets, orders
+from .views import accounts, amend, guide, markets, orders
 
 app_name = "frontend"
 urlpatterns = [
     path("", markets.home, name="home"),
     path("register/", accounts.register, name="register"),
+    path("docs/api/", guide.api_guide, name="api-guide"),
     path("login/", accounts.LoginView.as_view(), name="login"),
     path("logout/", accounts.LogoutView.as_view(), name="logout"),
     path("account/", accounts.account, name="account"),

@@ -279,7 +279,11 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Intersect API",
-    "DESCRIPTION": "Symmetric publish/subscribe exchange: offers and bids as constraints.",
+    "DESCRIPTION": (
+        "Symmetric publish/subscribe exchange: offers and bids as constraints. "
+        "The guide for bots (authentication, the WebSocket and resuming it, errors, "
+        "idempotency, rate limits, the constraint language) is at [/docs/api/](/docs/api/)."
+    ),
     "VERSION": "1.0.0",
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -11,6 +11,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from exchange.market_rules import price_text, tick_text
+from frontend.readable import grouped_text
 
 register = template.Library()
 WORD_RE = re.compile(r"[A-Za-z0-9_.]+")
@@ -56,13 +57,7 @@ def price(value, market) -> str:
 
 @register.filter
 def grouped(value) -> str:
-    """A decimal (or its text) with thousands separated: ``5500.00`` shows as ``5,500.00``."""
-    if value is None or value == "":
-        return "—"
-    try:
-        return format(Decimal(str(value)), ",f")
-    except ArithmeticError:
-        return str(value)
+    return grouped_text(value)
 
 
 @register.filter

@@ -15,7 +15,7 @@ from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
 from exchange.selectors.orders import notification_latest_seq, trade_party
 from exchange.services.notifications import decimal_text
-from frontend.readable import Readable, readable
+from frontend.readable import Readable, grouped_text, readable
 
 LOGIN_URL = "frontend:login"
 
@@ -67,9 +67,20 @@ def best_of(offer: Offer) -> tuple[str | None, int]:
     return price_text(best.value, offer.market.tick), best.matching_bids
 
 
+def units(market: Market, schema: MarketSchema | None = None) -> dict[str, str]:
+    """The market's currency (its price's unit) and quantity unit, "" where it names none."""
+    schema = schema or market_schema(market=market)
+    quantity = schema.by_role("quantity")
+    return {
+        "price_unit": schema.price.unit,
+        "quantity_unit": quantity.unit if quantity is not None else "",
+    }
+
+
 def offer_row(offer: Offer, request: HttpRequest, schema: MarketSchema | None = None) -> dict:
     value, count = best_of(offer)
     return {
+        **units(offer.market, schema),
         "offer": offer,
         "terms": terms(offer.constraint_text, offer.market, schema),
         "best_value": value,
@@ -99,11 +110,18 @@ def trade_row(trade: Trade, request: HttpRequest) -> dict:
             side = "sold"
         elif trade.buyer_id == request.user.pk:
             side = "bought"
+    tick = trade.market.tick
     return {
+        **units(trade.market),
         "trade": trade,
         "agreed": terms(trade.agreed_constraint, trade.market) if party else None,
-        "price": price_text(trade.price, trade.market.tick),
+        "price": price_text(trade.price, tick),
         "quantity": quantity_text(trade.quantity),
+        "total": (
+            None
+            if trade.quantity is None
+            else grouped_text(price_text(trade.price * trade.quantity, tick))
+        ),
         "party": party,
         "side": side,
         "counterparty": (

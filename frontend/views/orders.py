@@ -60,6 +60,12 @@ def offer_detail(request: HttpRequest, offer_id: str) -> HttpResponse:
         ],
         "bid_here": offer.state == Offer.State.OPEN and not mine,
         "fixed_price": fixed,
+        # The depth of matching bids is the seller's (and staff's) to see (SPEC 5.6).
+        "depth": (
+            ui.offer_depth(offer=offer)
+            if mine or (request.user.is_authenticated and request.user.is_staff)
+            else None
+        ),
         "trade": trade_row(trade, request) if trade is not None else None,
         "trade_party": trade is not None and trade_party(trade, request.user),
         **live,

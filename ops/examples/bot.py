@@ -8,7 +8,10 @@
 It logs in for a token, reads the market's schema, places a bid, amends it once (raising the
 price bound when ``--raise-to`` is given), and then prints its standing (which offers its bid
 matches and where it is best) each time a personal notification arrives on the WebSocket,
-for ``--watch`` seconds. Exit status 0 when it ends as the best bidder somewhere, else 1.
+for ``--watch`` seconds. On its way out, however it ends (the time is up, Ctrl-C, an error),
+it withdraws the bid it placed unless ``--keep`` is given: a bot that is gone must not leave
+a bid that can still fill. Exit status 0 when it ended as the best bidder somewhere, else 1.
+The protocol it uses is described in docs/api.md.
 """
 
 from __future__ import annotations
@@ -59,6 +62,13 @@ class Bot:
     def standing(self, bid_id: int) -> dict:
         return self._ok(self.api.get(f"/bids/{bid_id}/"))
 
+    def withdraw(self, bid_id: int) -> dict:
+        """Withdraw a bid; one that already filled stays filled (a 400 ``not_active``)."""
+        response = self.api.post(f"/bids/{bid_id}/withdraw/")
+        if response.status_code == 400 and response.json()["error"]["code"] == "not_active":
+            return self.standing(bid_id)
+        return self._ok(response)
+
 
 def describe(bid: dict) -> str:
     if not bid["matches"]:
@@ -70,12 +80,16 @@ def describe(bid: dict) -> str:
     return f"bid {bid['id']} v{bid['version']} ({bid['state']}): " + ", ".join(parts)
 
 
-async def trade(bot: Bot, market: str, constraint: str, raised: str | None, seconds: float) -> dict:
-    """Follow ``me`` first (so no notification slips by), then bid, amend, and listen."""
+async def trade(
+    bot: Bot, market: str, constraint: str, raised: str | None, seconds: float, placed: list[int]
+) -> dict:
+    """Follow ``me`` first (so no notification slips by), then bid, amend, and listen. The
+    bid's id goes into ``placed`` as soon as it exists, for the caller to withdraw."""
     async with websockets.connect(bot.ws_url) as ws:
         await ws.send(json.dumps({"action": "subscribe", "stream": "me"}))
         json.loads(await ws.recv())  # {"type": "subscribed", "stream": "me"}
         bid = await asyncio.to_thread(bot.bid, market, constraint)
+        placed.append(bid["id"])
         print(f"placed bid {bid['id']}: {bid['constraint']}", flush=True)
         if raised is not None:
             bid = await asyncio.to_thread(bot.amend, bid, raised)
@@ -111,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--raise-to", help="amend the bid's price bound to this value")
     parser.add_argument("--watch", type=float, default=10.0, help="seconds to follow the WebSocket")
+    parser.add_argument(
+        "--keep", action="store_true", help="leave the bid live on exit (default: withdraw it)"
+    )
     args = parser.parse_args(argv)
 
     bot = Bot(args.url, args.user, args.password)
@@ -127,8 +144,19 @@ def main(argv: list[str] | None = None) -> int:
         raised = re.sub(
             rf"\b{price}\s*(<=|<)\s*[0-9.]+", f"{price} <= {args.raise_to}", args.constraint
         )
-    standing = asyncio.run(trade(bot, args.market, args.constraint, raised, args.watch))
-    print("final: " + describe(standing), flush=True)
+    placed: list[int] = []
+    try:
+        standing = asyncio.run(trade(bot, args.market, args.constraint, raised, args.watch, placed))
+        print("final: " + describe(standing), flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        standing = None
+    finally:
+        for bid_id in placed if not args.keep else []:
+            ended = bot.withdraw(bid_id)
+            print(f"on exit: bid {bid_id} is {ended['state']}", flush=True)
+    if standing is None:
+        return 130  # as a shell reports an interrupted program
     return 0 if any(m["best"] for m in standing["matches"]) else 1
 
 

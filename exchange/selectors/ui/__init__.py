@@ -35,7 +35,7 @@ from .market_page import (
     market_recent_trades,
     market_tree,
 )
-from .offer_page import offer_best_history, offer_bids_of_user, offer_page_get
+from .offer_page import offer_best_history, offer_bids_of_user, offer_depth, offer_page_get
 from .posting_form import constraint_parsed
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "offer_bid_prefill",
     "offer_fixed_price",
     "offer_bids_of_user",
+    "offer_depth",
     "offer_page_get",
     "user_active_bid_ids",
     "user_bids",

@@ -1,4 +1,5 @@
-"""Reads for an offer's page: the offer, its best value over time, the visitor's bids on it."""
+"""Reads for an offer's page: the offer, its best value over time, the visitor's bids on it,
+and the depth of matching bids."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 
-from exchange.market_rules import price_text
-from exchange.models import BestOfferChange, Bid, Offer
+import matching
+from exchange.engine.constraints import market_schema_of, order_constraints
+from exchange.market_rules import numeric_value, price_text
+from exchange.models import BestOfferChange, Bid, Offer, OfferBidMatch
 from exchange.selectors.orders import bid_standings, offer_list
 
 
@@ -62,3 +65,42 @@ def offer_bids_of_user(*, offer: Offer, user: User | AnonymousUser) -> list[dict
                     }
                 )
     return out
+
+
+def offer_depth(*, offer: Offer, limit: int = 20) -> list[dict[str, Any]]:
+    """The bids that match an open ``offer`` now, best first (the best-offer table's order:
+    value, then the earlier bid, then the lower id), anonymised: each one's value, the
+    largest quantity it would take (from what the pair agrees on; None when unbounded or
+    the market has no quantity) and the total at its value. No bid's id, owner or
+    constraint is in it (SPEC 5.6)."""
+    if offer.state != Offer.State.OPEN:
+        return []
+    rows = list(
+        OfferBidMatch.objects.filter(offer=offer)
+        .order_by("-value", "bid__priority_at", "bid_id")
+        .values_list("bid_id", "value", "pub_disjunct", "sub_disjunct")[:limit]
+    )
+    if not rows:
+        return []
+    offers, _ = order_constraints(Offer, {offer.pk})
+    bids, _ = order_constraints(Bid, {row[0] for row in rows})
+    quantity = market_schema_of(offer.market).by_role("quantity")
+    tick = offer.market.tick
+    depth = []
+    for rank, (bid_id, value, pd, sd) in enumerate(rows, start=1):
+        amount = None
+        if offer.pk in offers and bid_id in bids and quantity is not None:
+            agreement = matching.agree(
+                offers[offer.pk][0].disjuncts[pd], bids[bid_id][0].disjuncts[sd]
+            )
+            top = agreement.max_value(quantity.attribute)
+            amount = None if top is None else numeric_value(top)
+        depth.append(
+            {
+                "rank": rank,
+                "value": price_text(value, tick),
+                "quantity": amount,
+                "total": None if amount is None else price_text(value * amount, tick),
+            }
+        )
+    return depth

@@ -120,8 +120,30 @@ function onFrame(frame) {
   regions.request([frame.type]);
 }
 
+// Auctions with a deadline count down to it (the time itself stays in the title). The
+// server closes them; when the count reaches zero the page's live regions say so.
+function countdownText(ms) {
+  if (ms <= 0) return "closing now";
+  const s = Math.floor(ms / 1000);
+  const d = Math.floor(s / 86400);
+  const h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (d > 0) return `in ${d} d ${h} h`;
+  if (h > 0) return `in ${h} h ${String(m).padStart(2, "0")} min`;
+  return `in ${m} min ${String(s % 60).padStart(2, "0")} s`;
+}
+
+function tickCountdowns() {
+  for (const el of document.querySelectorAll("time[data-countdown]")) {
+    if (!el.title) el.title = el.textContent;
+    el.textContent = countdownText(Date.parse(el.getAttribute("datetime")) - Date.now());
+  }
+}
+
 function start() {
   loadCharts();
+  tickCountdowns();
+  setInterval(tickCountdowns, 1000);
   import("intersect/posting").then((m) => m.setupPosting());
   let streams = [];
   try {
