@@ -1,6 +1,6 @@
 from .analytics import MarketDay
 from .idempotency import IdempotencyKey
-from .markets import Market
+from .markets import Market, MarketOrderCount
 from .matching import BestOffer, BestOfferChange, MatchingCycle, OfferBidMatch, OrderChange
 from .notifications import Notification
 from .orders import Bid, Offer
@@ -13,6 +13,7 @@ __all__ = [
     "IdempotencyKey",
     "Market",
     "MarketDay",
+    "MarketOrderCount",
     "MatchingCycle",
     "Notification",
     "Offer",
