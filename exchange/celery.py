@@ -1,5 +1,13 @@
 """The Celery application: the worker runs the continuous matching transaction, beat the sweeps.
 
+A worker takes a role (``celery -A exchange worker --role ...``):
+
+* ``matching``: the matching queue only (``MATCHING_QUEUE``). Run it with one process: its
+  task runs cycles back to back while changes are pending, and cycles never overlap anyway
+  (they serialize on an advisory lock), so a second process would only wait;
+* ``tasks``: every other task (the sweeps, closing, the analytics), on the default queue;
+* ``all`` (the default): both queues, for a single development worker.
+
 Every worker also keeps a heartbeat in Redis (``WorkerHeartbeat``), which ``/healthz`` reads
 instead of pinging the workers: one Redis read instead of a second-long broadcast.
 """
@@ -10,6 +18,7 @@ import socket
 import time
 
 from celery import Celery, bootsteps
+from click import Choice, Option
 from django.conf import settings
 
 from exchange.redis_clients import redis_client
@@ -20,24 +29,65 @@ app = Celery("exchange")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
+ROLES = ("all", "matching", "tasks")
+
+app.user_options["worker"].add(
+    Option(
+        ["--role"],
+        type=Choice(ROLES),
+        default="all",
+        help="which queues this worker consumes: the matching queue, the others, or all",
+    )
+)
+
+
+def role_queues(role: str) -> list[str]:
+    """The queues a worker of ``role`` consumes."""
+    queues = {"matching": [settings.MATCHING_QUEUE], "tasks": [app.conf.task_default_queue]}
+    return queues.get(role, [app.conf.task_default_queue, settings.MATCHING_QUEUE])
+
+
+class WorkerRole(bootsteps.Step):
+    """Select the queues of the worker's ``--role`` before its consumer starts."""
+
+    def __init__(self, worker, role: str = "all", **kwargs):
+        super().__init__(worker, **kwargs)
+        worker.app.amqp.queues.select(role_queues(role))
+
+
+def heartbeat_keys(queues: list[str]) -> list[str]:
+    """Where a worker consuming ``queues`` beats: the workers' key if it takes the default
+    queue, the matching workers' key if it takes the matching queue."""
+    keys = []
+    if app.conf.task_default_queue in queues:
+        keys.append(settings.WORKER_HEARTBEAT_KEY)
+    if settings.MATCHING_QUEUE in queues:
+        keys.append(settings.MATCHING_HEARTBEAT_KEY)
+    return keys
+
 
 class WorkerHeartbeat(bootsteps.StartStopStep):
-    """Record ``hostname -> time`` in the sorted set ``WORKER_HEARTBEAT_KEY`` every
+    """Record ``hostname -> time`` in the sorted sets of ``heartbeat_keys`` every
     ``WORKER_HEARTBEAT_SECONDS`` from the worker's own timer, and remove it on a clean stop.
-    A worker that dies stops beating; readers count only recent beats."""
+    A worker that dies stops beating; readers count only recent beats. The timer runs in
+    the worker's main process, so a long run of cycles in its pool process does not stop it."""
 
     requires = {"celery.worker.components:Timer"}
 
     def __init__(self, worker, **kwargs):
         super().__init__(worker, **kwargs)
         self.tref = None
+        self.keys: list[str] = []
 
     def beat(self, worker) -> None:
         with contextlib.suppress(Exception):  # Redis away: the next beat tries again
             name = worker.hostname or socket.gethostname()
-            redis_client().zadd(settings.WORKER_HEARTBEAT_KEY, {name: time.time()})
+            client = redis_client()
+            for key in self.keys:
+                client.zadd(key, {name: time.time()})
 
     def start(self, worker) -> None:
+        self.keys = heartbeat_keys(list(worker.app.amqp.queues.consume_from))
         self.beat(worker)
         self.tref = worker.timer.call_repeatedly(
             settings.WORKER_HEARTBEAT_SECONDS, self.beat, (worker,), priority=10
@@ -47,7 +97,9 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
         if self.tref is not None:
             self.tref.cancel()
         with contextlib.suppress(Exception):  # Redis away: the beat goes stale on its own
-            redis_client().zrem(settings.WORKER_HEARTBEAT_KEY, worker.hostname)
+            for key in self.keys:
+                redis_client().zrem(key, worker.hostname)
 
 
+app.steps["worker"].add(WorkerRole)
 app.steps["worker"].add(WorkerHeartbeat)

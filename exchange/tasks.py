@@ -11,6 +11,7 @@ from django.conf import settings
 from exchange.redis_clients import redis_client
 from exchange.selectors.dashboard import changes_stale
 from exchange.services.closing import offers_close_due
+from exchange.services.market_counts import market_counts_compact
 from exchange.services.matching import BATCH_LIMIT, matching_cycle_run
 from exchange.services.notifications import notifications_sweep
 
@@ -25,43 +26,73 @@ def ping(token: str) -> str:
 SWEEP_AGE = dt.timedelta(seconds=5)
 
 
-# While this key exists a cycle is queued and has not started yet, so a new change need not
-# queue another: that cycle will take it. It expires on its own in case the cycle never runs.
+# While this key exists a cycle is queued or running and will look for pending changes
+# again before it returns, so a new change need not queue another: that cycle will take it.
+# It expires on its own in case the cycle never runs.
 def _pending_key() -> str:
     return settings.CYCLE_PENDING_KEY
 
 
-def matching_cycle_request() -> None:
-    """Ask for a cycle after a committed change, unless one is queued and not yet started.
+# Seconds the key lives without a cycle renewing it.
+PENDING_TTL = 10
 
-    The change is committed before this runs and a queued cycle reads its batch only
-    after deleting the key, so a change that finds the key is in that cycle's batch.
+
+def matching_cycle_request() -> None:
+    """Ask for a cycle after a committed change, unless one is queued or running.
+
+    The change is committed before this runs, and a cycle task deletes the key before its
+    last look for pending changes, so a change that finds the key is taken by that task.
     Without Redis it raises, and the caller's after-commit guard leaves it to the sweep.
     """
-    if redis_client().set(_pending_key(), "1", nx=True, ex=10):
+    if redis_client().set(_pending_key(), "1", nx=True, ex=PENDING_TTL):
         matching_cycle.delay()
+
+
+def _pending_renew() -> None:
+    # Without Redis the key expires by itself; the cycles must run anyway.
+    with contextlib.suppress(Exception):
+        redis_client().set(_pending_key(), "1", ex=PENDING_TTL)
+
+
+def _pending_clear() -> None:
+    with contextlib.suppress(Exception):
+        redis_client().delete(_pending_key())
 
 
 @shared_task(name="exchange.matching_cycle", ignore_result=True)
 def matching_cycle() -> int:
-    """One matching cycle over the pending changes; queues another if it left some behind."""
+    """Cycles back to back while changes are pending (on the matching queue, whose worker
+    runs nothing else); returns how many changes they took.
 
-    # Without Redis the key expires by itself; the cycle must run anyway.
-    with contextlib.suppress(Exception):
-        redis_client().delete(_pending_key())
-    report = matching_cycle_run(limit=BATCH_LIMIT)
-    if report.changes >= BATCH_LIMIT:
-        matching_cycle.delay()
-    return report.changes
+    While it runs the pending key stays set, so the changes that arrive meanwhile queue
+    no task: the next cycle of the loop takes them. When a cycle finds nothing, the key is
+    deleted and one more cycle looks, for a change that found the key just before.
+    """
+    taken = 0
+    while True:
+        changes = matching_cycle_run(limit=BATCH_LIMIT).changes
+        taken += changes
+        if changes:
+            _pending_renew()
+            continue
+        _pending_clear()
+        changes = matching_cycle_run(limit=BATCH_LIMIT).changes
+        taken += changes
+        if not changes:
+            return taken
 
 
 @shared_task(name="exchange.sweep", ignore_result=True)
 def sweep() -> dict:
-    """Repair what a crash left behind: unprocessed changes and undelivered notifications."""
+    """Repair what a crash left behind: unprocessed changes and undelivered notifications;
+    fold the markets' count rows."""
 
     if changes_stale(older_than=SWEEP_AGE):
         matching_cycle.delay()
-    return {"pushed": notifications_sweep(older_than=SWEEP_AGE)}
+    return {
+        "pushed": notifications_sweep(older_than=SWEEP_AGE),
+        "counts_folded": market_counts_compact(),
+    }
 
 
 @shared_task(name="exchange.close_due_offers", ignore_result=True)

@@ -1,5 +1,6 @@
-"""The product's processes started the way ``ops/run`` starts them: uvicorn (ASGI), a Celery
-worker and beat, each in its own process group with its log file.
+"""The product's processes started the way ``ops/run`` starts them: uvicorn (ASGI), the Celery
+workers (the matching worker and the one for other tasks) and beat, each in its own process
+group with its log file.
 
 Shared by the stack and browser tests (``tests/livestack.py``, against the test database) and
 the live benchmark (``ops/benchmarks/live``, against its own database): the caller gives the
@@ -64,6 +65,10 @@ class Process:
             return ""
 
 
+# The process name of each worker role in ``Stack.processes``.
+WORKER_PROCESS = {"tasks": "worker", "matching": "matching", "all": "worker"}
+
+
 @dataclass
 class Stack:
     """The processes of one stack; ``env`` is the environment every one of them runs in."""
@@ -118,17 +123,25 @@ class Stack:
         self.wait_http(f"{self.url}{ready_path}", "server", seconds=ready_seconds)
         return process
 
-    @property
-    def worker_name(self) -> str:
-        """The Celery node name of this stack's worker: only it counts on a shared broker."""
-        return f"stack-{os.getpid()}@{socket.gethostname()}"
+    def worker_name(self, role: str = "tasks") -> str:
+        """The Celery node name of this stack's worker of ``role``: only it counts on a
+        shared broker."""
+        return f"{role}-{os.getpid()}@{socket.gethostname()}"
 
-    def start_worker(self, *, concurrency: int = 2) -> Process:
-        """A Celery worker named ``worker_name``; the caller checks that it answers."""
+    def start_worker(self, *, role: str = "tasks", concurrency: int = 2) -> Process:
+        """A Celery worker of ``role`` (``exchange/celery.py``) named ``worker_name(role)``,
+        as process ``worker`` (the default queue) or ``matching`` (the matching queue);
+        the caller checks that it answers."""
         argv = [str(BIN / "celery"), "-A", "exchange", "worker", "--loglevel", self.log_level]
-        argv += ["--concurrency", str(concurrency), "--hostname", self.worker_name]
-        argv += ["--without-gossip", "--without-mingle"]
-        return self.spawn("worker", argv)
+        argv += ["--role", role, "--concurrency", str(concurrency)]
+        argv += ["--hostname", self.worker_name(role), "--without-gossip", "--without-mingle"]
+        return self.spawn(WORKER_PROCESS[role], argv)
+
+    def start_workers(self) -> None:
+        """The two workers ``ops/run`` starts: one for the matching cycle (one process: its
+        cycles run back to back and never overlap), one for every other task."""
+        self.start_worker(role="matching", concurrency=1)
+        self.start_worker(role="tasks", concurrency=2)
 
     def start_beat(self) -> Process:
         """Celery beat, its schedule file beside the logs (one per stack process)."""

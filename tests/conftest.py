@@ -13,7 +13,8 @@ ARTIFACTS = ROOT / "test-artifacts"
 
 @pytest.fixture(scope="session")
 def live_stack(django_db_setup, django_db_blocker) -> LiveStack:
-    """uvicorn and a Celery worker, started as ops/run starts them, on the test database."""
+    """uvicorn and the Celery workers (matching, other tasks), started as ops/run starts
+    them, on the test database."""
     from django.db import connection
 
     with django_db_blocker.unblock():
@@ -22,7 +23,7 @@ def live_stack(django_db_setup, django_db_blocker) -> LiveStack:
     stack = LiveStack(database_name=name, log_dir=Path(ARTIFACTS / "logs" / f"run-{run}"))
     try:
         stack.start_server()
-        stack.start_worker()
+        stack.start_workers()
         yield stack
     finally:
         stack.stop()

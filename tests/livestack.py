@@ -37,22 +37,17 @@ class LiveStack(Stack):
         super().__init__(env=process_env(database_name), log_dir=log_dir)
         self.database_name = database_name
 
-    @property
-    def worker_name(self) -> str:
-        return f"test-{os.getpid()}@{socket.gethostname()}"
+    def worker_name(self, role: str = "tasks") -> str:
+        return f"test-{role}-{os.getpid()}@{socket.gethostname()}"
 
-    def start_worker(self, *, concurrency: int = 2) -> Process:
-        """The worker, once it answers a ping (the task queue is this run's own)."""
-        process = super().start_worker(concurrency=concurrency)
+    def start_worker(self, *, role: str = "tasks", concurrency: int = 2) -> Process:
+        """A worker of ``role``, once it answers a ping (the task queues are this run's own)."""
+        process = super().start_worker(role=role, concurrency=concurrency)
         from exchange.celery import app  # configured by the test settings pytest loaded
 
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if app.control.ping(destination=[self.worker_name], timeout=0.5):
+            if app.control.ping(destination=[self.worker_name(role)], timeout=0.5):
                 return process
-            self.check_alive("worker")
-        raise RuntimeError("the Celery worker did not answer:\n" + process.tail())
-
-    def restart_worker(self) -> None:
-        self.processes.pop("worker").stop()
-        self.start_worker()
+            self.check_alive(process.name)
+        raise RuntimeError(f"the Celery {role} worker did not answer:\n" + process.tail())

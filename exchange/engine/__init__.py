@@ -12,8 +12,15 @@
 The names below are the ones the rest of the exchange uses.
 """
 
-from .candidates import candidate_constraint, candidate_pairs
-from .constraints import UnusableOrder, UnusableOrders, order_constraints, usable_constraint
+from .candidates import candidate_constraint, candidate_of, candidate_pairs
+from .constraints import (
+    UnusableOrder,
+    UnusableOrders,
+    Usable,
+    order_constraints,
+    orders_usable,
+    usable_constraint,
+)
 from .pricing import pair_agreements, pair_value, pair_values, price_interval
 from .store import STRATEGIES, namespace, scratch_store, store, strategy
 
@@ -21,10 +28,13 @@ __all__ = [
     "STRATEGIES",
     "UnusableOrder",
     "UnusableOrders",
+    "Usable",
     "candidate_constraint",
+    "candidate_of",
     "candidate_pairs",
     "namespace",
     "order_constraints",
+    "orders_usable",
     "pair_agreements",
     "pair_value",
     "pair_values",

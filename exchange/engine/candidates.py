@@ -10,13 +10,18 @@ from exchange.models import Bid, Offer
 from matching.model import Attribute, Constraint, Disjunct, Interval, Type
 from matching.semantics import disjuncts_match
 
-from .constraints import market_schema_of, usable_constraint
+from .constraints import Usable, order_usable
 
 SUBJECT_ATTRIBUTE = subject_attribute()
 
 
-def candidate_constraint(order: Offer | Bid, stored: Constraint | None = None) -> Constraint:
-    """What the engine's store indexes for an order (``stored``: its usable constraint).
+def candidate_constraint(order: Offer | Bid) -> Constraint:
+    """What the engine's store indexes for an order; ``UnusableOrder`` if it cannot be used."""
+    return candidate_of(order, order_usable(order))
+
+
+def candidate_of(order: Offer | Bid, usable: Usable) -> Constraint:
+    """What the engine's store indexes for an order whose ``order_usable`` is ``usable``.
 
     Every order of a market constrains the subject to the same value, and the prices of
     bids and offers overlap almost always (a reserve is a lower bound, a bid's limit an
@@ -32,11 +37,9 @@ def candidate_constraint(order: Offer | Bid, stored: Constraint | None = None) -
     and an offer carries it only when nothing else would be left, so such an offer
     still meets only its own market's bids.
     """
-    market = order.market
-    if stored is None:
-        stored = usable_constraint(order)
-    drop = {SUBJECT_ATTRIBUTE, market_schema_of(market).price.attribute}
-    marker_attribute, marker = _marker(market.pk)
+    stored, price = usable
+    drop = {SUBJECT_ATTRIBUTE, price}
+    marker_attribute, marker = _marker(order.market_id)
     prefix = f"{marker_attribute.name}__"
     disjuncts = []
     for d in stored:
@@ -58,8 +61,8 @@ def _marker(market_id: int) -> tuple[Attribute, Interval]:
 
 def candidate_pairs(
     quads: Iterable[tuple[int, int, int, int]],
-    offers: Mapping[int, tuple[Constraint, Attribute]],
-    bids: Mapping[int, tuple[Constraint, Attribute]],
+    offers: Mapping[int, Usable],
+    bids: Mapping[int, Usable],
 ) -> Iterator[tuple[int, int, int, int]]:
     """The candidate disjunct pairs of the store that match on the full constraints."""
     for p, pd, s, sd in quads:

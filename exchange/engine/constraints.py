@@ -11,6 +11,7 @@ order's side requires, and that the store can hold the constraint.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from functools import lru_cache
 
 import matching
@@ -93,28 +94,42 @@ def usable_constraint(order: Offer | Bid, schema: MarketSchema | None = None) ->
     return stored
 
 
+# An order's constraint as the engine uses it, with its market's price attribute.
+Usable = tuple[Constraint, Attribute]
+
+
+def order_usable(order: Offer | Bid) -> Usable:
+    """``usable_constraint`` of ``order`` with its market's price attribute, the market's
+    schema looked up once; ``UnusableOrder`` as ``usable_constraint``."""
+    schema = market_schema_of(order.market)
+    return usable_constraint(order, schema), schema.price.attribute
+
+
+def orders_usable(orders: Iterable[Offer | Bid]) -> tuple[dict[int, Usable], dict[int, str]]:
+    """The usable constraints of loaded orders (their market loaded with them), and the
+    orders among them the engine cannot use, with the reason."""
+    usable: dict[int, Usable] = {}
+    unusable: dict[int, str] = {}
+    for order in orders:
+        try:
+            usable[order.pk] = order_usable(order)
+        except UnusableOrder as exc:
+            unusable[order.pk] = exc.reason
+    return usable, unusable
+
+
 def order_constraints(
     model: type[Offer] | type[Bid], ids: set[int]
-) -> tuple[dict[int, tuple[Constraint, Attribute]], dict[int, str]]:
-    """The stored constraints of some orders with their market's price attribute, and the
-    orders among them the engine cannot use, with the reason."""
+) -> tuple[dict[int, Usable], dict[int, str]]:
+    """``orders_usable`` of the orders ``ids``, read in one query."""
+    if not ids:
+        return {}, {}
     rows = (
         model.objects.filter(id__in=ids)
         .select_related("market")
         .only("id", "constraint_text", "market__subject", "market__schema")
     )
-    schemas: dict[int, MarketSchema] = {}
-    usable: dict[int, tuple[Constraint, Attribute]] = {}
-    unusable: dict[int, str] = {}
-    for order in rows:
-        schema = schemas.get(order.market_id)
-        if schema is None:
-            schema = schemas[order.market_id] = market_schema_of(order.market)
-        try:
-            usable[order.pk] = (usable_constraint(order, schema), schema.price.attribute)
-        except UnusableOrder as exc:
-            unusable[order.pk] = exc.reason
-    return usable, unusable
+    return orders_usable(rows)
 
 
 def storable_check(constraint: Constraint) -> None:

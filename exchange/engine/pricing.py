@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
 import matching
@@ -12,7 +12,7 @@ from exchange.models import Bid, Offer, OfferBidMatch
 from matching.model import Attribute, Disjunct, Interval
 
 from .candidates import candidate_pairs
-from .constraints import UnusableOrders, order_constraints
+from .constraints import UnusableOrders, Usable, order_constraints
 
 
 def price_interval(disjunct: Disjunct, price: Attribute) -> Interval:
@@ -31,21 +31,30 @@ def pair_value(offer: Disjunct, bid: Disjunct, price: Attribute) -> Decimal:
     return min(highs)
 
 
-def pair_values(quads: Iterable[tuple[int, int, int, int]]) -> list[OfferBidMatch]:
+def pair_values(
+    quads: Iterable[tuple[int, int, int, int]],
+    *,
+    offers: Mapping[int, Usable] | None = None,
+    bids: Mapping[int, Usable] | None = None,
+) -> list[OfferBidMatch]:
     """One unsaved ``OfferBidMatch`` per (offer, bid): the best value over its matching
     disjunct pairs (the first such pair when several tie).
 
     ``quads`` are the store's candidate disjunct pairs; the ones that do not match on the
-    full constraints (see ``candidate_constraint``) are dropped here. Raises
+    full constraints (see ``candidate_constraint``) are dropped here. ``offers`` and ``bids``
+    are usable constraints the caller already holds: only the other orders are read. Raises
     ``UnusableOrders`` naming every order among them whose stored constraint cannot be used.
     """
     quads = list(quads)
     if not quads:
         return []
-    offers, bad_offers = order_constraints(Offer, {q[0] for q in quads})
-    bids, bad_bids = order_constraints(Bid, {q[2] for q in quads})
+    offers, bids = dict(offers or {}), dict(bids or {})
+    read_offers, bad_offers = order_constraints(Offer, {q[0] for q in quads} - offers.keys())
+    read_bids, bad_bids = order_constraints(Bid, {q[2] for q in quads} - bids.keys())
     if bad_offers or bad_bids:
         raise UnusableOrders(offers=bad_offers, bids=bad_bids)
+    offers.update(read_offers)
+    bids.update(read_bids)
     by_pair: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
     for p, pd, s, sd in candidate_pairs(quads, offers, bids):
         by_pair[(p, s)].append((pd, sd))

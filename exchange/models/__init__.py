@@ -1,7 +1,7 @@
 from .adapters import ImportRef
 from .analytics import MarketDay
 from .idempotency import IdempotencyKey
-from .markets import Market
+from .markets import Market, MarketOrderCount
 from .matching import BestOffer, BestOfferChange, MatchingCycle, OfferBidMatch, OrderChange
 from .notifications import Notification
 from .orders import Bid, Offer
@@ -15,6 +15,7 @@ __all__ = [
     "ImportRef",
     "Market",
     "MarketDay",
+    "MarketOrderCount",
     "MatchingCycle",
     "Notification",
     "Offer",

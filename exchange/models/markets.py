@@ -98,3 +98,25 @@ class Market(models.Model):
 
     def __str__(self) -> str:
         return self.subject
+
+
+class MarketOrderCount(models.Model):
+    """A change of a market's number of open offers and active bids; the market's counts
+    are the sums of its rows (``exchange.selectors.markets.market_list``).
+
+    Triggers on the order tables write these rows (migration ``0060_live_market_counts``)
+    whenever an order enters or leaves its live state, so no service can forget one. Writers
+    only insert, so no order's transaction waits on another's count (one counter row per
+    market would serialize every placement in it); ``market_counts_compact`` folds the rows
+    into one per market now and then. Not tied to the market by a database constraint: a
+    market deleted with its orders leaves rows that the next compaction drops.
+    """
+
+    market = models.ForeignKey(
+        Market, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    offers = models.IntegerField()
+    bids = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"market {self.market_id}: {self.offers:+d} offers, {self.bids:+d} bids"

@@ -18,21 +18,31 @@ def _check_redis() -> dict[str, Any]:
     return {"ok": bool(redis_client().ping())}
 
 
-def _check_workers() -> dict[str, Any]:
-    """Workers whose heartbeat is recent; stale beats are dropped on the way."""
+def _recent_beats(key: str) -> dict[str, Any]:
+    """The workers whose heartbeat under ``key`` is recent; stale beats are dropped on the way."""
     client = redis_client()
     since = time.time() - settings.WORKER_HEARTBEAT_STALE_SECONDS
-    client.zremrangebyscore(settings.WORKER_HEARTBEAT_KEY, "-inf", f"({since}")
+    client.zremrangebyscore(key, "-inf", f"({since}")
     # redis-py types its commands for both clients; the synchronous one returns the list.
-    beats = cast(list[str], client.zrangebyscore(settings.WORKER_HEARTBEAT_KEY, since, "+inf"))
-    workers = sorted(beats)
+    workers = sorted(cast(list[str], client.zrangebyscore(key, since, "+inf")))
     return {"ok": bool(workers), "workers": workers}
+
+
+def _check_workers() -> dict[str, Any]:
+    """Workers that take the default queue (sweeps, closing)."""
+    return _recent_beats(settings.WORKER_HEARTBEAT_KEY)
+
+
+def _check_matching_worker() -> dict[str, Any]:
+    """Workers that take the matching queue: without one no cycle runs."""
+    return _recent_beats(settings.MATCHING_HEARTBEAT_KEY)
 
 
 CHECKS: dict[str, Callable[[], dict[str, Any]]] = {
     "database": health.CHECKS["database"],
     "redis": _check_redis,
     "celery_worker": _check_workers,
+    "matching_worker": _check_matching_worker,
     "channel_layer": health.CHECKS["channel_layer"],
 }
 

@@ -26,7 +26,7 @@ from decimal import Decimal
 from typing import TypeVar
 
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from exchange import engine
@@ -175,27 +175,37 @@ def until_usable(work: Callable[[set[int], set[int]], T]) -> tuple[T, list[Notif
             notes += set_aside_notifications(orders=aside)
 
 
+def _candidates(
+    orders: Iterable[Offer | Bid],
+) -> tuple[dict[int, engine.Usable], list[tuple[int, Constraint]], dict[int, str]]:
+    """The usable constraints of live orders, their candidate constraints, and the orders
+    the engine cannot use (each order's schema and text read once for all three)."""
+    orders = list(orders)
+    usable, unusable = engine.orders_usable(orders)
+    found = [(o.pk, engine.candidate_of(o, usable[o.pk])) for o in orders if o.pk in usable]
+    return usable, found, unusable
+
+
 def candidates_of(
     orders: Iterable[Offer | Bid],
 ) -> tuple[list[tuple[int, Constraint]], dict[int, str]]:
     """The candidate constraints of live orders, and the orders the engine cannot use."""
-    found, unusable = [], {}
-    for order in orders:
-        try:
-            found.append((order.pk, engine.candidate_constraint(order)))
-        except engine.UnusableOrder as exc:
-            unusable[order.pk] = exc.reason
+    _, found, unusable = _candidates(orders)
     return found, unusable
 
 
-def _store_load(store: ConstraintStore, offers: list[Offer], bids: list[Bid]) -> None:
-    """Add live orders to ``store``; ``UnusableOrders`` if any of them cannot be used."""
-    publications, bad_offers = candidates_of(offers)
-    subscriptions, bad_bids = candidates_of(bids)
+def _store_load(
+    store: ConstraintStore, offers: list[Offer], bids: list[Bid]
+) -> tuple[dict[int, engine.Usable], dict[int, engine.Usable]]:
+    """Add live orders to ``store``; ``UnusableOrders`` if any of them cannot be used.
+    Returns their usable constraints (offers, bids), for ``engine.pair_values``."""
+    offers_usable, publications, bad_offers = _candidates(offers)
+    bids_usable, subscriptions, bad_bids = _candidates(bids)
     if bad_offers or bad_bids:
         raise engine.UnusableOrders(offers=bad_offers, bids=bad_bids)
     store.add_publications(publications)
     store.add_subscriptions(subscriptions)
+    return offers_usable, bids_usable
 
 
 def _live(model: type[Offer] | type[Bid]) -> QuerySet:
@@ -218,24 +228,32 @@ def apply_changes(*, offer_ids: set[int], bid_ids: set[int]) -> Applied:
         live_bids = list(_live(Bid).filter(id__in=bid_ids))
         store.delete_publications(sorted(offer_ids))
         store.delete_subscriptions(sorted(bid_ids))
-        _store_load(store, live_offers, live_bids)
+        offers_usable, bids_usable = _store_load(store, live_offers, live_bids)
 
-        # Offers whose best bid may change: the changed ones and every offer a changed bid matched.
-        affected = set(offer_ids)
-        affected.update(
-            OfferBidMatch.objects.filter(bid_id__in=bid_ids).values_list("offer_id", flat=True)
-        )
-        OfferBidMatch.objects.filter(Q(offer_id__in=offer_ids) | Q(bid_id__in=bid_ids)).delete()
+        # Offers whose best bid may change: the changed ones and every offer a changed bid
+        # matched (the offers of the matches removed, in the same statement).
+        affected = set(offer_ids) | _matches_delete(offer_ids=offer_ids, bid_ids=bid_ids)
 
         quads = store.match_publications([o.pk for o in live_offers], disjuncts=True)
         quads |= store.match_subscriptions([b.pk for b in live_bids], disjuncts=True)
-        matches = engine.pair_values(quads)
+        matches = engine.pair_values(quads, offers=offers_usable, bids=bids_usable)
         OfferBidMatch.objects.bulk_create(matches, batch_size=2000)
         affected.update(m.offer_id for m in matches)
         return len(affected), best_offers_refresh(offer_ids=affected)
 
     (touched, notes), aside_notes, count = until_usable(work)
     return Applied(touched, aside_notes + notes, count)
+
+
+def _matches_delete(*, offer_ids: set[int], bid_ids: set[int]) -> set[int]:
+    """Delete the matches of these offers and bids; returns the offers they were on."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM exchange_offerbidmatch WHERE offer_id = ANY(%s) OR bid_id = ANY(%s)"
+            " RETURNING offer_id",
+            [sorted(offer_ids), sorted(bid_ids)],
+        )
+        return {row[0] for row in cursor.fetchall()}
 
 
 def engine_rebuild_run(name: str) -> tuple[int, list[Notification]]:
@@ -255,12 +273,13 @@ def engine_rebuild_run(name: str) -> tuple[int, list[Notification]]:
             store.drop()
             store.create()
             offers = list(_live(Offer))
-            _store_load(store, offers, list(_live(Bid)))
+            offers_usable, bids_usable = _store_load(store, offers, list(_live(Bid)))
             store.analyze()
             OfferBidMatch.objects.all().delete()
-            OfferBidMatch.objects.bulk_create(
-                engine.pair_values(store.match_all(disjuncts=True)), batch_size=5000
+            matches = engine.pair_values(
+                store.match_all(disjuncts=True), offers=offers_usable, bids=bids_usable
             )
+            OfferBidMatch.objects.bulk_create(matches, batch_size=5000)
             affected = {o.pk for o in offers}
             affected.update(BestOffer.objects.values_list("offer_id", flat=True))
             return len(affected), best_offers_refresh(offer_ids=affected)

@@ -113,6 +113,10 @@ DATABASES["default"]["OPTIONS"]["pool"] = {
 }
 # Let psycopg prepare statements run repeatedly (the matching cycle's store queries).
 DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 5
+# No JIT compilation: the exchange's statements are short, and one whose estimate crosses
+# jit_above_cost pays the compilation on every run (counting a market's 100,000 bids took
+# 160-210 ms with JIT and 48-73 ms without on the live benchmark's book; issue 17).
+DATABASES["default"]["OPTIONS"]["options"] = "-c jit=off"
 
 REDIS_URL: str = env("REDIS_URL") or ports.DEV_REDIS_URL
 
@@ -152,6 +156,12 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 CELERY_REDIS_SOCKET_TIMEOUT = 5
 CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 5, "socket_connect_timeout": 2}
+# The matching cycle has a queue of its own, consumed by a worker that runs nothing else
+# (``celery worker --role matching``, exchange/celery.py): cycles never wait behind other
+# tasks, and one worker process runs them back to back.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+MATCHING_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}.matching"
+CELERY_TASK_ROUTES = {"exchange.matching_cycle": {"queue": MATCHING_QUEUE}}
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "sweep": {"task": "exchange.sweep", "schedule": 5.0},
     "close-due-offers": {"task": "exchange.close_due_offers", "schedule": 10.0},
@@ -193,6 +203,8 @@ CYCLE_PENDING_KEY = "intersect:cycle-pending"
 # Each Celery worker records its last beat here (exchange/celery.py); /healthz counts a worker
 # as up if it beat within the last WORKER_HEARTBEAT_STALE_SECONDS.
 WORKER_HEARTBEAT_KEY = "intersect:worker-heartbeat"
+# The workers that consume the matching queue beat here as well (``exchange.celery``).
+MATCHING_HEARTBEAT_KEY = "intersect:matching-heartbeat"
 WORKER_HEARTBEAT_SECONDS = 5.0
 WORKER_HEARTBEAT_STALE_SECONDS = 20.0
 

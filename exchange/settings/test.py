@@ -36,8 +36,11 @@ DATABASES["default"]["OPTIONS"].pop("pool", None)  # noqa: F405 - nor are they p
 TEST_RUN = os.environ.setdefault("INTERSECT_TEST_RUN", str(os.getpid()))
 DATABASES["default"]["TEST"] = {"NAME": f"test_intersect_{TEST_RUN}"}  # noqa: F405
 CELERY_TASK_DEFAULT_QUEUE = f"intersect-{TEST_RUN}"
+MATCHING_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}.matching"
+CELERY_TASK_ROUTES = {"exchange.matching_cycle": {"queue": MATCHING_QUEUE}}
 CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"intersect-{TEST_RUN}"  # noqa: F405
 PRESENCE_PREFIX = f"intersect-{TEST_RUN}:presence"
 CYCLE_PENDING_KEY = f"intersect-{TEST_RUN}:cycle-pending"
 WORKER_HEARTBEAT_KEY = f"intersect-{TEST_RUN}:worker-heartbeat"
+MATCHING_HEARTBEAT_KEY = f"intersect-{TEST_RUN}:matching-heartbeat"
 CACHES["default"]["KEY_PREFIX"] = f"intersect-{TEST_RUN}"  # noqa: F405

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from django.conf import settings
 
-from exchange.celery import WorkerHeartbeat
+from exchange.celery import WorkerHeartbeat, heartbeat_keys, role_queues
 from exchange.redis_clients import redis_client
 from tests.factories import StaffFactory, UserFactory
 
@@ -18,14 +18,18 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def heartbeats(settings):
-    """A heartbeat key of this test's own, so that no live worker beats into it."""
-    settings.WORKER_HEARTBEAT_KEY = f"{settings.WORKER_HEARTBEAT_KEY}:{time.monotonic_ns()}"
+    """Heartbeat keys of this test's own, so that no live worker beats into them."""
+    own = time.monotonic_ns()
+    settings.WORKER_HEARTBEAT_KEY = f"{settings.WORKER_HEARTBEAT_KEY}:{own}"
+    settings.MATCHING_HEARTBEAT_KEY = f"{settings.MATCHING_HEARTBEAT_KEY}:{own}"
     yield settings.WORKER_HEARTBEAT_KEY
-    redis_client().delete(settings.WORKER_HEARTBEAT_KEY)
+    redis_client().delete(settings.WORKER_HEARTBEAT_KEY, settings.MATCHING_HEARTBEAT_KEY)
 
 
-def beat(name: str) -> None:
-    WorkerHeartbeat.beat(None, SimpleNamespace(hostname=name))
+def beat(name: str, role: str = "all") -> None:
+    """One heartbeat of a worker ``name`` of ``role``, as its timer sends it."""
+    step = SimpleNamespace(keys=heartbeat_keys(role_queues(role)))
+    WorkerHeartbeat.beat(step, SimpleNamespace(hostname=name))
 
 
 def test_without_a_recent_heartbeat_the_worker_is_down(client, heartbeats):
@@ -37,6 +41,7 @@ def test_without_a_recent_heartbeat_the_worker_is_down(client, heartbeats):
     body = response.json()
     assert body["ok"] is False
     assert body["components"]["celery_worker"] == {"ok": False, "workers": []}
+    assert body["components"]["matching_worker"] == {"ok": False, "workers": []}
     assert body["components"]["database"]["ok"] is True
     assert body["components"]["redis"] == {"ok": True}
     assert body["components"]["channel_layer"] == {"ok": True}
@@ -50,6 +55,24 @@ def test_a_recent_heartbeat_makes_the_worker_up(client, heartbeats):
     response = client.get("/healthz")
     assert response.status_code == 200
     assert response.json()["components"]["celery_worker"] == {"ok": True, "workers": ["w1@host"]}
+    assert response.json()["components"]["matching_worker"] == {"ok": True, "workers": ["w1@host"]}
+
+
+def test_without_a_matching_worker_the_stack_is_down(client, heartbeats):
+    """A worker that takes only the other queues runs no cycle: /healthz says so."""
+    client.force_login(StaffFactory())
+    beat("tasks@host", "tasks")
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    components = response.json()["components"]
+    assert components["celery_worker"] == {"ok": True, "workers": ["tasks@host"]}
+    assert components["matching_worker"] == {"ok": False, "workers": []}
+    beat("matching@host", "matching")
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    components = response.json()["components"]
+    assert components["celery_worker"] == {"ok": True, "workers": ["tasks@host"]}
+    assert components["matching_worker"] == {"ok": True, "workers": ["matching@host"]}
 
 
 @pytest.mark.parametrize("who", ["anonymous", "user"])

@@ -101,7 +101,7 @@ def test_worker_killed_mid_cycle_loses_nothing(live_stack, beat):
             return row[0] > 0
 
         wait_for(cycle_waiting, "the cycle to block on the best-offer row")
-        live_stack.processes["worker"].kill()
+        live_stack.processes["matching"].kill()
     finally:
         blocker.rollback()
         blocker.close()
@@ -110,7 +110,7 @@ def test_worker_killed_mid_cycle_loses_nothing(live_stack, beat):
     assert Bid.objects.filter(pk=bid.pk, state="active").exists()
     assert BestOffer.objects.get(offer=offer).bid_id is None
 
-    live_stack.start_worker()
+    live_stack.start_worker(role="matching", concurrency=1)
     row = wait_for(
         lambda: BestOffer.objects.filter(offer=offer, bid=bid).first(), "the sweep to repair"
     )

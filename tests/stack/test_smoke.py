@@ -53,11 +53,19 @@ def test_healthz_reports_every_component_up(live_stack):
     report = response.json()
     assert response.status_code == 200, report
     assert report["ok"] is True
-    assert set(report["components"]) == {"database", "redis", "celery_worker", "channel_layer"}
+    assert set(report["components"]) == {
+        "database",
+        "redis",
+        "celery_worker",
+        "matching_worker",
+        "channel_layer",
+    }
     assert all(c["ok"] for c in report["components"].values())
     assert report["components"]["database"]["btree_gist"] is not None
-    # The live worker's heartbeat, by the name the test stack gave it.
-    assert any(w.startswith("test-") for w in report["components"]["celery_worker"]["workers"])
+    # Each live worker's heartbeat, by the name the test stack gave it, under its role.
+    components = report["components"]
+    assert components["celery_worker"]["workers"] == [live_stack.worker_name("tasks")]
+    assert components["matching_worker"]["workers"] == [live_stack.worker_name("matching")]
 
 
 def test_a_task_round_trips_through_the_worker(live_stack):
