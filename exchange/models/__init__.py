@@ -1,4 +1,5 @@
 from .analytics import MarketDay
+from .events import Event, EventCounter
 from .idempotency import IdempotencyKey
 from .markets import Market
 from .matching import BestOffer, BestOfferChange, MatchingCycle, OfferBidMatch, OrderChange
@@ -10,6 +11,8 @@ __all__ = [
     "BestOffer",
     "BestOfferChange",
     "Bid",
+    "Event",
+    "EventCounter",
     "IdempotencyKey",
     "Market",
     "MarketDay",
