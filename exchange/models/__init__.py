@@ -1,5 +1,6 @@
 from .adapters import ImportRef
 from .analytics import MarketDay
+from .events import Event, EventCounter
 from .idempotency import IdempotencyKey
 from .markets import Market, MarketOrderCount
 from .matching import BestOffer, BestOfferChange, MatchingCycle, OfferBidMatch, OrderChange
@@ -11,6 +12,8 @@ __all__ = [
     "BestOffer",
     "BestOfferChange",
     "Bid",
+    "Event",
+    "EventCounter",
     "IdempotencyKey",
     "ImportRef",
     "Market",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -9,7 +10,10 @@ class OrderChange(models.Model):
     """A committed change of an offer or bid that the next matching cycle must take in.
 
     Written in the same transaction as the change itself, so a crash can never lose one;
-    a cycle marks the rows it processed in its own transaction.
+    a cycle marks the rows it processed in its own transaction. ``event`` is the change's
+    event as of this version (``type``, ``subject`` and the attributes of SPEC 8.1, in
+    JSON form) and ``event_owner`` the bidder of a private one; the cycle copies them into
+    the event log. Rows written before the log existed have no event.
     """
 
     class Side(models.TextChoices):
@@ -20,6 +24,10 @@ class OrderChange(models.Model):
     order_id = models.BigIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
     processed_at = models.DateTimeField(null=True, blank=True)
+    event = models.JSONField(null=True, blank=True)
+    event_owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     class Meta:
         ordering = ["id"]

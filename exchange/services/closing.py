@@ -21,6 +21,7 @@ from exchange.engine.constraints import market_schema_of
 from exchange.errors import InvalidInput, NotAllowed, NotFound
 from exchange.market_rules import numeric_value, price_text
 from exchange.models import BestOffer, Bid, Market, Notification, Offer, OfferBidMatch, Trade
+from exchange.services.events import closing_events, events_append
 from exchange.services.matching import (
     STALLED_RETRIES,
     apply_changes,
@@ -210,6 +211,7 @@ def offer_close(*, offer_id: int, staff: User | None) -> CloseResult:
         notes = pending_changes_apply()
         terms, aside = _settled_terms(offer)
         notes += aside
+        events_append()  # best-offer changes of orders set aside while settling
         now = timezone.now()
         trade = None
         offer.state = Offer.State.CLOSED
@@ -242,6 +244,7 @@ def offer_close(*, offer_id: int, staff: User | None) -> CloseResult:
         if trade is not None:
             OfferBidMatch.objects.filter(bid_id=trade.bid_id).delete()
         notes += best_offers_refresh(offer_ids=touched)
+        events_append(closed=closing_events(offer=offer, trade=trade))
         notes += trade_notifications(offer=offer, trade=trade)
         notifications_push_on_commit(notes)
     return CloseResult(offer, trade)

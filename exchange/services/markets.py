@@ -210,7 +210,7 @@ def _bids_widen(market: Market, schema: MarketSchema) -> None:
         try:
             constraint = matching.parse(bid.constraint_text)
         except matching.ConstraintError:
-            order_changed("bid", bid.pk)
+            order_changed(bid, None)
             continue
         widened = Constraint(tuple(bid_widened(d, schema) for d in constraint))
         if widened == constraint:
@@ -220,4 +220,6 @@ def _bids_widen(market: Market, schema: MarketSchema) -> None:
             matching.to_json(widened),
         )
         bid.save(update_fields=["constraint_text", "constraint_json", "updated_at"])
-        order_changed("bid", bid.pk)
+        # Not an event: the bid accepts what it did (a wildcard for a new attribute), at
+        # the same version.
+        order_changed(bid, None)

@@ -41,6 +41,7 @@ from exchange.models import (
     OrderChange,
 )
 from exchange.models.orders import OrderT
+from exchange.services.events import events_append
 from exchange.services.notifications import (
     best_offer_notifications,
     notifications_push_on_commit,
@@ -68,6 +69,7 @@ class CycleReport:
     changes: int
     offers_touched: int
     notifications: int
+    events: int = 0
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ def batch_apply(*, limit: int = BATCH_LIMIT) -> tuple[CycleReport, list[Notifica
         bid_ids={order_id for _, side, order_id in batch if side == "bid"},
     )
     OrderChange.objects.filter(id__in=[row[0] for row in batch]).update(processed_at=timezone.now())
+    events = events_append(changes=[row[0] for row in batch])
     MatchingCycle.objects.create(
         started_at=started,
         finished_at=timezone.now(),
@@ -118,7 +121,7 @@ def batch_apply(*, limit: int = BATCH_LIMIT) -> tuple[CycleReport, list[Notifica
         set_aside=applied.set_aside,
         strategy=engine.strategy(),
     )
-    return CycleReport(len(batch), applied.touched, len(applied.notes)), applied.notes
+    return CycleReport(len(batch), applied.touched, len(applied.notes), events), applied.notes
 
 
 def pending_changes_apply() -> list[Notification]:

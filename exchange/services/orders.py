@@ -18,9 +18,11 @@ from exchange.market_rules import ConstraintSource, OrderConstraint, Side
 from exchange.models import BestOffer, Bid, Market, Offer, OrderChange
 from exchange.models.orders import OrderT
 from exchange.selectors.markets import constraint_check
+from exchange.services.events import order_event
 from exchange.services.notifications import offer_event
 from exchange.services.side_effects import after_commit
 from exchange.tasks import matching_cycle_request
+from matching.model import Constraint
 
 # Offers and bids share one implementation of each change; ``OrderT`` keeps the caller's type.
 
@@ -29,9 +31,21 @@ def _rules(market: Market, side: Side, constraint: ConstraintSource) -> OrderCon
     return constraint_check(market=market, side=side, source=constraint)
 
 
-def order_changed(side: str, order_id: int) -> None:
-    """Record the change for the matching cycle and trigger one after commit."""
-    OrderChange.objects.create(side=side, order_id=order_id)
+def order_changed(
+    order: Offer | Bid, kind: str | None, constraint: Constraint | None = None
+) -> None:
+    """Record the change for the matching cycle, with its event of type ``kind`` as of the
+    order's current version (the cycle writes it to the event log), and trigger a cycle
+    after commit. ``constraint`` is the order's parsed constraint when ``kind`` posts or
+    amends it; ``kind=None`` records a change the log does not show (the market rules
+    rewrote a bid without changing what it accepts)."""
+    event = None if kind is None else order_event(kind, order, constraint)
+    OrderChange.objects.create(
+        side=_side(order),
+        order_id=order.pk,
+        event=None if event is None else event.event,
+        event_owner_id=None if event is None else event.owner_id,
+    )
     after_commit("triggering a matching cycle", matching_cycle_request)
 
 
@@ -69,7 +83,7 @@ def offer_publish(
             closes_at=closes_at,
         )
         BestOffer.objects.create(offer=offer, changed_at=offer.created_at)
-        order_changed("offer", offer.pk)
+        order_changed(offer, "offer_posted", rules.constraint)
         offer_event(offer)
     return offer
 
@@ -81,7 +95,7 @@ def bid_place(*, buyer: User, market: Market, constraint: ConstraintSource) -> B
         bid = Bid.objects.create(
             market=market, buyer=buyer, constraint_text=rules.text, constraint_json=rules.json
         )
-        order_changed("bid", bid.pk)
+        order_changed(bid, "bid_placed", rules.constraint)
     return bid
 
 
@@ -163,8 +177,8 @@ def _order_amend(
             order.priority_at = timezone.now()
             fields.append("priority_at")
         order.save(update_fields=[*fields, "updated_at"])
-        order_changed(_side(order), order.pk)
         order.refresh_from_db()
+        order_changed(order, f"{_side(order)}_amended", rules.constraint)
         if isinstance(order, Offer):
             offer_event(order)
     return order
@@ -182,7 +196,7 @@ def _order_end(model: type[OrderT], order_id: int, *, owner: User | None, state:
         _live(order)
         order.state = state
         order.save(update_fields=["state", "updated_at"])
-        order_changed(_side(order), order.pk)
+        order_changed(order, f"{_side(order)}_{state}")
         if isinstance(order, Offer):
             offer_event(order)
     return order

@@ -167,6 +167,9 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "close-due-offers": {"task": "exchange.close_due_offers", "schedule": 10.0},
     # The day before's market analytics (SPEC 7), after the day's last matching cycles.
     "spark-analytics": {"task": "exchange.spark_analytics", "schedule": crontab(minute=30, hour=0)},
+    # The event log's daily partitions, a week ahead (SPEC 8.1); hourly, so a missed run
+    # costs nothing.
+    "event-partitions": {"task": "exchange.event_partitions", "schedule": crontab(minute=5)},
 }
 
 # The constraint store strategy the exchange matches with (SPEC 4): "range" or "paper".

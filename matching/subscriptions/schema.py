@@ -9,6 +9,7 @@ literals alike (SPEC 8.3's fine points) and compares int and decimal values exac
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from matching import Type
@@ -43,6 +44,68 @@ EVENT_SCHEMA = MappingProxyType(
 
 # Attributes every event carries (SPEC 8.1).
 ENVELOPE = ("seq", "time", "type", "subject")
+
+# Who may see an event of a type (SPEC 8.1, 5.6): anyone, or the bidder (the event's owner)
+# and staff.
+EVERYONE = "everyone"
+OWNER_AND_STAFF = "owner_and_staff"
+
+
+@dataclass(frozen=True, slots=True)
+class EventType:
+    """One row of SPEC 8.1's table: the attributes an event of this type may carry beside
+    the envelope (``optional`` ones are absent when the thing they describe is), and who
+    may see it."""
+
+    name: str
+    attributes: tuple[str, ...]
+    visible_to: str
+    optional: frozenset[str] = frozenset()
+
+
+_OFFER_TERMS = (
+    "offer",
+    "version",
+    "ask",
+    "quantity_min",
+    "quantity_max",
+    "closes_at",
+    "constraint",
+)
+_BID_TERMS = ("bid", "version", "limit", "constraint")
+
+EVENT_TYPES = MappingProxyType(
+    {
+        t.name: t
+        for t in (
+            EventType(
+                "offer_posted",
+                _OFFER_TERMS,
+                EVERYONE,
+                frozenset({"quantity_min", "quantity_max", "closes_at"}),
+            ),
+            EventType(
+                "offer_amended",
+                _OFFER_TERMS,
+                EVERYONE,
+                frozenset({"quantity_min", "quantity_max", "closes_at"}),
+            ),
+            EventType("offer_withdrawn", ("offer",), EVERYONE),
+            EventType("offer_cancelled", ("offer",), EVERYONE),
+            EventType("offer_closed", ("offer", "outcome"), EVERYONE),
+            EventType(
+                "best_offer", ("offer", "value", "matching_bids"), EVERYONE, frozenset({"value"})
+            ),
+            EventType(
+                "trade", ("offer", "trade", "price", "quantity"), EVERYONE, frozenset({"quantity"})
+            ),
+            EventType("bid_placed", _BID_TERMS, OWNER_AND_STAFF),
+            EventType("bid_amended", _BID_TERMS, OWNER_AND_STAFF),
+            EventType("bid_withdrawn", ("bid",), OWNER_AND_STAFF),
+            EventType("bid_filled", ("bid",), OWNER_AND_STAFF),
+        )
+    }
+)
 
 START_TIME = "start_time"
 END_TIME = "end_time"
