@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from . import imports, views
+from . import events, imports, views
 
 app_name = "api"
 urlpatterns = [
@@ -22,6 +22,8 @@ urlpatterns = [
     path("trades/", views.TradeList.as_view(), name="trades"),
     path("notifications/", views.NotificationList.as_view(), name="notifications"),
     path("presence/", views.PresenceView.as_view(), name="presence"),
+    path("events/", events.EventList.as_view(), name="events"),
+    path("events/types/", events.EventTypes.as_view(), name="event-types"),
     path("schema/", SpectacularAPIView.as_view(api_version="v1"), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
 ]

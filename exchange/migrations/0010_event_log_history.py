@@ -67,24 +67,11 @@ def _trades(Trade):
 
 
 def _best_changes(BestOfferChange):
-    from exchange.services.events import best_offer_event
+    from exchange.services.events import BEST_CHANGE_FIELDS, best_offer_event
 
-    rows = BestOfferChange.objects.order_by("at", "id").values_list(
-        "at",
-        "id",
-        "offer_id",
-        "value",
-        "matching_bids",
-        "offer__market__subject",
-        "offer__market__tick",
-    )
-    for at, pk, offer_id, value, count, subject, tick in rows.iterator(chunk_size=CHUNK):
-        yield (
-            (at, 1, pk),
-            best_offer_event(
-                subject=subject, tick=tick, offer_id=offer_id, value=value, matching_bids=count
-            ),
-        )
+    rows = BestOfferChange.objects.order_by("at", "id").values_list("at", "id", *BEST_CHANGE_FIELDS)
+    for at, pk, *fields in rows.iterator(chunk_size=CHUNK):
+        yield (at, 1, pk), best_offer_event(*fields)
 
 
 def history(apps) -> Iterator:

@@ -162,10 +162,21 @@ def closing_events(*, offer: Offer, trade: Trade | None) -> list[EventRow]:
     return rows
 
 
+# What ``best_offer_event`` needs of a ``BestOfferChange`` (after its id and time).
+BEST_CHANGE_FIELDS = (
+    "offer_id",
+    "value",
+    "matching_bids",
+    "offer__market__subject",
+    "offer__market__tick",
+)
+
+
 def best_offer_event(
-    *, subject: str, tick: Decimal, offer_id: int, value: Decimal | None, matching_bids: int
+    offer_id: int, value: Decimal | None, matching_bids: int, subject: str, tick: Decimal
 ) -> EventRow:
-    """The event of one ``BestOfferChange``: ``value`` is absent when no bid matches."""
+    """The event of one ``BestOfferChange`` (its ``BEST_CHANGE_FIELDS``): ``value`` is
+    absent when no bid matches."""
     data: dict[str, Any] = {"offer": offer_id}
     if value is not None:
         data["value"] = price_text(value, tick)
@@ -210,21 +221,9 @@ def events_append(*, changes: Sequence[int] = (), closed: Iterable[EventRow] = (
     best = list(
         BestOfferChange.objects.filter(id__gt=mark)
         .order_by("id")
-        .values_list(
-            "id",
-            "offer_id",
-            "value",
-            "matching_bids",
-            "offer__market__subject",
-            "offer__market__tick",
-        )
+        .values_list("id", *BEST_CHANGE_FIELDS)
     )
-    rows.extend(
-        best_offer_event(
-            subject=subject, tick=tick, offer_id=offer_id, value=value, matching_bids=count
-        )
-        for _id, offer_id, value, count, subject, tick in best
-    )
+    rows.extend(best_offer_event(*fields) for _id, *fields in best)
     if not rows:
         return 0
     events_insert([(row, time) for row in rows], first_seq=last_seq + 1)

@@ -1,0 +1,210 @@
+"""The event log over REST (SPEC 8.1): ``GET /api/v1/events/`` and ``/events/types/``.
+
+Pages go by ``seq``: a page holds the first ``limit`` visible events after ``after``, and
+``next`` repeats the query after the page's last ``seq``. ``format=csv`` and
+``format=jsonl`` stream every matching event instead, in constant memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import permissions, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from exchange.errors import InvalidInput
+from exchange.http import query_whole_number
+from exchange.selectors.events import event_json, events_read, events_stream
+from matching.subjects import SubjectError
+from matching.subscriptions.errors import EventError
+from matching.subscriptions.events import parse_timestamp
+from matching.subscriptions.schema import (
+    ENVELOPE,
+    EVENT_SCHEMA,
+    EVENT_TYPES,
+    EVERYONE,
+    QUANTITY_ATTRIBUTES,
+)
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+FORMATS = ("json", "csv", "jsonl")
+# Lines a streamed response hands to the server at once (fewer, larger writes).
+LINES_PER_PART = 500
+# CSV columns: the envelope, then every attribute any type has, in SPEC 8.1's order.
+CSV_COLUMNS = [*ENVELOPE, *(name for name in EVENT_SCHEMA if name not in ENVELOPE)]
+
+
+def _query(request: Request) -> dict[str, Any]:
+    """The read's filters from the query string; a clear 400 naming the bad one."""
+    params = request.query_params
+    subject = params.get("subject")
+    types = [t for t in params.getlist("type") for t in t.split(",")] or None
+    for name in types or ():
+        if name not in EVENT_TYPES:
+            raise InvalidInput(
+                "unknown_type",
+                f"There is no event type {name!r}; the types are {', '.join(EVENT_TYPES)}.",
+                field="type",
+            )
+    times = {}
+    for name in ("since", "until"):
+        raw = params.get(name)
+        if raw is not None:
+            try:
+                times[name] = parse_timestamp(raw, name)
+            except EventError as exc:
+                raise InvalidInput(f"invalid_{name}", str(exc), field=name) from None
+    after = params.get("after")
+    return {
+        "subject": subject,
+        "types": types,
+        "after": None if after is None else query_whole_number(params, "after", default=0),
+        **times,
+    }
+
+
+def _format(request: Request) -> str:
+    # ``format`` would be DRF's own content negotiation parameter; it is ours here.
+    value = request.query_params.get("format", "json")
+    if value not in FORMATS:
+        raise InvalidInput("invalid_format", "format is json, csv or jsonl.", field="format")
+    return value
+
+
+def jsonl_lines(events: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """One JSON object per line, handed on ``LINES_PER_PART`` lines at a time."""
+    part = []
+    for event in events:
+        part.append(json.dumps(event, separators=(",", ":")) + "\n")
+        if len(part) == LINES_PER_PART:
+            yield "".join(part)
+            part = []
+    if part:
+        yield "".join(part)
+
+
+def csv_lines(events: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """A header, then one line per event (an attribute the event does not have is an
+    empty field), handed on ``LINES_PER_PART`` lines at a time."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for count, event in enumerate(events, 1):
+        writer.writerow(event)
+        if count % LINES_PER_PART == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    if buffer.tell():
+        yield buffer.getvalue()
+
+
+_EVENT_PARAMETERS = [
+    OpenApiParameter("subject", str, description="a subject pattern (office.>, office.*.pencils)"),
+    OpenApiParameter("type", str, description="event types, comma-separated or repeated"),
+    OpenApiParameter("after", int, description="only events with a greater seq (resume)"),
+    OpenApiParameter("since", OpenApiTypes.DATETIME, description="time at or after (ISO 8601)"),
+    OpenApiParameter("until", OpenApiTypes.DATETIME, description="time before (ISO 8601)"),
+    OpenApiParameter("limit", int, description=f"page size, at most {MAX_LIMIT}"),
+    OpenApiParameter(
+        "format", str, enum=list(FORMATS), description="csv and jsonl stream every row"
+    ),
+]
+
+
+class EventList(APIView):
+    """The events you may see (SPEC 8.1, 5.6), in ``seq`` order, paginated by ``seq``."""
+
+    permission_classes = [permissions.AllowAny]
+
+    def perform_content_negotiation(self, request, force=False):
+        # ``format`` names the output here (csv, jsonl), not one of DRF's renderers.
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        parameters=_EVENT_PARAMETERS,
+        responses=inline_serializer(
+            "EventPage",
+            {
+                "results": serializers.ListField(child=serializers.DictField()),
+                "next": serializers.CharField(allow_null=True),
+            },
+        ),
+    )
+    def get(self, request: Request) -> Response | StreamingHttpResponse:
+        kind = _format(request)
+        query = _query(request)
+        try:
+            events = events_read(user=request.user, **query)
+        except SubjectError as exc:
+            raise InvalidInput(
+                "invalid_subject", exc.message, field="subject", position=exc.position
+            ) from None
+        if kind == "jsonl":
+            return StreamingHttpResponse(
+                jsonl_lines(events_stream(events)), content_type="application/x-ndjson"
+            )
+        if kind == "csv":
+            return StreamingHttpResponse(csv_lines(events_stream(events)), content_type="text/csv")
+        limit = min(
+            query_whole_number(request.query_params, "limit", default=DEFAULT_LIMIT), MAX_LIMIT
+        )
+        page = list(events[: max(limit, 1)])
+        following = None
+        if len(page) == max(limit, 1):
+            params = request.query_params.copy()
+            params["after"] = str(page[-1].seq)
+            following = request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
+        return Response({"results": [event_json(e) for e in page], "next": following})
+
+
+class EventTypes(APIView):
+    """Every event type with its attributes, their SPEC 2.1 types and who may see it."""
+
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(
+        responses=inline_serializer(
+            "EventTypes",
+            {
+                "envelope": serializers.ListField(child=serializers.DictField()),
+                "types": serializers.ListField(child=serializers.DictField()),
+            },
+        )
+    )
+    def get(self, request: Request) -> Response:
+        return Response(
+            {
+                "envelope": [{"name": n, "type": EVENT_SCHEMA[n].value} for n in ENVELOPE],
+                "types": [
+                    {
+                        "type": spec.name,
+                        "attributes": [
+                            {
+                                "name": name,
+                                # a quantity takes its market's quantity type, int or decimal
+                                "type": "int|decimal"
+                                if name in QUANTITY_ATTRIBUTES
+                                else EVENT_SCHEMA[name].value,
+                                "optional": name in spec.optional,
+                            }
+                            for name in spec.attributes
+                        ],
+                        "visible_to": "everyone"
+                        if spec.visible_to == EVERYONE
+                        else "the bidder and staff",
+                    }
+                    for spec in EVENT_TYPES.values()
+                ],
+            }
+        )
