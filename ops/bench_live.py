@@ -26,6 +26,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -55,54 +56,41 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="keep the book of a previous run (its bids stay) instead of building it again",
     )
+    parser.add_argument(
+        "--sweep",
+        type=sweep_rates,
+        help="rising rates (50,100,150,...): the same load at each, on one stack, until one "
+        "misses p99 500 ms or has an error; the table goes to ops/benchmarks/results/"
+        "live-sweep.json (or --json) and into docs/benchmarks.md",
+    )
+    parser.add_argument(
+        "--keep-store",
+        action="store_true",
+        help="with --reuse: keep the engine's store too (the code has not changed since)",
+    )
     return parser.parse_args(argv)
 
 
-def main() -> int:
-    args = parse_args()
-    t0 = time.perf_counter()
-    if not args.reuse:
-        provision.book_build(offers=args.offers, bids=args.bids, seed=args.seed)
-    provision.book_refresh()
-    checks.outbox_settle()
-    book_offers, book_bids = checks.book_size()
+def sweep_rates(text: str) -> list[float]:
+    """``--sweep``'s rising rates, e.g. ``50,100,150``."""
+    rates = [float(part) for part in text.split(",") if part.strip()]
+    if not rates or any(r <= 0 for r in rates) or rates != sorted(rates):
+        raise argparse.ArgumentTypeError("--sweep takes rising positive rates: 50,100,150")
+    return rates
+
+
+def drive_rate(args: argparse.Namespace, rate: float) -> dict[str, Any]:
+    """One load of ``rate`` bids/s on the running stack; its numbers and the cycles that
+    started during it (the best-offer check is left to the caller: it reads every order)."""
     floor = checks.best_value_cents()
-    setup_s = time.perf_counter() - t0
-    stack = Stack(env=provision.env(), log_dir=ROOT / ".data" / "bench-live", log_level="WARNING")
-    # A SIGTERM (a timeout, say) unwinds through ``finally`` so the stack is stopped.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    driven_from = time.time()
-    try:
-        stack.start_worker()
-        stack.start_beat()
-        # /healthz answers 200 once the worker does too.
-        stack.start_server(
-            port=args.port, workers=args.web_workers, ready_path="/healthz", ready_seconds=120
-        )
-        result = asyncio.run(
-            load.drive(
-                args.port, args.offers, args.rate, args.seconds, args.readers, args.seed, floor
-            )
-        )
-        time.sleep(3)  # the last cycles and pushes
-        stored, verdict = checks.stored_and_verified(result["acknowledged"])
-        cycles = checks.cycle_stats(driven_from)
-    finally:
-        stack.stop()
-    host = machine.host()
-    summary = {
-        "date": host["date"],
-        "commit": host["commit"],
-        "command": " ".join([".venv/bin/python", "ops/bench_live.py", *sys.argv[1:]]),
-        "machine": report.machine_line(host),
-        "load_average": os.getloadavg(),
-        "offers": book_offers,
-        "bids": book_bids,
-        "rate": args.rate,
-        "readers": args.readers,
-        "seconds": args.seconds,
-        "web_workers": args.web_workers,
-        "setup_s": setup_s,
+    since = time.time()
+    result = asyncio.run(
+        load.drive(args.port, args.offers, rate, args.seconds, args.readers, args.seed, floor)
+    )
+    time.sleep(3)  # the last cycles and pushes
+    stored = checks.stored(result["acknowledged"])
+    return {
+        "rate": rate,
         "frame_ms": load.spread(result["latencies"]),
         "ack_ms": load.spread(result["acks"]),
         "frames": len(result["latencies"]),
@@ -114,17 +102,69 @@ def main() -> int:
         "errors": len(result["errors"]),
         "first_errors": result["errors"][:10],
         "achieved_rate": result["bids_sent"] / result["elapsed"],
-        "verify": verdict,
-        "cycles": cycles,
+        "cycles": checks.cycle_stats(since, until=time.time()),
+        "load_average": os.getloadavg(),
     }
+
+
+def main() -> int:
+    args = parse_args()
+    t0 = time.perf_counter()
+    if not args.reuse:
+        provision.book_build(offers=args.offers, bids=args.bids, seed=args.seed)
+    provision.book_refresh(rebuild=not (args.reuse and args.keep_store))
+    checks.outbox_settle()
+    book_offers, book_bids = checks.book_size()
+    setup_s = time.perf_counter() - t0
+    stack = Stack(env=provision.env(), log_dir=ROOT / ".data" / "bench-live", log_level="WARNING")
+    # A SIGTERM (a timeout, say) unwinds through ``finally`` so the stack is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    runs: list[dict[str, Any]] = []
+    try:
+        stack.start_workers()
+        stack.start_beat()
+        # /healthz answers 200 once the workers do too.
+        stack.start_server(
+            port=args.port, workers=args.web_workers, ready_path="/healthz", ready_seconds=120
+        )
+        for rate in args.sweep or [args.rate]:
+            runs.append(drive_rate(args, rate))
+            if args.sweep and not report.held(runs[-1]):
+                break  # the first rate that does not hold ends the sweep
+        verdict = checks.verified()
+    finally:
+        stack.stop()
+    host = machine.host()
+    header = {
+        "date": host["date"],
+        "commit": host["commit"],
+        "command": " ".join([".venv/bin/python", "ops/bench_live.py", *sys.argv[1:]]),
+        "machine": report.machine_line(host),
+        "offers": book_offers,
+        "bids": book_bids,
+        "readers": args.readers,
+        "seconds": args.seconds,
+        "web_workers": args.web_workers,
+        "setup_s": setup_s,
+        "verify": verdict,
+    }
+    ok = "correct" in verdict
+    if args.sweep:
+        summary = header | {"runs": runs}
+        out = Path(args.json) if args.json else report.SWEEP_RESULTS
+        out.write_text(json.dumps(summary, indent=1) + "\n")
+        report.sweep_into(ROOT / "docs" / "benchmarks.md", summary)
+        print(report.sweep_markdown(summary))
+        return 0 if ok and any(report.held(r) for r in runs) else 1
+    (run,) = runs
+    summary = header | run
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")
     text = report.markdown(summary)
     if args.out:
         Path(args.out).write_text(text)
     print(text)
-    ok = not result["errors"] and stored == len(result["acknowledged"]) and "correct" in verdict
-    return 0 if ok else 1
+    return 0 if ok and not run["errors"] and run["stored"] == run["acknowledged"] else 1
 
 
 if __name__ == "__main__":

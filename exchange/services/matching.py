@@ -343,6 +343,32 @@ def best_bids(offer_ids: Iterable[int]) -> dict[int, Best]:
     return {i: found.get(i, NO_BEST) for i in ids}
 
 
+def _best_rows_write(rows: dict[int, Best], now: dt.datetime) -> None:
+    """Insert or update the best-offer rows of these offers in one statement (the rows that
+    exist are locked by the caller; only cycles and closing write them, under the cycle lock)."""
+    if not rows:
+        return
+    ids = sorted(rows)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO exchange_bestoffer (offer_id, bid_id, value, matching_bids, changed_at)
+            SELECT o, b, v, n, %s
+            FROM unnest(%s::bigint[], %s::bigint[], %s::numeric[], %s::integer[]) AS r(o, b, v, n)
+            ON CONFLICT (offer_id) DO UPDATE SET bid_id = EXCLUDED.bid_id,
+                value = EXCLUDED.value, matching_bids = EXCLUDED.matching_bids,
+                changed_at = EXCLUDED.changed_at
+            """,
+            [
+                now,
+                ids,
+                [rows[i].bid_id for i in ids],
+                [rows[i].value for i in ids],
+                [rows[i].matching_bids for i in ids],
+            ],
+        )
+
+
 def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
     """Recompute the best bid of ``offer_ids``; write rows, history and outbox notifications.
 
@@ -363,8 +389,7 @@ def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
     new = best_bids(open_ids)
     notes: list[Notification] = []
     history: list[BestOfferChange] = []
-    created: list[BestOffer] = []
-    updated: list[BestOffer] = []
+    written: dict[int, Best] = {}
     gone: list[int] = []
     for offer_id in sorted(offer_ids):
         offer = offers.get(offer_id)
@@ -375,19 +400,7 @@ def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
         best = new[offer_id] if offer_id in open_ids else NO_BEST
         if offer_id in open_ids:
             if row is None or old != best:
-                # A new row is told apart by ``row is None``, not by its pk: the offer is
-                # the primary key, so even a new row has one.
-                if row is None:
-                    row = BestOffer(offer=offer)
-                    created.append(row)
-                else:
-                    updated.append(row)
-                row.bid_id, row.value, row.matching_bids = (
-                    best.bid_id,
-                    best.value,
-                    best.matching_bids,
-                )
-                row.changed_at = now
+                written[offer_id] = best
         elif row is not None:
             gone.append(row.pk)
         if old != best:
@@ -401,10 +414,7 @@ def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
                 )
             )
             notes.extend(best_offer_notifications(offer=offer, old=old, new=best))
-    BestOffer.objects.bulk_create(created, batch_size=5000)
-    BestOffer.objects.bulk_update(
-        updated, ["bid", "value", "matching_bids", "changed_at"], batch_size=2000
-    )
+    _best_rows_write(written, now)
     if gone:
         BestOffer.objects.filter(pk__in=gone).delete()
     BestOfferChange.objects.bulk_create(history, batch_size=5000)

@@ -133,3 +133,33 @@ _figure7 = _batches(
 
 
 __all__ = ["STRATEGIES", "plot_all"]
+
+
+def live_sweep_plot(sweep: dict[str, Any], path: Path) -> None:
+    """Latency (p50, p90, p99 to the frame and p99 to the 201) against the offered rate of
+    ``ops/bench_live.py --sweep``, with SPEC 9's p99 bar."""
+    runs = [run for run in sweep["runs"] if run["frame_ms"]]
+    if not runs:
+        return
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    rates = [run["rate"] for run in runs]
+    for q, style in (("p50", "o-"), ("p90", "s-"), ("p99", "^-")):
+        ax.plot(rates, [run["frame_ms"][q] for run in runs], style, label=f"bid to frame, {q}")
+    acks = [run for run in runs if run["ack_ms"]]
+    ax.plot(
+        [run["rate"] for run in acks],
+        [run["ack_ms"]["p99"] for run in acks],
+        "x--",
+        label="bid to 201, p99",
+    )
+    ax.axhline(500, color="#c0504d", linestyle=":", label="SPEC 9: p99 500 ms")
+    ax.set_yscale("log")
+    ax.set_xlabel("offered bids/s")
+    ax.set_ylabel("ms (log)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

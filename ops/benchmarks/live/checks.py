@@ -4,6 +4,7 @@ the matching cycles of the run, whether every acknowledged bid was stored, and t
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import psycopg
@@ -45,13 +46,15 @@ def outbox_settle() -> None:
         )
 
 
-def cycle_stats(since: float) -> dict[str, float]:
-    """The matching cycles that started at or after ``since`` (a Unix time)."""
+def cycle_stats(since: float, until: float | None = None) -> dict[str, float]:
+    """The matching cycles that started at or after ``since`` (and before ``until``; Unix
+    times)."""
     count, mean_ms, mean_changes, max_ms = one_row(
         "SELECT count(*), coalesce(avg(extract(epoch FROM finished_at - started_at)) * 1000, 0),"
         " coalesce(avg(changes), 0), coalesce(max(extract(epoch FROM finished_at - started_at))"
-        " * 1000, 0) FROM exchange_matchingcycle WHERE started_at >= to_timestamp(%s)",
-        [since],
+        " * 1000, 0) FROM exchange_matchingcycle WHERE started_at >= to_timestamp(%s)"
+        " AND started_at < to_timestamp(%s)",
+        [since, until if until is not None else time.time() + 86400],
     )
     return {
         "count": count,
@@ -61,8 +64,13 @@ def cycle_stats(since: float) -> dict[str, float]:
     }
 
 
-def stored_and_verified(acknowledged: list[int]) -> tuple[int, str]:
-    """How many acknowledged bids are stored, and the last line ``verify_best_offers`` says."""
-    (stored,) = one_row("SELECT count(*) FROM exchange_bid WHERE id = ANY(%s)", [acknowledged])
+def stored(acknowledged: list[int]) -> int:
+    """How many of the acknowledged bids are stored."""
+    (count,) = one_row("SELECT count(*) FROM exchange_bid WHERE id = ANY(%s)", [acknowledged])
+    return int(count)
+
+
+def verified() -> str:
+    """The last line ``verify_best_offers`` says."""
     check = manage("verify_best_offers", capture_output=True, check=False)
-    return int(stored), (check.stdout + check.stderr).strip().splitlines()[-1]
+    return (check.stdout + check.stderr).strip().splitlines()[-1]

@@ -78,8 +78,10 @@ def book_build(*, offers: int, bids: int, seed: int) -> None:
     manage("bench_book", "--offers", str(offers), "--bids", str(bids), "--seed", str(seed))
 
 
-def book_refresh() -> None:
+def book_refresh(*, rebuild: bool = True) -> None:
     """Bring a book (new or reused) to the current code: migrations, then the store rebuilt,
-    since its layout may have changed since the book was built."""
+    since its layout may have changed since the book was built (``rebuild=False`` keeps a
+    store known to be current, as when runs follow each other on the same code)."""
     manage("migrate", "-v", "0")
-    manage("engine_rebuild")
+    if rebuild:
+        manage("engine_rebuild")

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ops.benchmarks.plots import plot_all
+from ops.benchmarks.live.report import SWEEP_PLOT, sweep_results
+from ops.benchmarks.plots import live_sweep_plot, plot_all
 
 from .doc import Doc
 from .figures import correctness, figure4, figure5, figure6_7, plans
@@ -41,6 +42,9 @@ def render(results: dict[str, Any]) -> str:
 
 def write_report(results: dict[str, Any], out: Path) -> Path:
     plot_all(results, out / "img")
+    sweep = sweep_results(results)
+    if sweep:
+        live_sweep_plot(sweep, out / SWEEP_PLOT)
     path = out / "benchmarks.md"
     path.write_text(render(results))
     return path

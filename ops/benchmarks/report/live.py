@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ops.benchmarks.live.report import values
+from ops.benchmarks.live.report import SWEEP_BEGIN, SWEEP_END, sweep_markdown, sweep_results, values
 
 from .doc import Doc
 
@@ -28,6 +28,9 @@ def live(doc: Doc) -> None:
             doc.results["load"],
             "Sustained load: the rate the stack holds with no error and no lost order",
         )
+    sweep = sweep_results(doc.results)
+    if sweep:
+        doc.add(SWEEP_BEGIN, sweep_markdown(sweep), SWEEP_END, "")
 
 
 def section(doc: Doc, r: dict[str, Any], title: str) -> None:
