@@ -384,6 +384,15 @@ class MatchingIndex:
     def match_counted(self, values: Mapping[str, Any]) -> tuple[set[Hashable], int]:
         """``match``'s answer and the number of nodes the walk visited (trie nodes, tree
         nodes and two-sided range entries looked at)."""
+        found, visited = self.candidates(values)
+        if self._residuals and found:
+            residuals = self._residuals
+            found = {s for s in found if s not in residuals or residuals[s](values)}
+        return found, visited
+
+    def candidates(self, values: Mapping[str, Any]) -> tuple[set[Hashable], int]:
+        """The subscriptions whose tree tests ``values`` passes, before residual checks
+        (``residual(id)`` gives each one's check), and the nodes visited."""
         stack: list[_Node] = []
         visited = 0
         if self._any is not None:
@@ -441,10 +450,10 @@ class MatchingIndex:
                         visited += 1
                         if point < both.keys[j][1]:
                             push(both.nodes[j])
-        if self._residuals and found:
-            residuals = self._residuals
-            found = {s for s in found if s not in residuals or residuals[s](values)}
         return found, visited
+
+    def residual(self, sub_id: Hashable) -> Residual | None:
+        return self._residuals.get(sub_id)
 
     def node_count(self) -> int:
         """Trie and tree nodes held (for memory reports and the tests of removal)."""

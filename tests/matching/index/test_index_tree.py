@@ -14,34 +14,13 @@ from hypothesis import strategies as st
 from matching import Interval, Wildcard
 from matching.index import IndexEntryError, MatchingIndex, choose_order
 from matching.subjects import compile_pattern
+from tests.matching.index.brute_force import brute
 
 ATTRS = ("a", "b", "c")
 INTS = st.integers(0, 4)
 STRS = st.sampled_from(["x", "y", "z"])
 VALUES = {"a": INTS, "b": INTS.map(Decimal), "c": STRS}
 TOKENS = st.sampled_from(["p", "q", "r"])
-
-
-def holds(pred: Any, v: Any) -> bool:
-    """The plain definition of one test: absent fails, ``*`` is presence, else the bounds."""
-    if v is None:
-        return False
-    if isinstance(pred, Wildcard):
-        return True
-    if pred.lo is not None and not (v > pred.lo or (pred.lo_closed and v == pred.lo)):
-        return False
-    return pred.hi is None or v < pred.hi or (pred.hi_closed and v == pred.hi)
-
-
-def brute(subs: dict[int, tuple[Any, tuple]], event: dict[str, Any]) -> set[int]:
-    out = set()
-    for sid, (pattern, tests) in subs.items():
-        subject = event.get("subject")
-        if pattern is not None and (subject is None or not pattern.matches(subject)):
-            continue
-        if all(holds(pred, event.get(attr)) for attr, pred in tests):
-            out.add(sid)
-    return out
 
 
 @st.composite
