@@ -7,8 +7,8 @@ import math
 import statistics
 
 from matching.index import MatchingIndex
+from matching.index.naive import brute
 from matching.index.workload import events, subscriptions
-from tests.matching.index.brute_force import brute
 
 SIZES = (1_000, 4_000, 16_000)
 

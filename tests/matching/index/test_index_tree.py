@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from matching import Interval, Wildcard
 from matching.index import IndexEntryError, MatchingIndex, choose_order
+from matching.index.naive import brute
 from matching.subjects import compile_pattern
-from tests.matching.index.brute_force import brute
 
 ATTRS = ("a", "b", "c")
 INTS = st.integers(0, 4)

@@ -1,7 +1,9 @@
-"""The plain definition of a stateless subscription's match, read literally (no index)."""
+"""The naive loop: every subscription tested against the event, the plain definition read
+literally. The tests' oracle for the tree and the benchmark's baseline."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 from matching import Wildcard
@@ -18,7 +20,10 @@ def holds(pred: Any, v: Any) -> bool:
     return pred.hi is None or v < pred.hi or (pred.hi_closed and v == pred.hi)
 
 
-def brute(subs: dict[int, tuple[Any, tuple]], event: dict[str, Any]) -> set[int]:
+def brute(
+    subs: Mapping[Hashable, tuple[Any, Iterable[tuple[str, Any]]]], event: Mapping[str, Any]
+) -> set[Hashable]:
+    """The ids of ``subs`` (id -> (pattern or ``None``, tests)) whose tests all hold."""
     out = set()
     for sid, (pattern, tests) in subs.items():
         subject = event.get("subject")
