@@ -21,7 +21,7 @@ def _point(n: int, rate: float) -> dict[str, float]:
         "nodes": 3 * n,
         "bytes_per_subscription": 900.0,
         "build_cpu_s": n / 1e5,
-        "naive_us_per_event_extrapolated": n / 10,
+        "naive_us_per_event_extrapolated": n / 9,
     }
 
 
@@ -49,8 +49,9 @@ def test_section_reports_the_targets_and_marks_extrapolated_naive_costs(tmp_path
     assert text.index("## The matching index") < text.index("## Where the missed targets")
     assert "| 25,000 events/s at 1,000,000 | **met** |" in text
     assert "| 0.19 (naive loop 1.00) | **met** |" in text
-    assert "| 10,000 | 60,000 |" in text and "| 1,000 |\n" in text  # measured: no mark
-    assert "| 100,000 (extrapolated) |" in text
+    assert "| 10,000 | 60,000 |" in text and "| 1,000 |\n" in text  # measured, not the fit
+    assert "| 111,111 (extrapolated) |" in text
+    assert "from 1.39 µs at 10,000 subscriptions to 3.33 µs at 1,000,000" in text
 
 
 def test_splicing_again_replaces_the_section(tmp_path: Path) -> None:

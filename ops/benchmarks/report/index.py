@@ -24,7 +24,7 @@ def index(doc: Doc) -> None:
         return
     points, naive = r["points"], r["naive"]
     top = points[-1]
-    measured = {p["subscriptions"] for p in naive}
+    measured = {p["subscriptions"]: p["us_per_event"] for p in naive}
     rows = [
         fmt.row(
             [
@@ -37,8 +37,9 @@ def index(doc: Doc) -> None:
                 f"{p['nodes']:,}",
                 f"{p['bytes_per_subscription']:,.0f}",
                 fmt.s(p["build_cpu_s"]),
-                f"{p['naive_us_per_event_extrapolated']:,.0f}"
-                + ("" if p["subscriptions"] in measured else " (extrapolated)"),
+                f"{measured[p['subscriptions']]:,.0f}"
+                if p["subscriptions"] in measured
+                else f"{p['naive_us_per_event_extrapolated']:,.0f} (extrapolated)",
             ]
         )
         for p in points
@@ -63,6 +64,8 @@ def index(doc: Doc) -> None:
         naive_sizes=", ".join(f"{p['subscriptions']:,}" for p in naive),
         naive_events=f"{naive[0]['events']:,}",
         naive_costs=", ".join(f"{p['us_per_event']:,.0f}" for p in naive),
+        per_node_low=f"{points[0]['us_per_event'] / points[0]['visited_per_event']:.2f}",
+        per_node_top=f"{top['us_per_event'] / top['visited_per_event']:.2f}",
     )
 
 
