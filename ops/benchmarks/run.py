@@ -5,6 +5,8 @@ and the Spark batch matcher on the same workloads and batches.
                               docs/benchmarks.md and docs/img/bench-*.png
     ops/bench --quick --out DIR    a smoke run at tiny sizes, report and plots into DIR
     ops/bench --from-json FILE [--out DIR]    re-render a report from a previous run
+    ops/bench --index-only [--quick] [--out DIR]    the matching-index benchmark alone
+                              (ops/benchmarks/index.py), its section put into DIR's report
 
 The database is ``--dsn``, else ``BENCH_DATABASE_URL``, else ``DATABASE_URL``, else the
 development cluster of ``ops/services``. The stores live in the schemas
@@ -102,6 +104,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         help="a second ops/bench_live.py result, run at the rate the stack holds, reported as "
         "the sustained load test",
+    )
+    ap.add_argument(
+        "--index-only",
+        action="store_true",
+        help="run only the matching-index benchmark (ops/benchmarks/index.py) and put its "
+        "section into the report already in --out (default docs/)",
+    )
+    ap.add_argument(
+        "--no-index",
+        dest="index",
+        action="store_false",
+        help="leave out the matching-index benchmark (by default part of every run)",
     )
     ap.add_argument(
         "--limit",
@@ -292,11 +306,37 @@ def measure_live() -> dict[str, Any]:
         return json.loads(path.read_text())
 
 
+def index_only(args: argparse.Namespace) -> int:
+    """The matching-index benchmark alone (or, with ``--from-json``, the ``index`` entry of
+    an earlier result), its section spliced into the existing report."""
+    from ops.benchmarks.index import measure as measure_index
+    from ops.benchmarks.report.index import plot, splice
+
+    out = args.out or ROOT / "docs"
+    out.mkdir(parents=True, exist_ok=True)
+    raw = ROOT / "test-artifacts" / "bench" / "index.json"
+    if args.from_json:
+        results = json.loads(args.from_json.read_text())
+    else:
+        results = {"index": measure_index(quick=args.quick)}
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(json.dumps(results, indent=1) + "\n")
+    plot(results, out / "img" / "bench-index.png")
+    print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['index'])}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from ops.benchmarks.report import write_report
 
+    if args.index_only:
+        return index_only(args)
     results = json.loads(args.from_json.read_text()) if args.from_json else measure(args)
+    if args.index and not args.from_json:
+        from ops.benchmarks.index import measure as measure_index
+
+        results["index"] = measure_index(quick=args.quick)
     if args.live_json:
         results["live"] = json.loads(args.live_json.read_text())
     elif args.live and not args.quick and not args.from_json:

@@ -1,5 +1,5 @@
 """The Markdown report of a run: targets, Figures 4 to 7 beside the paper, the Spark batch
-matcher beside ``range``, the live runs, plans, method. Each section is a function of a
+matcher beside ``range``, the live runs, the matching index, plans, method. Each section is a function of a
 :class:`Doc` in its own module; the prose is in ``ops/benchmarks/templates/report/``, every
 number comes from the run's results (or, for the paper, ``ops/benchmarks/paper.py``)."""
 
@@ -14,6 +14,8 @@ from ops.benchmarks.plots import live_sweep_plot, plot_all
 from .doc import Doc
 from .figures import correctness, figure4, figure5, figure6_7, plans
 from .header import header, method
+from .index import index
+from .index import plot as plot_index
 from .live import live
 from .spark import spark
 from .targets import misses_explained, targets
@@ -27,6 +29,7 @@ SECTIONS = (
     figure6_7,
     spark,
     live,
+    index,
     misses_explained,
     plans,
     method,
@@ -45,6 +48,7 @@ def write_report(results: dict[str, Any], out: Path) -> Path:
     sweep = sweep_results(results)
     if sweep:
         live_sweep_plot(sweep, out / SWEEP_PLOT)
+    plot_index(results, out / "img" / "bench-index.png")
     path = out / "benchmarks.md"
     path.write_text(render(results))
     return path

@@ -1,0 +1,128 @@
+"""The matching-index section (``ops/benchmarks/index.py``'s results under ``index``), its
+plot, and the splice that puts the section into an existing report when the index
+benchmark runs alone."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ops.benchmarks.plots import _pyplot
+
+from . import fmt
+from .doc import Doc
+
+TITLE = "## The matching index"
+RATE = 20_000
+EXPONENT = 0.5
+
+
+def index(doc: Doc) -> None:
+    r = doc.results.get("index")
+    if not r:
+        return
+    points, naive = r["points"], r["naive"]
+    top = points[-1]
+    measured = {p["subscriptions"]: p["us_per_event"] for p in naive}
+    rows = [
+        fmt.row(
+            [
+                f"{p['subscriptions']:,}",
+                fmt.rate(p["events_per_s"]),
+                f"{p['us_per_event']:,.1f}",
+                f"{1e6 * p['wall_s'] / p['events']:,.1f}",
+                f"{p['visited_per_event']:,.1f}",
+                f"{p['matches_per_event']:,.2f}",
+                f"{p['nodes']:,}",
+                f"{p['bytes_per_subscription']:,.0f}",
+                fmt.s(p["build_cpu_s"]),
+                f"{measured[p['subscriptions']]:,.0f}"
+                if p["subscriptions"] in measured
+                else f"{p['naive_us_per_event_extrapolated']:,.0f} (extrapolated)",
+            ]
+        )
+        for p in points
+    ]
+    full = top["subscriptions"] >= 1_000_000
+    doc.prose(
+        "index",
+        command="ops/bench --index-only" + (" --quick" if r["quick"] else ""),
+        date=r["date"],
+        seconds=f"{r['seconds']:,.0f}",
+        load=f"{r['load']:.1f}",
+        order=", ".join(f"`{a}`" for a in r["order"]),
+        events=f"{top['events']:,}",
+        top_rate=fmt.rate(top["events_per_s"]),
+        top_size=f"{top['subscriptions']:,}",
+        low=f"{points[0]['subscriptions']:,}",
+        rate_verdict=_verdict(top["events_per_s"] >= RATE, full),
+        exponent=f"{r['exponent']:.2f}",
+        naive_exponent=f"{r['naive_exponent']:.2f}",
+        exponent_verdict=_verdict(r["exponent"] <= EXPONENT, full),
+        rows="\n".join(rows),
+        naive_sizes=", ".join(f"{p['subscriptions']:,}" for p in naive),
+        naive_events=f"{naive[0]['events']:,}",
+        naive_costs=", ".join(f"{p['us_per_event']:,.0f}" for p in naive),
+        per_node_low=f"{points[0]['us_per_event'] / points[0]['visited_per_event']:.2f}",
+        per_node_top=f"{top['us_per_event'] / top['visited_per_event']:.2f}",
+    )
+
+
+def _verdict(met: bool, full: bool) -> str:
+    if not full:
+        return "not measured at 1,000,000 (a quick run)"
+    return "**met**" if met else "**missed**"
+
+
+def plot(results: dict[str, Any], path: Path) -> bool:
+    r = results.get("index")
+    if not r:
+        return False
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    sizes = [p["subscriptions"] for p in r["points"]]
+    ax.loglog(sizes, [p["us_per_event"] for p in r["points"]], "o-", label="matching tree")
+    ax.loglog(
+        sizes,
+        [p["naive_us_per_event_extrapolated"] for p in r["points"]],
+        ":",
+        color="#c0504d",
+        label=f"naive loop, extrapolated (exponent {r['naive_exponent']:.2f})",
+    )
+    ax.loglog(
+        [p["subscriptions"] for p in r["naive"]],
+        [p["us_per_event"] for p in r["naive"]],
+        "s",
+        color="#c0504d",
+        label="naive loop, measured",
+    )
+    ax.set_xlabel("stateless subscriptions")
+    ax.set_ylabel("CPU µs per event")
+    ax.set_title(f"Matching index: cost per event (exponent {r['exponent']:.2f})")
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def splice(report: Path, results: dict[str, Any]) -> Path:
+    """Put the section into ``report`` (a whole run's ``benchmarks.md``), replacing the one
+    there or, if none, before *Where the missed targets lose their time*, else at the end."""
+    doc = Doc({"index": results})
+    index(doc)
+    section = doc.text()
+    text = report.read_text() if report.exists() else ""
+    found = re.search(rf"^{re.escape(TITLE)}.*?(?=^## |\Z)", text, flags=re.M | re.S)
+    if found:
+        text = text[: found.start()] + section + "\n" + text[found.end() :]
+    else:
+        anchor = text.find("\n## Where the missed targets")
+        if anchor < 0:
+            text = text.rstrip("\n") + "\n\n" + section
+        else:
+            text = text[: anchor + 1] + section + "\n" + text[anchor + 1 :]
+    report.write_text(text)
+    return report
