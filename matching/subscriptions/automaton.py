@@ -461,7 +461,6 @@ class PatternEngine:
     def __init__(self, query: PatternQuery) -> None:
         ids = itertools.count()
         self.sides = [Automaton(p, i, ids) for i, p in enumerate(query.sides)]
-        self.end = None
 
     @property
     def kept_events(self) -> int:

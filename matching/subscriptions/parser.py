@@ -214,13 +214,7 @@ class _Parser(ClauseReader):
         self._expect(KW, "from", what="FROM and the aliases, as in FROM a AND b")
         aliases: list[str] = []
         while True:
-            tok = self.peek
-            if tok.kind == KW:
-                raise self.error(
-                    f"{tok.text.upper()} is a reserved keyword and cannot be an alias",
-                    code="reserved_word",
-                )
-            self._expect(NAME, what="an alias such as a")
+            tok = self.alias_token()
             if tok.text in aliases:
                 raise QueryError(
                     f"the alias {tok.text} is already used", tok.position, code="duplicate"

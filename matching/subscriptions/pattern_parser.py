@@ -32,6 +32,7 @@ from typing import NamedTuple
 from matching import Type
 
 from .clauses import MAX_DURATION, MAX_ITEMS, UNITS, ClauseReader
+from .conditions import ConditionReader  # the one home of subject pattern checks
 from .errors import QueryError
 from .lexer import DOTTED, DURATION, END, KW, NAME, NUM, OP, QNAME, STR, Token, describe
 from .pattern_model import (
@@ -194,14 +195,7 @@ class PatternReader(ClauseReader):
                 expr = AggregateRef(self.bare_name(tok))
                 self.check(expr, tok, scope)
             item = PatternItem(expr, name)
-            key = item_key(item)
-            if key in keys:
-                raise QueryError(
-                    f"two items of SELECT would both be called {key} in data: rename one with AS",
-                    tok.position,
-                    code="duplicate",
-                )
-            keys.add(key)
+            self.unique_key(item_key(item), keys, tok)
             items.append(item)
         return tuple(items)
 
@@ -218,13 +212,7 @@ class PatternReader(ClauseReader):
         else:
             self._expect(KW, "events", what="a source: EVENTS or FILTER{condition}(EVENTS)")
         self._expect(KW, "as", what="AS and an alias after the source, as in EVENTS AS a")
-        tok = self.peek
-        if tok.kind == KW:
-            raise self.error(
-                f"{tok.text.upper()} is a reserved keyword and cannot be an alias",
-                code="reserved_word",
-            )
-        self._expect(NAME, what="an alias such as a")
+        tok = self.alias_token()
         if tok.text in _BOUNDS or tok.text == "last":
             raise QueryError(
                 f"{tok.text} cannot be an alias (it is a name of its own in patterns)",
@@ -429,8 +417,6 @@ class PatternReader(ClauseReader):
         string = self._expect(
             STR, what="a quoted subject pattern after MATCHES, such as 'office.>'"
         )
-        from .conditions import ConditionReader  # the one home of subject pattern checks
-
         return Matches(ref, ConditionReader(self, EVENT_SCHEMA, None).pattern(string), negated)
 
     def _compare(
