@@ -7,6 +7,8 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from matching.subscriptions import Kind, QueryError, parse_query, to_text
 from matching.subscriptions.pattern_model import (
@@ -275,3 +277,22 @@ def test_limits_fail_fast():
     with pytest.raises(QueryError) as info:
         parse_query(many_nots)
     assert info.value.code == "too_many"
+
+
+WORDS = ["SELECT", "a.price", "b.price", "b.last.price", "a.subject", "b.subject", "FROM",
+         "EVENTS", "AS", "a", "b", "n", "NEXT", "FOLD", "FILTER", "{", "}", "(", ")", ",",
+         "type", "=", "!=", "<", ">=", "'trade'", "1.05", "-1", "30m", "*", "/", "+", "-",
+         "AND", "OR", "NOT", "DUR", "COUNT", "SUM", "WHERE", "WITHIN", "UNION", "MATCHES",
+         "'office.>'", "TIMESTAMP", "'2026-11-20T10:00:00Z'", "start", "end", "price"]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), max_size=30))
+def test_any_text_parses_or_is_refused_with_a_position(words):
+    text = "SELECT a.price FROM EVENTS AS a " + " ".join(words)
+    try:
+        q = parse_query(text)
+    except QueryError as exc:
+        assert 0 <= exc.position <= len(text)
+    else:
+        assert parse_query(to_text(q)) == q
