@@ -167,14 +167,7 @@ class ClauseReader(Cursor):
         while True:
             tok = self.peek
             it = item()
-            key = output_key(it)
-            if key in keys:
-                raise QueryError(
-                    f"two items of SELECT would both be called {key} in data: rename one with AS",
-                    tok.position,
-                    code="duplicate",
-                )
-            keys.add(key)
+            self.unique_key(output_key(it), keys, tok)
             items.append(it)
             self.item_tokens.append(tok)
             if len(items) > MAX_ITEMS:
@@ -183,6 +176,27 @@ class ClauseReader(Cursor):
                 )
             if not self._match(OP, ","):
                 return tuple(items)
+
+    def unique_key(self, key: str, keys: set[str], tok: Token) -> None:
+        """Adds ``key`` to the ``data`` keys of ``SELECT``; a repeated key is an error."""
+        if key in keys:
+            raise QueryError(
+                f"two items of SELECT would both be called {key} in data: rename one with AS",
+                tok.position,
+                code="duplicate",
+            )
+        keys.add(key)
+
+    def alias_token(self) -> Token:
+        """The alias at the cursor (a plain name, not a keyword), consumed."""
+        tok = self.peek
+        if tok.kind == KW:
+            raise self.error(
+                f"{tok.text.upper()} is a reserved keyword and cannot be an alias",
+                code="reserved_word",
+            )
+        self._expect(NAME, what="an alias such as a")
+        return tok
 
     def is_bound(self) -> bool:
         tok = self.peek

@@ -1,4 +1,4 @@
-"""The one evaluator of subscriptions (SPEC 8.3, forms 1 and 2).
+"""The one evaluator of subscriptions (SPEC 8.3, forms 1 to 3).
 
 A ``Subscription`` is registered at ``now`` and then fed events in ``seq`` order, each
 marked as history (in the log at registration) or live. It answers each event with the
@@ -9,10 +9,11 @@ contract on top of it.
 Time: an event takes part when ``start <= time < end`` (start defaults to ``now``). An
 end at or before ``now`` completes the subscription when its history is over; a later
 end completes it at the first live event with ``time >= end`` (not delivered). A form 2
-subscription completes when every alias's range has ended.
+subscription completes when every alias's range has ended. A form 3 pattern follows live
+events only (history is not offered to it) and never completes.
 
-State: the events a subscription holds (open windows, events kept for joins) are
-counted; past ``state_limit`` it sends ``{"error": "state_limit"}`` and stops (SPEC 8.3:
+State: the events a subscription holds (open windows, events kept for joins, a
+pattern's live instances) are counted; past ``state_limit`` it sends ``{"error": "state_limit"}`` and stops (SPEC 8.3:
 never silently trimmed).
 """
 
@@ -24,9 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .atomic import AtomicEngine
+from .automaton import PatternEngine
 from .composite import CompositeEngine
 from .events import Event, event_from_dict
 from .model import CompositeQuery, Query
+from .pattern_model import PatternQuery
 from .predicates import resolve
 
 STATE_LIMIT = 100_000
@@ -64,8 +67,11 @@ class Subscription:
     def __init__(self, query: Query, *, now: dt.datetime, state_limit: int = STATE_LIMIT) -> None:
         self.query = query
         self.now = now
-        self.engine: AtomicEngine | CompositeEngine
-        if isinstance(query, CompositeQuery):
+        self.engine: AtomicEngine | CompositeEngine | PatternEngine
+        if isinstance(query, PatternQuery):
+            self.engine = PatternEngine(query)
+            self.end = None
+        elif isinstance(query, CompositeQuery):
             self.engine = CompositeEngine(query, now)
             ends = [resolve(query.range_of(a), now)[1] for a in query.aliases]
             self.end = None if any(x is None for x in ends) else max(ends)  # type: ignore[type-var]
@@ -91,6 +97,8 @@ class Subscription:
         if live and self.end is not None and e.time >= self.end:
             self.finished = True
             return [*out, End()]
+        if not live and isinstance(self.engine, PatternEngine):
+            return out  # patterns follow live events only (SPEC 8.3's fine points)
         out.extend(self._number(self.engine.event(e)))
         if self.engine.kept_events > self.state_limit:
             # Measured once the event is fully processed: what it completed is delivered.

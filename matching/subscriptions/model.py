@@ -176,4 +176,7 @@ class CompositeQuery:
         return TimeRange(own.start or self.time.start, own.end or self.time.end)
 
 
-Query = AtomicQuery | CompositeQuery
+# Form 3 lives in its own module, which takes ``Kind`` from this one (defined above).
+from .pattern_model import PatternQuery  # noqa: E402
+
+Query = AtomicQuery | CompositeQuery | PatternQuery

@@ -18,8 +18,9 @@
     cmp         := '=' | '!=' | '<>' | '<' | '<=' | '>' | '>='
 
 The query's shape is recognised before anything else is read (``kind_of``): a ``FROM``
-followed by a pattern's words is form 3, ``FROM offers`` form 4. Those forms are not
-implemented yet and are refused with a ``not_supported`` error at their ``FROM`` source.
+followed by a pattern's words is form 3 (read by ``pattern_parser``), ``FROM offers``
+form 4, which is not implemented yet and is refused with a ``not_supported`` error at
+its ``FROM`` source.
 
 Every refusal is a ``QueryError`` at a 0-based character position; limits (``MAX_*``
 below) are checked as the text is read, so an oversized query fails before any work.
@@ -46,6 +47,7 @@ from .model import (
     TimeBound,
     TimeRange,
 )
+from .pattern_parser import PatternReader
 from .schema import END_TIME, EVENT_SCHEMA, START_TIME, check_attribute
 
 MAX_LENGTH = 10_000
@@ -96,11 +98,9 @@ class _Parser(ClauseReader):
         self._expect(KW, "select", what="SELECT at the start of a subscription")
         kind, source = kind_of(self.tokens)
         if kind is Kind.PATTERN:
-            raise self.error(
-                "event patterns (FROM ... NEXT/FOLD, SPEC 8.3 form 3) are not supported yet",
-                source,
-                code="not_supported",
-            )
+            reader = PatternReader(self.text, self.tokens)
+            reader.i = self.i
+            return reader.patterns()
         if kind is Kind.STATE:
             raise self.error(
                 "subscriptions over open offers (FROM offers, SPEC 8.3 form 4) are not "
@@ -214,13 +214,7 @@ class _Parser(ClauseReader):
         self._expect(KW, "from", what="FROM and the aliases, as in FROM a AND b")
         aliases: list[str] = []
         while True:
-            tok = self.peek
-            if tok.kind == KW:
-                raise self.error(
-                    f"{tok.text.upper()} is a reserved keyword and cannot be an alias",
-                    code="reserved_word",
-                )
-            self._expect(NAME, what="an alias such as a")
+            tok = self.alias_token()
             if tok.text in aliases:
                 raise QueryError(
                     f"the alias {tok.text} is already used", tok.position, code="duplicate"

@@ -38,6 +38,12 @@ _IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def to_text(query: Query) -> str:
     """The canonical text of ``query``."""
+    from .pattern_model import PatternQuery
+
+    if isinstance(query, PatternQuery):
+        from .pattern_printer import pattern_text  # it builds on this module's helpers
+
+        return pattern_text(query)
     if isinstance(query, CompositeQuery):
         return _composite(query)
     return _atomic(query)

@@ -1,0 +1,484 @@
+"""Form 3 patterns compiled to automata (seed 003, Cayuga) and run over live events.
+
+Compilation is mechanical. A pattern with sources ``a, b1 .. bk`` becomes the nodes
+``1 .. k`` (node ``i`` waits for the event bound to ``bi``) plus the final node; the first
+source is the start edge that creates an *instance* at node 1 for every event passing its
+filter. Each waiting node has three kinds of edge, each a predicate over the instance and
+the incoming event ``e`` (``F`` is the node's source filter, ``c`` its condition, ``f`` a
+FOLD's iteration condition):
+
+* ``NEXT``: forward ``F and c`` (bind ``e``, move to the next node); filter edge
+  ``not (F and c)`` (stay, ``e`` skipped). An instance leaves on its first forward edge.
+* ``FOLD``: rebind ``F and c and f`` (stay with ``e`` bound, the previous binding becomes
+  ``.last``, aggregates updated) together with forward on the same predicate (a copy
+  moves on, so at least one iteration is needed); filter edge ``not (F and c)``; when
+  ``F and c`` holds and ``f`` does not, no edge is taken and the instance ends.
+
+An instance reaching the final node is complete: it passes ``WHERE`` or is dropped. An
+event is offered to the instances that were waiting before it arrived (so it binds at
+most one alias of an instance), in node order, and then starts new instances.
+
+Indexing: when a node's condition has a top-level conjunct ``b.x = E`` (``E`` not
+depending on the incoming event), its instances are hashed by the value of ``E`` and an
+event only touches the bucket of its own ``x``; skipping the others is exact because a
+failing ``c`` takes the filter edge in both kinds of node. ``touched`` counts the
+instances an event was offered to, ``live`` the instances kept (``state_limit`` bound).
+
+``WITHIN d`` drops an instance once an event arrives more than ``d`` after its first
+event. Outputs caused by one event come ordered by the ``seq`` of their first event, then
+the ``seq`` of all their bound events, then by side of ``UNION`` (left first).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_EVEN, Context, Decimal
+from typing import Any
+
+from .events import Event
+from .pattern_model import (
+    AggregateRef,
+    All,
+    Any_,
+    Arithmetic,
+    Bound,
+    Compare,
+    Cond,
+    Dur,
+    Duration,
+    Expr,
+    FoldAggregate,
+    Literal,
+    Matches,
+    Pattern,
+    PatternQuery,
+    Ref,
+    Step,
+)
+from .pattern_parser import item_key
+from .predicates import COMPARE
+
+# Exact decimal arithmetic for any value an event can carry (SPEC 8.3: '/' is not integer
+# division); a quotient that does not terminate is kept to 50 digits.
+_CTX = Context(prec=50)
+_AVG_PLACES = Decimal("1E-8")
+_MISSING = object()
+
+Value = Any
+Getter = Callable[["Instance", Event | None], Value]
+Test = Callable[["Instance", Event | None], bool]
+
+
+class Instance:
+    """One partial match: ``bound[i]`` the event bound to alias ``i`` (a FOLD's latest
+    iteration), ``last[i]`` a FOLD alias's previous binding, ``aggregates`` the values of
+    finished FOLDs, ``running`` the state of the current FOLD's aggregates."""
+
+    __slots__ = ("node", "bound", "last", "aggregates", "running", "key", "id", "alive")
+
+    def __init__(
+        self,
+        node: int,
+        bound: tuple[Event, ...],
+        last: tuple[Event | None, ...],
+        aggregates: dict[str, Value],
+        running: tuple[Any, ...],
+        ident: int,
+    ) -> None:
+        self.node = node
+        self.bound = bound
+        self.last = last
+        self.aggregates = aggregates
+        self.running = running
+        self.key: Any = _MISSING
+        self.id = ident
+        self.alive = True
+
+    @property
+    def first(self) -> Event:
+        return self.bound[0]
+
+
+def _seconds(delta: dt.timedelta) -> Decimal:
+    micros = delta // dt.timedelta(microseconds=1)
+    whole, rest = divmod(micros, 1_000_000)
+    return Decimal(whole) if rest == 0 else _CTX.divide(Decimal(micros), Decimal(1_000_000))
+
+
+class _Compiler:
+    """Turns expressions into closures over ``(instance, candidate)`` for one context:
+    ``current`` is the index of the alias the candidate would bind (``None`` in ``WHERE``
+    and ``SELECT``; ``-1`` in a static FILTER, where bare names are the candidate's)."""
+
+    def __init__(self, aliases: tuple[str, ...], current: int | None) -> None:
+        self.index = {a: i for i, a in enumerate(aliases)}
+        self.current = current
+
+    def expr(self, e: Expr) -> Getter:
+        if isinstance(e, Literal):
+            v: Value = e.value
+            return lambda inst, cand: v
+        if isinstance(e, Duration):
+            d = Decimal(e.seconds)
+            return lambda inst, cand: d
+        if isinstance(e, Ref):
+            return self.ref(e)
+        if isinstance(e, AggregateRef):
+            name = e.name
+            return lambda inst, cand: inst.aggregates.get(name)
+        if isinstance(e, Dur):
+            if self.current is None:
+                return lambda inst, cand: _seconds(inst.bound[-1].time - inst.bound[0].time)
+            return lambda inst, cand: _seconds(cand.time - inst.bound[0].time)  # type: ignore[union-attr]
+        assert isinstance(e, Arithmetic)
+        left, right = self.expr(e.left), self.expr(e.right)
+        op = {"+": _CTX.add, "-": _CTX.subtract, "*": _CTX.multiply}.get(e.op)
+        if op is not None:
+            apply = op
+
+            def arithmetic(inst: Instance, cand: Event | None) -> Value:
+                a, b = left(inst, cand), right(inst, cand)
+                return None if a is None or b is None else apply(a, b)
+
+            return arithmetic
+
+        def divide(inst: Instance, cand: Event | None) -> Value:
+            a, b = left(inst, cand), right(inst, cand)
+            return None if a is None or b is None or b == 0 else _CTX.divide(a, b)
+
+        return divide
+
+    def ref(self, r: Ref) -> Getter:
+        attr = r.attribute
+        if r.alias is None:  # a FILTER's bare attribute: the candidate's own
+            return lambda inst, cand: cand.values.get(attr)  # type: ignore[union-attr]
+        i = self.index[r.alias]
+        if r.last:
+            if i == self.current:  # the instance's latest binding is the candidate's .last
+                return lambda inst, cand: inst.bound[i].values.get(attr)
+            return lambda inst, cand: _get(inst.last[i], attr)
+        if i == self.current:
+            return lambda inst, cand: cand.values.get(attr)  # type: ignore[union-attr]
+        return lambda inst, cand: inst.bound[i].values.get(attr)
+
+    def cond(self, c: Cond) -> Test:
+        if isinstance(c, Compare):
+            left, right, compare = self.expr(c.left), self.expr(c.right), COMPARE[c.op]
+
+            def comparison(inst: Instance, cand: Event | None) -> bool:
+                a = left(inst, cand)
+                if a is None:
+                    return False
+                b = right(inst, cand)
+                return b is not None and compare(a, b)
+
+            return comparison
+        if isinstance(c, Matches):
+            subject, pattern, negated = self.ref(c.ref), c.compiled, c.negated
+
+            def matches(inst: Instance, cand: Event | None) -> bool:
+                s = subject(inst, cand)
+                return s is not None and pattern.matches(s) != negated
+
+            return matches
+        parts = [self.cond(p) for p in c.parts]
+        if isinstance(c, All):
+            return lambda inst, cand: all(p(inst, cand) for p in parts)
+        assert isinstance(c, Any_)
+        return lambda inst, cand: any(p(inst, cand) for p in parts)
+
+
+def _get(event: Event | None, attr: str) -> Value:
+    return None if event is None else event.values.get(attr)
+
+
+@dataclass
+class Node:
+    """A waiting node: its source ``filter`` (static), its ``condition`` (``c``), a FOLD's
+    ``rebind`` (``f``) and aggregates, and the hash ``key`` of its instances if any:
+    (the candidate's attribute, the getter of the value it must equal)."""
+
+    index: int  # the alias this node binds (1-based position among the pattern's aliases)
+    kind: str  # "next" or "fold"
+    filter: Test | None
+    condition: Test
+    rebind: Test | None
+    aggregates: tuple[FoldAggregate, ...]
+    key: tuple[str, Getter] | None
+    waiting: dict[Any, dict[int, Instance]] = field(default_factory=dict)
+
+
+class Automaton:
+    """One side of a pattern, compiled; ``event`` offers it one live event."""
+
+    def __init__(self, pattern: Pattern, side: int, ids: itertools.count[int]) -> None:
+        self.pattern = pattern
+        self.side = side
+        self.ids = ids
+        aliases = pattern.aliases
+        static = _Compiler(aliases, -1)
+        self.start = None if pattern.first.filter is None else static.cond(pattern.first.filter)
+        self.nodes = [self._node(i, step, aliases) for i, step in enumerate(pattern.steps, 1)]
+        final = _Compiler(aliases, None)
+        self.where = None if pattern.where is None else final.cond(pattern.where)
+        self.items = [(item_key(i), self._item(i.expr, final)) for i in pattern.select]
+        self.within = None if pattern.within is None else dt.timedelta(seconds=pattern.within)
+        self.expiry: list[tuple[dt.datetime, int, Instance]] = []
+        self.live = 0
+        self.touched = 0
+
+    def _node(self, index: int, step: Step, aliases: tuple[str, ...]) -> Node:
+        here = _Compiler(aliases, index)
+        static = _Compiler(aliases, -1)
+        return Node(
+            index,
+            step.kind,
+            None if step.source.filter is None else static.cond(step.source.filter),
+            here.cond(step.condition),
+            None if step.rebind is None else here.cond(step.rebind),
+            step.aggregates,
+            _hash_key(step, aliases[index], here),
+        )
+
+    def _item(
+        self, expr: Ref | AggregateRef | Dur | Bound, final: _Compiler
+    ) -> Callable[[Instance], Value]:
+        if isinstance(expr, Bound):
+            at = 0 if expr.which == "start" else -1
+            return lambda inst: inst.bound[at].raw["time"]
+        if isinstance(expr, Ref):
+            if expr.last:
+                i, attr = final.index[expr.alias or ""], expr.attribute
+                return lambda inst: None if inst.last[i] is None else inst.last[i].raw.get(attr)  # type: ignore[union-attr]
+            i, attr = final.index[expr.alias or ""], expr.attribute
+            return lambda inst: inst.bound[i].raw.get(attr)
+        getter = final.expr(expr)
+        averages = {a.name for s in self.pattern.steps for a in s.aggregates if a.func == "AVG"}
+        if isinstance(expr, AggregateRef) and expr.name in averages:
+            # as form 1 shows an AVG: rounded half-even to 8 places (conditions use it exact)
+            return lambda inst: _shown(_round(getter(inst, None)))
+        return lambda inst: _shown(getter(inst, None))
+
+    # -- running ----------------------------------------------------------------------------
+
+    def event(self, e: Event) -> list[tuple[tuple[int, ...], Instance]]:
+        """Offer ``e``; the instances it completed that pass ``WHERE``, with their sort key."""
+        if self.within is not None:
+            self._expire(e.time)
+        moved: list[Instance] = []
+        for node in self.nodes:
+            if node.waiting and (node.filter is None or node.filter(_NO_INSTANCE, e)):
+                self._offer(node, e, moved)
+        if self.start is None or self.start(_NO_INSTANCE, e):
+            moved.append(Instance(1, (e,), (None,), {}, (), next(self.ids)))
+        out = []
+        for inst in moved:
+            if inst.node <= len(self.nodes):
+                self._enter(inst, new=True)
+            elif self.where is None or self.where(inst, None):
+                out.append((tuple(x.seq for x in inst.bound), inst))
+        return out
+
+    def data(self, inst: Instance) -> dict[str, Value]:
+        """``data`` of a completed instance: an attribute its event lacks is left out."""
+        data = {}
+        for key, getter in self.items:
+            value = getter(inst)
+            if value is not None:
+                data[key] = value
+        return data
+
+    def _offer(self, node: Node, e: Event, moved: list[Instance]) -> None:
+        if node.key is None:
+            bucket = node.waiting.get(None)
+        else:
+            value = e.values.get(node.key[0])
+            bucket = None if value is None else node.waiting.get(value)
+        if not bucket:
+            return
+        for inst in list(bucket.values()):
+            self.touched += 1
+            if not node.condition(inst, e):
+                continue  # the filter edge: e is skipped
+            self._leave(inst)
+            if node.kind == "next":
+                moved.append(self._forward(inst, node, e))
+                continue
+            assert node.rebind is not None
+            if not node.rebind(inst, e):
+                continue  # c holds and f fails: no edge, the instance ends
+            # the rebind edge (the instance stays, e bound) and the forward edge (a copy)
+            inst.running = _iterate(node.aggregates, inst.running, e)
+            inst.last = (*inst.last[:-1], inst.bound[-1])
+            inst.bound = (*inst.bound[:-1], e)
+            moved.append(self._forward(inst, node, e))
+            self._enter(inst, new=False)
+
+    def _forward(self, inst: Instance, node: Node, e: Event) -> Instance:
+        """A new instance at the next node: ``e`` bound (a FOLD's copy has it already)."""
+        if node.kind == "fold":
+            aggregates = {**inst.aggregates, **_finish(node.aggregates, inst.running)}
+            bound, last = inst.bound, inst.last
+        else:
+            aggregates = inst.aggregates
+            bound, last = (*inst.bound, e), (*inst.last, None)
+        return Instance(inst.node + 1, bound, last, aggregates, (), next(self.ids))
+
+    def _enter(self, inst: Instance, *, new: bool) -> None:
+        """``inst`` waits at its node, in the bucket of its hash key."""
+        node = self.nodes[inst.node - 1]
+        if node.kind == "fold" and len(inst.bound) == inst.node:
+            # Arriving at a FOLD: until it iterates, its alias holds the event bound just
+            # before, which is what the first candidate sees as .last.
+            inst.bound = (*inst.bound, inst.bound[-1])
+            inst.last = (*inst.last, None)
+            inst.running = _start(node.aggregates)
+        key: Any = None
+        if node.key is not None:
+            key = node.key[1](inst, None)
+            if key is None:
+                key = _MISSING  # equal to no event's value: it waits, never touched
+        inst.key = key
+        node.waiting.setdefault(key, {})[inst.id] = inst
+        inst.alive = True
+        self.live += 1
+        if new and self.within is not None:
+            heapq.heappush(self.expiry, (inst.first.time, inst.id, inst))
+
+    def _leave(self, inst: Instance) -> None:
+        node = self.nodes[inst.node - 1]
+        bucket = node.waiting[inst.key]
+        del bucket[inst.id]
+        if not bucket:
+            del node.waiting[inst.key]
+        inst.alive = False
+        self.live -= 1
+
+    def _expire(self, now: dt.datetime) -> None:
+        """Drop the instances whose first event is more than ``within`` before ``now``."""
+        assert self.within is not None
+        limit = now - self.within
+        while self.expiry and self.expiry[0][0] < limit:
+            _, _, inst = heapq.heappop(self.expiry)
+            if inst.alive:
+                self._leave(inst)
+
+
+class _NoInstance:
+    """What a static FILTER is evaluated with: it names no alias."""
+
+
+_NO_INSTANCE: Any = _NoInstance()
+
+
+def _hash_key(step: Step, alias: str, here: _Compiler) -> tuple[str, Getter] | None:
+    """``(x, E)`` for the first top-level conjunct ``alias.x = E`` of the condition whose
+    ``E`` does not read the incoming event (no ``alias.x``, no ``DUR``)."""
+    parts = step.condition.parts if isinstance(step.condition, All) else (step.condition,)
+    for part in parts:
+        if not isinstance(part, Compare) or part.op != "=":
+            continue
+        for mine, other in ((part.left, part.right), (part.right, part.left)):
+            if (
+                isinstance(mine, Ref)
+                and mine.alias == alias
+                and not mine.last
+                and not _reads_candidate(other, alias)
+            ):
+                return mine.attribute, here.expr(other)
+    return None
+
+
+def _reads_candidate(e: Expr, alias: str) -> bool:
+    if isinstance(e, Ref):
+        return e.alias == alias and not e.last
+    if isinstance(e, Dur):
+        return True
+    if isinstance(e, Arithmetic):
+        return _reads_candidate(e.left, alias) or _reads_candidate(e.right, alias)
+    return False
+
+
+# -- FOLD aggregates: state (count, then per aggregate (present, sum, min, max)) ----------
+
+
+def _start(aggregates: tuple[FoldAggregate, ...]) -> tuple[Any, ...]:
+    return (0, *((0, Decimal(0), None, None) for _ in aggregates))
+
+
+def _iterate(
+    aggregates: tuple[FoldAggregate, ...], running: tuple[Any, ...], e: Event
+) -> tuple[Any, ...]:
+    out: list[Any] = [running[0] + 1]
+    for agg, state in zip(aggregates, running[1:], strict=True):
+        v = None if agg.argument is None else e.values.get(agg.argument.attribute)
+        if not isinstance(v, int | Decimal):  # absent (the parser admits numbers only)
+            out.append(state)
+            continue
+        present, total, low, high = state
+        out.append(
+            (
+                present + 1,
+                _CTX.add(total, v),
+                v if low is None or v < low else low,
+                v if high is None or v > high else high,
+            )
+        )
+    return tuple(out)
+
+
+def _finish(aggregates: tuple[FoldAggregate, ...], running: tuple[Any, ...]) -> dict[str, Value]:
+    """The aggregates' values; one over an attribute no iteration had is absent."""
+    values: dict[str, Value] = {}
+    for agg, (present, total, low, high) in zip(aggregates, running[1:], strict=True):
+        if agg.func == "COUNT":
+            values[agg.name] = running[0]
+        elif present:
+            values[agg.name] = {
+                "SUM": total,
+                "AVG": _CTX.divide(total, Decimal(present)),
+                "MIN": low,
+                "MAX": high,
+            }[agg.func]
+    return values
+
+
+def _shown(value: Value) -> Value:
+    """An aggregate or ``DUR`` as ``data`` shows it: ints stay ints, decimals are strings."""
+    if value is None or isinstance(value, int):
+        return value
+    assert isinstance(value, Decimal)
+    return str(value)
+
+
+class PatternEngine:
+    """Every side of a form 3 query; ``event`` gives the ``(seq, data)`` it completes."""
+
+    def __init__(self, query: PatternQuery) -> None:
+        ids = itertools.count()
+        self.sides = [Automaton(p, i, ids) for i, p in enumerate(query.sides)]
+
+    @property
+    def kept_events(self) -> int:
+        """The live instances (SPEC 8.3's ``state_limit`` counts them)."""
+        return sum(a.live for a in self.sides)
+
+    @property
+    def touched(self) -> int:
+        return sum(a.touched for a in self.sides)
+
+    def event(self, e: Event) -> list[tuple[int, dict[str, Any]]]:
+        found = []
+        for automaton in self.sides:
+            for seqs, inst in automaton.event(e):
+                found.append((seqs[0], seqs, automaton.side, automaton.data(inst)))
+        found.sort(key=lambda f: f[:3])
+        return [(e.seq, data) for *_, data in found]
+
+
+def _round(value: Decimal | None) -> Decimal | None:
+    return None if value is None else value.quantize(_AVG_PLACES, rounding=ROUND_HALF_EVEN)
