@@ -104,7 +104,7 @@ class MarketOrderCount(models.Model):
     """A change of a market's number of open offers and active bids; the market's counts
     are the sums of its rows (``exchange.selectors.markets.market_list``).
 
-    Triggers on the order tables write these rows (migration ``0060_live_market_counts``)
+    Triggers on the order tables write these rows (migration ``0012_live_market_counts``)
     whenever an order enters or leaves its live state, so no service can forget one. Writers
     only insert, so no order's transaction waits on another's count (one counter row per
     market would serialize every placement in it); ``market_counts_compact`` folds the rows

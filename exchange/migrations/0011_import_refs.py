@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("exchange", "0008_engine_rebuild"),
+        ("exchange", "0010_event_log_history"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

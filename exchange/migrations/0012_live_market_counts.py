@@ -51,7 +51,7 @@ DROP FUNCTION exchange_market_order_count();
 
 
 class Migration(migrations.Migration):
-    dependencies = [("exchange", "0008_engine_rebuild")]
+    dependencies = [("exchange", "0011_import_refs")]
 
     operations = [
         migrations.CreateModel(
