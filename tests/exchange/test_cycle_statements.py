@@ -23,8 +23,10 @@ from exchange.services.orders import bid_place
 pytestmark = pytest.mark.django_db
 
 # What one cycle over one new best bid runs: the lock, the batch, the store update and its
-# match, the matches, the best-offer row with its history and outbox, the cycle's record.
-CYCLE_STATEMENTS = 29
+# match, the matches, the best-offer row with its history and outbox, the events of the
+# batch appended to the log (counter, changes, best-offer history, one insert, counter
+# again), the cycle's record.
+CYCLE_STATEMENTS = 36
 
 
 @contextmanager
