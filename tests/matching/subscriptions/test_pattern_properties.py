@@ -193,8 +193,11 @@ def sides(draw: st.DrawFn) -> Side:
             f = draw(conditions(alias, aliases, True, aggregates))
             name = f"n{i}"
             step = Step(kind, alias, trade_only, c, f, name)
-            text += f" FOLD{{{c.text}, {f.text}, COUNT AS {name}}} {_source(trade_only, alias)}"
-            aggregates.append(name)
+            text += (
+                f" FOLD{{{c.text}, {f.text}, COUNT AS {name}, SUM({alias}.price) AS s{i}}} "
+                f"{_source(trade_only, alias)}"
+            )
+            aggregates += [name, f"s{i}"]
         steps.append(step)
         aliases.append(alias)
     where = None
@@ -227,6 +230,7 @@ def matches(side: Side, events: list[dict[str, Any]]) -> list[tuple[int, int, tu
         step = side.steps[k]
         previous = bound[-1]
         count = 0
+        total: Decimal | None = None
         for e in events[pos + 1 :]:
             if side.within is not None and _time(e) - _time(first) > dt.timedelta(
                 minutes=side.within
@@ -244,7 +248,10 @@ def matches(side: Side, events: list[dict[str, Any]]) -> list[tuple[int, int, tu
             if not holds(step.f, here):
                 return
             count += 1
-            moved = {**here, "#" + (step.aggregate or ""): Decimal(count)}
+            if "price" in e:  # SUM skips an iteration without the attribute
+                total = (total or Decimal(0)) + Decimal(e["price"])
+            moved = {**here, "#" + (step.aggregate or ""): Decimal(count),
+                     "#s" + (step.aggregate or "")[1:]: total}  # fmt: skip
             walk(k + 1, moved, events.index(e), first, [*bound, e])
             previous = e
 
@@ -266,6 +273,9 @@ def data(side: Side, env: Env, first: dict, bound: list[dict]) -> dict[str, Any]
     for s in side.steps:
         if s.aggregate:
             out[s.aggregate] = int(env["#" + s.aggregate])
+            total = env["#s" + s.aggregate[1:]]
+            if total is not None:
+                out["s" + s.aggregate[1:]] = str(total)
     out.update(DUR=str(env["DUR"]), start=first["time"], end=bound[-1]["time"])
     return out
 
