@@ -39,7 +39,7 @@ from __future__ import annotations
 from matching.subjects import SubjectPattern, compile_pattern
 
 # Stream kinds whose name after the colon is a subject pattern.
-PATTERN_KINDS = frozenset({"market"})
+PATTERN_KINDS = frozenset({"market", "events"})
 # Of those, the kinds whose plain subjects have a group of their own (``market:<subject>``,
 # which must name an existing market, as before patterns existed).
 LITERAL_GROUPS = frozenset({"market"})
