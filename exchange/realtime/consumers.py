@@ -1,7 +1,7 @@
 """The one WebSocket endpoint (SPEC 6.3, 6.5).
 
 Client frames: ``{"action": "subscribe" | "unsubscribe", "stream": ...}``,
-``{"action": "resume", "stream": "me", "after": <seq>}``,
+``{"action": "resume", "stream": "me" | "events:<pattern>", "after": <seq>}``,
 ``{"action": "presence", "stream": ...}`` and, for discovery (SPEC 8.2),
 ``{"action": "announce", "subject": <subject>, "name": <name>}`` (answered by
 ``{"type": "announced", "subject", "name"}``) and ``{"action": "who", "subject": <pattern>}``
