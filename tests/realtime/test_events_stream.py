@@ -12,10 +12,12 @@ import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
 
+from exchange.models import Offer
 from exchange.realtime import consumers
 from exchange.realtime.streams import events_messages, group_send_all
 from exchange.selectors.events import event_json, events_read
 from exchange.services import events as event_service
+from exchange.services.closing import offer_close
 from exchange.services.markets import market_create
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_place, offer_publish
@@ -256,3 +258,57 @@ def test_a_replay_stops_at_its_cap_and_says_where_to_resume(book, monkeypatch):
     assert quiet  # the stream was left: nothing live either
     assert answer == {"type": "subscribed", "stream": STREAM}
     assert rest == framed(log[2:4])
+
+
+def test_closing_pushes_its_events_and_the_filled_bid_only_to_its_bidder(book):
+    users = book["users"]
+    trade_round(book)
+    offer = Offer.objects.get(market=book["pencils"])
+
+    async def scenario():
+        sockets = {
+            who: await connect(f"/ws/?token={book['keys'][who]}") for who in ("alice", "bob")
+        }
+        for ws in sockets.values():
+            await ask(ws, {"action": "subscribe", "stream": "events:office.supplies.pencils"})
+        start = await database_sync_to_async(logged)(users["staff"])
+        await database_sync_to_async(offer_close)(offer_id=offer.pk, staff=users["staff"])
+        got = {}
+        for who, ws in sockets.items():
+            expected = await database_sync_to_async(logged)(users[who], after=start[-1]["seq"])
+            got[who] = (expected, await take(ws, len(expected)))
+            assert await ws.receive_nothing(timeout=0.5)
+            await ws.disconnect()
+        return got
+
+    got = asyncio.run(scenario())
+    stream = "events:office.supplies.pencils"
+    for expected, frames in got.values():
+        assert frames == framed(expected, stream)
+    types = {who: [f["data"]["type"] for f in frames] for who, (_, frames) in got.items()}
+    assert types["alice"][:2] == ["offer_closed", "trade"] and "bid_filled" in types["alice"]
+    assert "bid_filled" not in types["bob"] and types["bob"][:2] == ["offer_closed", "trade"]
+
+
+def test_each_matching_stream_of_a_connection_gets_each_event_once(book):
+    staff = book["users"]["staff"]
+    other = "events:*.supplies.pencils"
+
+    async def scenario():
+        ws = await connect(f"/ws/?token={book['keys']['staff']}")
+        await ask(ws, {"action": "subscribe", "stream": STREAM})
+        await ask(ws, {"action": "subscribe", "stream": other})
+        await ask(ws, {"action": "subscribe", "stream": STREAM})  # again: nothing doubles
+        await database_sync_to_async(trade_round)(book)
+        expected = await database_sync_to_async(logged)(staff)
+        got = await take(ws, 2 * len(expected))
+        quiet = await ws.receive_nothing(timeout=0.5)
+        await ws.disconnect()
+        return expected, got, quiet
+
+    expected, got, quiet = asyncio.run(scenario())
+    assert quiet
+    # In seq order; for each event, the streams in the order they were subscribed.
+    assert got == [
+        frame for event in expected for frame in framed([event], STREAM) + framed([event], other)
+    ]
