@@ -1,7 +1,7 @@
 """The one WebSocket endpoint (SPEC 6.3, 6.5).
 
 Client frames: ``{"action": "subscribe" | "unsubscribe", "stream": ...}``,
-``{"action": "resume", "stream": "me", "after": <seq>}``,
+``{"action": "resume", "stream": "me" | "events:<pattern>", "after": <seq>}``,
 ``{"action": "presence", "stream": ...}`` and, for discovery (SPEC 8.2),
 ``{"action": "announce", "subject": <subject>, "name": <name>}`` (answered by
 ``{"type": "announced", "subject", "name"}``) and ``{"action": "who", "subject": <pattern>}``
@@ -14,6 +14,20 @@ pattern). A bad frame gets an error frame and the connection stays usable.
 ``market:<pattern>`` (``market:office.>``) follows every market whose subject matches,
 including markets created later; each frame comes once per matching stream the client
 follows, named as it subscribed (``patterns.py`` explains the delivery).
+
+``events:<pattern>`` follows the event log (SPEC 8.1): ``{"stream", "type": "event", "seq",
+"data"}`` per event about a matching subject that the user may see (SPEC 5.6), in ``seq``
+order. ``{"action": "resume", "stream": "events:<pattern>", "after": <seq>}`` first replays
+the log after ``after``, then goes on live, each event once. How: per such stream the
+connection keeps the ``seq`` up to which the log has been served to it. Subscribing starts it
+at the log's end, resuming at ``after`` followed by a replay to the log's end (the group was
+joined before the end was read, so every later event arrives live). Every live message
+carries its whole run of the log (``first``-``last``) to every follower, so a follower skips
+what it has served already and, when a run starts past its position (a push lost with Redis,
+a message dropped at the channel's capacity), reads the gap from the log first. The consumer
+handles one message at a time, so live messages wait in the channel during a replay. A
+replay sends at most ``REPLAY_CAP`` events for one request: past that the stream is left
+with a ``replay_limit`` error saying the ``seq`` to resume after.
 """
 
 from __future__ import annotations
@@ -28,9 +42,11 @@ from channels.db import database_sync_to_async
 from channels.exceptions import AcceptConnection, DenyConnection, StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
 
-from exchange.http import nesting_within
+from exchange.http import nesting_within, whole_number
 from exchange.selectors import realtime as selectors
+from exchange.selectors.events import events_log_end, events_page
 from exchange.selectors.orders import notification_latest_seq
 from exchange.selectors.presence import presence_who
 from matching.subjects import SubjectError, SubjectPattern, compile_pattern, validate_subject
@@ -56,6 +72,11 @@ MAX_STREAMS = 200
 MAX_NAME_LENGTH = 64
 MAX_ANNOUNCEMENTS = 16
 BACKLOG_BATCH = 500
+# An ``events:<pattern>`` replay reads the log this many events a query, and sends at most
+# ``REPLAY_CAP`` events for one resume (or one gap) before asking the client to resume.
+REPLAY_BATCH = 500
+REPLAY_CAP = 20_000
+EVENTS = "events"
 ME = "me"
 # A code in the 4000s (application-defined): the connection's login or token was revoked.
 CLOSE_REVOKED = 4001
@@ -97,6 +118,12 @@ _public_stream_exists = database_sync_to_async(selectors.public_stream_exists)
 _notifications_after = database_sync_to_async(selectors.notifications_after)
 _latest_seq = database_sync_to_async(notification_latest_seq)
 _presence_who = database_sync_to_async(presence_who)
+_events_log_end = database_sync_to_async(events_log_end)
+_events_page = database_sync_to_async(events_page)
+
+
+def _events_stream(stream: str) -> bool:
+    return stream.partition(":")[0] == EVENTS
 
 
 class StreamConsumer(AsyncWebsocketConsumer):
@@ -104,6 +131,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
         self.streams: set[str] = set()
         self.patterns = PatternStreams()
         self.announced: dict[str, str] = {}  # subject -> the name announced on it
+        # Per ``events:<pattern>`` stream, the log's seq up to which it has been served.
+        self.event_positions: dict[str, int] = {}
         self.user = self.scope.get("user")
         self.last_seq: int | None = (
             None  # the last personal notification sent (None: not following)
@@ -188,7 +217,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
             return
         if not isinstance(stream, str) or len(stream) > 250:
             await self._error(
-                "unknown_stream", 'Name a "stream": market:<subject>, offer:<id>, me or system.'
+                "unknown_stream",
+                'Name a "stream": market:<pattern>, events:<pattern>, offer:<id>, me or system.',
             )
             return
         if action == "unsubscribe":
@@ -212,6 +242,9 @@ class StreamConsumer(AsyncWebsocketConsumer):
                 data["watchers"] = watchers
             await self._send({"stream": stream, "type": "presence", "seq": None, "data": data})
             return
+        if action == "resume" and _events_stream(stream):
+            await self._events_resume(stream, pattern, message.get("after"))
+            return
         if action == "resume":
             after = message.get("after")
             if stream != ME or isinstance(after, bool) or not isinstance(after, int) or after < 0:
@@ -232,7 +265,69 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self._join(stream, pattern)
         if stream == ME and self.last_seq is None:
             self.last_seq = await _latest_seq(user=self.user)
+        if _events_stream(stream) and stream not in self.event_positions:
+            self.event_positions[stream] = await _events_log_end()
         await self._send({"type": "subscribed", "stream": stream})
+
+    async def _events_resume(
+        self, stream: str, pattern: SubjectPattern | None, after: object
+    ) -> None:
+        """Follow ``stream`` (an ``events:<pattern>``) from the log's event after ``after``:
+        replay, then live."""
+        start = (
+            whole_number(str(after))
+            if isinstance(after, int | str) and not isinstance(after, bool)
+            else None
+        )
+        if start is None:
+            await self._error(
+                "bad_frame",
+                f'Resume {stream!r} after a sequence number, a whole number: {{"after": 42}}.',
+                stream=stream,
+            )
+            return
+        if stream not in self.streams and len(self.streams) >= MAX_STREAMS:
+            await self._error(
+                "too_many_streams", f"A connection follows at most {MAX_STREAMS} streams."
+            )
+            return
+        assert pattern is not None  # every events stream is a pattern stream
+        await self._join(stream, pattern)
+        await self._send({"type": "subscribed", "stream": stream})
+        self.event_positions[stream] = start
+        await self._events_replay(stream, upto=await _events_log_end())
+
+    async def _events_replay(self, stream: str, *, upto: int) -> None:
+        """Send ``stream``'s events from the log after its position up to ``upto``, which
+        becomes its position; at ``REPLAY_CAP`` events, leave the stream instead with a
+        ``replay_limit`` error naming the last ``seq`` sent."""
+        position = self.event_positions[stream]
+        viewer = self.user if self.user is not None else AnonymousUser()
+        subject = stream.partition(":")[2]
+        sent = 0
+        while position < upto:
+            rows = await _events_page(
+                user=viewer, subject=subject, after=position, upto=upto, limit=REPLAY_BATCH
+            )
+            for row in rows:
+                await self._send(
+                    {"stream": stream, "type": "event", "seq": row["seq"], "data": row}
+                )
+            if len(rows) < REPLAY_BATCH:
+                break
+            position = rows[-1]["seq"]
+            sent += len(rows)
+            if sent >= REPLAY_CAP and position < upto:
+                await self._leave(stream)
+                await self._error(
+                    "replay_limit",
+                    f"One resume replays at most {REPLAY_CAP} events: {stream!r} stopped after "
+                    f"{position}; resume it after {position} for the rest.",
+                    stream=stream,
+                    after=position,
+                )
+                return
+        self.event_positions[stream] = upto
 
     async def _parse(self, text_data: str | None) -> dict | None:
         if text_data is None:
@@ -295,6 +390,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
             kind = stream.partition(":")[0]
             await self.channel_layer.group_discard(pattern_group(kind), self.channel_name)
         self.streams.discard(stream)
+        self.event_positions.pop(stream, None)
         if stream == ME:
             self.last_seq = None
 
@@ -390,6 +486,34 @@ class StreamConsumer(AsyncWebsocketConsumer):
             return
         for stream in self.patterns.matching(event["kind"], event["subject"]):
             await self._send({**event["frame"], "stream": stream})
+
+    async def events_batch(self, message: dict[str, Any]) -> None:
+        """A committed run of the log (``first``-``last``, every event with its ``owner``):
+        each ``events:<pattern>`` stream gets the events it has not been served that match
+        its pattern and that this user may see; a stream whose position is before
+        ``first - 1`` missed a run and reads the gap, and this one, from the log."""
+        first, last = message["first"], message["last"]
+        for stream, position in list(self.event_positions.items()):
+            if position < first - 1:
+                await self._events_replay(stream, upto=last)
+        behind = {s: p for s, p in self.event_positions.items() if p < last}
+        if not behind:
+            return
+        for event in message["events"]:
+            data = event["data"]
+            owner = event["owner"]
+            if owner is not None and not (
+                self.authenticated and (self.user.is_staff or self.user.pk == owner)
+            ):
+                continue
+            for stream in self.patterns.matching(EVENTS, data["subject"]):
+                if behind.get(stream, data["seq"]) < data["seq"]:
+                    await self._send(
+                        {"stream": stream, "type": "event", "seq": data["seq"], "data": data}
+                    )
+        for stream in behind:
+            if stream in self.event_positions:
+                self.event_positions[stream] = last
 
     async def user_wake(self, event: dict[str, Any]) -> None:
         if ME in self.streams and self.last_seq is not None and event["seq"] > self.last_seq:

@@ -27,11 +27,13 @@ streams does this subject match". A matching index (SPEC 8.2, issue 20) replaces
 the same three calls (``add``, ``remove``, ``matching``), first per connection and then, if
 wanted, per server process (one reader of the shared group fanning out in memory).
 
-Other pattern kinds (``events:<pattern>``) reuse the same machinery: add the kind to
-``PATTERN_KINDS``, publish with ``pattern_message`` (its ``owner`` limits a frame to one
-user and staff, as a bid's events must be), and the consumer's ``pattern_frame`` handler
-delivers; a kind that has no per-subject groups leaves ``LITERAL_GROUPS`` alone, so
-that its plain subjects go through the shared group as one-subject patterns.
+Other pattern kinds reuse the same machinery: add the kind to ``PATTERN_KINDS``, publish
+with ``pattern_message`` (its ``owner`` limits a frame to one user and staff), and the
+consumer's ``pattern_frame`` handler delivers; a kind that has no per-subject groups leaves
+``LITERAL_GROUPS`` alone, so that its plain subjects go through the shared group as
+one-subject patterns. ``events:<pattern>`` is such a kind with a handler of its own
+(``events.batch``, see ``consumers.py``): its messages carry runs of the log, so that each
+connection can tell a missed run and read it from the log.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from __future__ import annotations
 from matching.subjects import SubjectPattern, compile_pattern
 
 # Stream kinds whose name after the colon is a subject pattern.
-PATTERN_KINDS = frozenset({"market"})
+PATTERN_KINDS = frozenset({"market", "events"})
 # Of those, the kinds whose plain subjects have a group of their own (``market:<subject>``,
 # which must name an existing market, as before patterns existed).
 LITERAL_GROUPS = frozenset({"market"})

@@ -124,6 +124,33 @@ def wake_message(*, user_id: int, seq: int) -> tuple[str, dict]:
     return user_group(user_id), {"type": "user.wake", "seq": seq}
 
 
+# Events one channel message carries at most (``events_messages``).
+EVENTS_PER_MESSAGE = 100
+
+
+def events_messages(events: list[dict[str, Any]]) -> list[tuple[str, dict]]:
+    """Messages for the connections following ``events:<pattern>`` streams carrying
+    ``events``, a run of the log with consecutive ``seq`` numbers (what one append wrote):
+    each event in its REST form under ``data`` and its ``owner`` (a user id, or None when
+    public). Every such connection gets every event, and the range ``first``-``last``
+    with it, so it can tell when a message went missing and read the gap from the log."""
+    messages = []
+    for start in range(0, len(events), EVENTS_PER_MESSAGE):
+        chunk = events[start : start + EVENTS_PER_MESSAGE]
+        messages.append(
+            (
+                pattern_group("events"),
+                {
+                    "type": "events.batch",
+                    "first": chunk[0]["data"]["seq"],
+                    "last": chunk[-1]["data"]["seq"],
+                    "events": chunk,
+                },
+            )
+        )
+    return messages
+
+
 def group_send_all(messages: list[tuple[str, dict]]) -> None:
     """Send messages to groups in order, in one trip to the event loop (call after commit)."""
 

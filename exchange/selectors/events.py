@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Q, QuerySet
 
-from exchange.models import Event, Market
+from exchange.models import Event, EventCounter, Market
 from matching.subjects import compile_pattern
 from matching.values import format_timestamp_body
 
@@ -110,3 +110,20 @@ def events_stream(events: QuerySet[Event]) -> Iterator[dict[str, Any]]:
         if len(rows) < STREAM_CHUNK:
             return
         after = rows[-1][0]
+
+
+def events_log_end() -> int:
+    """The ``seq`` of the last committed event (0 for an empty log): every event up to it
+    is readable now, and every later one is pushed live after its commit."""
+    last = EventCounter.objects.filter(id=1).values_list("last_seq", flat=True).first()
+    return last or 0
+
+
+def events_page(
+    *, user: User | AnonymousUser, subject: str, after: int, upto: int, limit: int
+) -> list[dict[str, Any]]:
+    """At most ``limit`` of the events ``user`` may see about subjects matching the
+    pattern ``subject`` with ``after`` < ``seq`` <= ``upto``, in ``seq`` order, each as
+    ``event_row_json`` writes it."""
+    events = events_read(user=user, subject=subject, after=after).filter(seq__lte=upto)
+    return [event_row_json(*row) for row in events.values_list(*EVENT_COLUMNS)[:limit]]

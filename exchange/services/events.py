@@ -29,7 +29,9 @@ from exchange.engine.constraints import UnusableOrder, market_schema_of
 from exchange.market_rules import numeric_value, price_text
 from exchange.models import BestOfferChange, Bid, EventCounter, Offer, OrderChange, Trade
 from exchange.models.events import EVENT_TABLE
+from exchange.selectors.events import event_row_json
 from exchange.services.notifications import decimal_text
+from exchange.services.side_effects import after_commit
 from matching.model import Constraint, Interval, Type
 from matching.subscriptions.schema import EVENT_TYPES, OWNER_AND_STAFF
 from matching.values import format_timestamp_body
@@ -227,12 +229,27 @@ def events_append(*, changes: Sequence[int] = (), closed: Iterable[EventRow] = (
     if not rows:
         return 0
     events_insert([(row, time) for row in rows], first_seq=last_seq + 1)
+    live = [
+        {"owner": owner, "data": event_row_json(last_seq + n, time, kind, subject, data)}
+        for n, (kind, subject, owner, data) in enumerate(rows, 1)
+    ]
+    after_commit("pushing events", lambda: events_push(live))
     EventCounter.objects.filter(id=1).update(
         last_seq=last_seq + len(rows),
         last_time=time,
         best_change_id=best[-1][0] if best else mark,
     )
     return len(rows)
+
+
+def events_push(events: list[dict[str, Any]]) -> None:
+    """Send committed ``events`` (consecutive, each ``{"owner", "data"}``) to the
+    connections following ``events:<pattern>`` streams. Losing this push (Redis down) loses
+    nothing: a connection that sees the next message skip ahead reads the gap from the log,
+    and a client that reconnects resumes from the log (``realtime/consumers.py``)."""
+    from exchange.realtime.streams import events_messages, group_send_all
+
+    group_send_all(events_messages(events))
 
 
 def _attributes(event: dict[str, Any]) -> dict[str, Any]:
