@@ -17,7 +17,6 @@ from exchange.realtime import consumers
 from exchange.realtime.streams import events_messages, group_send_all
 from exchange.selectors.events import event_json, events_read
 from exchange.services import events as event_service
-from exchange.services import orders as order_service
 from exchange.services.closing import offer_close
 from exchange.services.markets import market_create
 from exchange.services.matching import matching_cycle_run
@@ -167,9 +166,6 @@ def test_a_lost_push_is_read_from_the_log_when_the_next_run_skips_ahead(book, mo
 
     real_push = event_service.events_push
     monkeypatch.setattr(event_service, "events_push", lost_once)
-    # Only this test's own cycles may run: a worker of a live stack started earlier in the
-    # run would otherwise take the orders' cycle requests and push their events itself.
-    monkeypatch.setattr(order_service, "matching_cycle_request", lambda: None)
 
     async def scenario():
         ws = await connect(f"/ws/?token={book['keys']['alice']}")
