@@ -43,6 +43,7 @@ from exchange.models import (
 from exchange.models.orders import OrderT
 from exchange.services.events import events_append
 from exchange.services.notifications import (
+    best_offer_facts,
     best_offer_notifications,
     notifications_push_on_commit,
     set_aside_notifications,
@@ -387,10 +388,10 @@ def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
     offers = {o.pk: o for o in Offer.objects.filter(id__in=offer_ids).select_related("market")}
     open_ids = {i for i, o in offers.items() if o.state == Offer.State.OPEN}
     new = best_bids(open_ids)
-    notes: list[Notification] = []
     history: list[BestOfferChange] = []
     written: dict[int, Best] = {}
     gone: list[int] = []
+    changes: list[tuple[Offer, Best, Best]] = []
     for offer_id in sorted(offer_ids):
         offer = offers.get(offer_id)
         if offer is None:
@@ -413,7 +414,13 @@ def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
                     at=now,
                 )
             )
-            notes.extend(best_offer_notifications(offer=offer, old=old, new=best))
+            changes.append((offer, old, best))
+    facts = best_offer_facts(changes)
+    notes = [
+        note
+        for offer, old, best in changes
+        for note in best_offer_notifications(offer=offer, old=old, new=best, facts=facts)
+    ]
     _best_rows_write(written, now)
     if gone:
         BestOffer.objects.filter(pk__in=gone).delete()

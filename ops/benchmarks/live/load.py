@@ -17,7 +17,7 @@ import time
 from decimal import Decimal
 from typing import Any
 
-import httpx
+import aiohttp
 import websockets
 from websockets.asyncio.client import ClientConnection
 
@@ -38,14 +38,16 @@ async def drive(
     """Run the load; ``floor`` is the best value in the book, in cents, which every bid beats."""
     base = f"http://127.0.0.1:{port}/api/v1"
     rng = random.Random(seed + 1)
-    async with httpx.AsyncClient(base_url=base, timeout=30) as anon:
+    timeout = aiohttp.ClientTimeout(total=30)
+    async with aiohttp.ClientSession(timeout=timeout) as anon:
         tokens = []
         for i in range(BUYERS):
-            r = await anon.post(
-                "/auth/token/", json={"username": f"buyer{i}", "password": PASSWORD}
-            )
-            tokens.append(r.json()["token"])
-        first_offer = (await anon.get("/offers/?state=open&limit=1")).json()["results"][0]["id"]
+            async with anon.post(
+                f"{base}/auth/token/", json={"username": f"buyer{i}", "password": PASSWORD}
+            ) as r:
+                tokens.append((await r.json())["token"])
+        async with anon.get(f"{base}/offers/?state=open&limit=1") as r:
+            first_offer = (await r.json())["results"][0]["id"]
     sent: dict[tuple[int, str], float] = {}
     latencies: list[float] = []
     acknowledged: list[int] = []
@@ -64,7 +66,7 @@ async def drive(
             if started is not None:
                 latencies.append((time.perf_counter() - started) * 1000)
 
-    async def bid(client: httpx.AsyncClient, token: str, offer_index: int) -> None:
+    async def bid(client: aiohttp.ClientSession, token: str, offer_index: int) -> None:
         offer_id = first_offer + offer_index
         cents = prices.get(offer_id, floor) + 1
         prices[offer_id] = cents
@@ -72,21 +74,22 @@ async def drive(
         lot = offer_index * 100 + 1 + rng.randrange(0, 50)
         posted = sent[(offer_id, value)] = time.perf_counter()
         try:
-            r = await client.post(
-                "/bids/",
+            async with client.post(
+                f"{base}/bids/",
                 json={"market": SUBJECT, "constraint": f"lot = {lot} AND price <= {value}"},
                 headers={"Authorization": f"Token {token}"},
-            )
-        except httpx.HTTPError as exc:
+            ) as r:
+                body = await r.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
             errors.append(f"bid: {exc!r}")
             return
-        if r.status_code == 201:
-            acknowledged.append(r.json()["id"])
+        if r.status == 201:
+            acknowledged.append(json.loads(body)["id"])
             acks.append((time.perf_counter() - posted) * 1000)
         else:
-            errors.append(f"bid: {r.status_code} {r.text[:100]}")
+            errors.append(f"bid: {r.status} {body[:100]!r}")
 
-    async def read(client: httpx.AsyncClient) -> None:
+    async def read(client: aiohttp.ClientSession) -> None:
         nonlocal reads
         path = rng.choice(
             [
@@ -96,19 +99,24 @@ async def drive(
             ]
         )
         try:
-            r = await client.get(path)
-            if r.status_code != 200:
-                errors.append(f"read {path}: {r.status_code}")
+            async with client.get(f"{base}{path}") as r:
+                await r.read()
+                if r.status != 200:
+                    errors.append(f"read {path}: {r.status}")
             reads += 1
-        except httpx.HTTPError as exc:
+        except (aiohttp.ClientError, TimeoutError) as exc:
             errors.append(f"read: {exc!r}")
 
     async with websockets.connect(f"ws://127.0.0.1:{port}/ws/", max_queue=None) as ws:
         await ws.send(json.dumps({"action": "subscribe", "stream": f"market:{SUBJECT}"}))
         await ws.recv()
         listener = asyncio.create_task(listen(ws))
-        limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
-        async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as client:
+        # aiohttp rather than httpx: httpx's pool re-scans every waiting request against every
+        # connection on each event, so once a few hundred requests wait the driver itself
+        # saturates a core (py-spy: 22% in httpcore's _assign_requests_to_connections, 100%
+        # busy at 70 requests/s) and the benchmark measures its own queue.
+        connector = aiohttp.TCPConnector(limit=200)
+        async with aiohttp.ClientSession(timeout=timeout, connector=connector) as client:
             tasks = []
             start = time.perf_counter()
             n_bids = int(rate * seconds)
