@@ -210,22 +210,6 @@ def test_errors_name_what_and_where(text, position, code, fragment):
     assert fragment in err.message
 
 
-@pytest.mark.parametrize(
-    ("text", "position"),
-    [
-        ("SELECT MIN(ask) FROM offers WHERE subject = 'office.supplies.pencils'", 21),
-        ("SELECT best_value FROM offers WHERE offer = 1 NOTIFY WHEN CHANGED BY 5%", 23),
-        ("SELECT MAX(ask) FROM offers", 21),
-    ],
-)  # fmt: skip
-def test_form_4_is_refused_as_not_supported_yet(text, position):
-    with pytest.raises(QueryError) as info:
-        parse_query(text)
-    assert info.value.code == "not_supported"
-    assert info.value.position == position
-    assert "not supported yet" in info.value.message
-
-
 def test_limits_fail_fast():
     with pytest.raises(QueryError) as info:
         parse_query("SELECT * WHERE " + "price > 1, " * 2000)
