@@ -205,7 +205,7 @@ class WatchQuery:
     @property
     def tests(self) -> tuple[Test, ...]:
         """Every test of the range watch (the parser keeps one disjunct per conjunct)."""
-        return tuple(t for c in self.conditions for (tests,) in (c.disjuncts,) for t in tests)
+        return tuple(t for c in self.conditions for t in c.disjuncts[0])
 
     @property
     def key(self) -> str | None:

@@ -26,10 +26,10 @@ from matching.subjects import SubjectError, validate_subject
 from .clauses import ClauseReader
 from .conditions import ConditionReader
 from .errors import QueryError
-from .lexer import END, KW, NAME, NUM, OP, QNAME, STR, Token, describe
+from .lexer import END, KW, NAME, NUM, OP, STR, Token, describe
 from .model import AGGREGATES, AttrTest, Condition, SubjectTest, Threshold, WatchQuery
 from .offers import NUMERIC_ATTRIBUTES, OFFER_SCHEMA
-from .schema import END_TIME, START_TIME, check_attribute
+from .schema import END_TIME, START_TIME
 
 MAX_CONJUNCTS = 64
 _EXAMPLE = "SELECT MIN(ask) FROM offers WHERE subject = 'office.supplies.pencils'"
@@ -113,16 +113,7 @@ class WatchReader(ClauseReader):
     def offer_attribute(self) -> str:
         """A numeric attribute of the open offers at the cursor, consumed."""
         tok = self.peek
-        if tok.kind == NAME:
-            name = tok.text
-        elif tok.kind == QNAME:
-            name = tok.text[1:-1].replace('""', '"')
-        else:
-            raise self.error(
-                f"expected an attribute of the open offers, found {describe(tok)}",
-                code="reserved_word" if tok.kind == KW else "syntax",
-            )
-        check_attribute(name, tok.position, OFFER_SCHEMA)
+        name = self.attribute(OFFER_SCHEMA)
         if name not in NUMERIC_ATTRIBUTES:
             raise QueryError(
                 f"{name} is {OFFER_SCHEMA[name].value}: a watch selects a numeric attribute "
@@ -130,7 +121,6 @@ class WatchReader(ClauseReader):
                 tok.position,
                 code="type_mismatch",
             )
-        self.advance()
         return name
 
     # -- WHERE ------------------------------------------------------------------------------

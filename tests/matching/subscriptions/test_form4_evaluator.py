@@ -120,6 +120,19 @@ def test_an_amendment_of_an_offer_never_posted_opens_it():
     ]
 
 
+def test_a_second_posting_of_an_open_offer_starts_it_afresh():
+    f = Flow()
+    f.post(1, "1.00")
+    f.best(1, "1.10", 2)
+    f.post(1, "1.20")
+    assert run("SELECT best_value FROM offers WHERE offer = 1", f) == [
+        (None, NONE),
+        (2, offer(1, "1.10")),
+        (3, NONE),
+    ]
+    assert run("SELECT matching_bids FROM offers WHERE offer = 1", f)[-1] == (3, offer(1, 0))
+
+
 def test_a_best_offer_for_an_offer_not_open_is_ignored():
     f = Flow()
     f.best(1, "1.10", 1)  # never posted

@@ -97,10 +97,7 @@ def test_searches_find_exactly_the_overlapping_keys_while_keys_come_and_go(ops, 
             assert set(found) == {
                 k
                 for k, s in held.items()
-                if nonempty(s)
-                and nonempty(inner)
-                and inside(inner, s)
-                and inside(s, outer)
+                if nonempty(s) and nonempty(inner) and inside(inner, s) and inside(s, outer)
             }
             assert index.visited <= len(held)
         assert len(index) == len(held)

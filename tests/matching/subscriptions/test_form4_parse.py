@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from matching import Interval, Type, Wildcard
 from matching.subscriptions import Kind, QueryError, WatchQuery, parse_query, to_text
 from matching.subscriptions.model import AttrTest, Condition, SubjectTest, Threshold
+from tests.matching.subscriptions.test_subscription_parse import parses_back_or_fails_located
 
 PENCILS = "office.supplies.pencils"
 
@@ -261,11 +262,4 @@ PIECES = [
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.sampled_from(PIECES), max_size=14), st.booleans())
 def test_any_text_parses_or_fails_with_a_located_error(pieces, glue):
-    text = "SELECT " + (" " if glue else "").join(pieces)
-    try:
-        q = parse_query(text)
-    except QueryError as exc:
-        assert 0 <= exc.position <= len(text), exc
-        assert exc.message
-        return
-    assert parse_query(to_text(q)) == q
+    parses_back_or_fails_located("SELECT " + (" " if glue else "").join(pieces))
