@@ -29,7 +29,8 @@ from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from matching import Interval, Wildcard
+from matching import Interval, Predicate
+from matching.subscriptions.model import AttrTest, WatchQuery
 
 # An end as a sortable pair: (value, nudge). A closed end is the value itself (0); an open
 # lower end sits just after its value (+1), an open upper end just before it (-1);
@@ -41,16 +42,23 @@ _ABOVE_ALL: _Bound = (math.inf, 0)
 
 @dataclass(frozen=True)
 class Span:
-    """``lo .. hi`` with ``None`` for an unbounded end; ``*_closed`` ignored there."""
+    """``lo .. hi`` with ``None`` for an unbounded end (whose flag is set to ``False``, so
+    that equal spans compare equal)."""
 
     lo: Any = None
     lo_closed: bool = True
     hi: Any = None
     hi_closed: bool = True
 
+    def __post_init__(self) -> None:
+        if self.lo is None:
+            object.__setattr__(self, "lo_closed", False)
+        if self.hi is None:
+            object.__setattr__(self, "hi_closed", False)
+
     @classmethod
-    def of(cls, predicate: Interval | Wildcard | None) -> Span:
-        """The span of a SPEC 2 predicate (``Wildcard`` or ``None``: the whole line)."""
+    def of(cls, predicate: Predicate | None) -> Span:
+        """The span of a numeric key's SPEC 2 predicate (``Wildcard`` or ``None``: the whole line)."""
         if not isinstance(predicate, Interval):
             return cls()
         return cls(predicate.lo, predicate.lo_closed, predicate.hi, predicate.hi_closed)
@@ -75,6 +83,12 @@ class Span:
     def empty(self) -> bool:
         return self.lower > self.upper
 
+    def intersection(self, other: Span) -> Span:
+        """The points in both (an empty span when there are none)."""
+        low = self if self.lower >= other.lower else other
+        high = self if self.upper <= other.upper else other
+        return Span(low.lo, low.lo_closed, high.hi, high.hi_closed)
+
     def overlaps(self, other: Span) -> bool:
         return (
             not self.empty
@@ -82,6 +96,18 @@ class Span:
             and self.lower <= other.upper
             and other.lower <= self.upper
         )
+
+
+def key_span(q: WatchQuery) -> Span | None:
+    """The range of a range watch's key (its key tests intersected), what the index holds
+    for it; ``None`` when the watch has no key (every offer of its subject is in range)."""
+    if q.key is None:
+        return None
+    span = Span()
+    for t in q.tests:
+        if isinstance(t, AttrTest) and t.attribute == q.key:
+            span = span.intersection(Span.of(t.predicate))
+    return span
 
 
 class _Node:

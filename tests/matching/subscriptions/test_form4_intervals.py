@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from matching import Interval, Wildcard
-from matching.index.intervals import IntervalIndex, Span
+from matching.index.intervals import IntervalIndex, Span, key_span
+from matching.subscriptions import parse_query
 
 
 def brute_overlap(a: Span, b: Span) -> bool:
@@ -105,9 +106,23 @@ def test_searches_find_exactly_the_overlapping_keys_while_keys_come_and_go(ops, 
         assert all(index.span(k) == s for k, s in held.items())
 
 
-@given(spans(), spans())
-def test_span_overlap_agrees_with_the_brute_force(a, b):
+@given(spans(), spans(), spans())
+def test_span_overlap_and_intersection_agree_with_the_brute_force(a, b, c):
     assert a.overlaps(b) == brute_overlap(a, b) == b.overlaps(a)
+    both = a.intersection(b)
+    assert both == b.intersection(a) or (both.empty and b.intersection(a).empty)
+    # a span meets the intersection exactly when it meets both (for non-empty ones)
+    assert both.overlaps(c) == (not both.empty and brute_overlap(c, both))
+    assert both.empty != brute_overlap(a, b)
+
+
+def test_the_key_span_of_a_watch():
+    watch = "SELECT MIN(ask) FROM offers WHERE subject = 'a'"
+    assert key_span(parse_query(watch)) is None
+    q = parse_query(watch + ", quantity_max > 2000, quantity_max BETWEEN 1000 AND 5000")
+    assert key_span(q) == Span(Decimal(2000), False, Decimal(5000), True)
+    assert key_span(parse_query(watch + ", ask = *")) == Span()
+    assert key_span(parse_query(watch + ", ask > 5, ask < 3")).empty
 
 
 def test_spans_of_predicates_and_their_ends():
