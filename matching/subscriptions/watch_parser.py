@@ -63,13 +63,13 @@ class WatchReader(ClauseReader):
             conditions = self.range_conditions(where)
         threshold = self.threshold()
         if self.peek.kind != END:
-            more = "NOTIFY WHEN CHANGED BY" if threshold is None else ""
-            if func is not None:
-                more = ", ".join(x for x in ("',' or AND and another conjunct", more) if x)
-            raise self.error(
-                f"expected {more + ' or ' if more else ''}the end of the query; "
-                f"found {describe(self.peek)}"
-            )
+            if threshold is not None:
+                more = ""
+            elif func is None:
+                more = "NOTIFY WHEN CHANGED BY or "
+            else:
+                more = "',' or AND and another conjunct, NOTIFY WHEN CHANGED BY or "
+            raise self.error(f"expected {more}the end of the query; found {describe(self.peek)}")
         return WatchQuery(attribute, func, offer, conditions, threshold)
 
     # -- SELECT -----------------------------------------------------------------------------
