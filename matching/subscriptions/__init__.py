@@ -1,7 +1,6 @@
 """The subscription language of SPEC 8.3 and its one evaluator. Plain Python, no Django.
 
-``parse_query`` reads a query (forms 1 to 3; form 4 is recognised and refused as not
-supported yet), ``to_text`` prints its canonical text, and ``Subscription``
+``parse_query`` reads a query (forms 1 to 4), ``to_text`` prints its canonical text, and ``Subscription``
 evaluates it over events given as plain dicts (SPEC 8.1) in ``seq`` order: the live path,
 backtests and ``manage.py subscription_run`` all drive that same object. ``run_offline``
 is the offline contract of SPEC 8.3 on top of it.
@@ -10,7 +9,7 @@ is the offline contract of SPEC 8.3 on top of it.
 from .errors import EventError, QueryError
 from .evaluator import STATE_LIMIT, End, Notification, Subscription, run_offline
 from .events import Event, event_from_dict, parse_timestamp
-from .model import AtomicQuery, CompositeQuery, Kind, Query
+from .model import AtomicQuery, CompositeQuery, Kind, Query, WatchQuery
 from .parser import parse_query
 from .pattern_model import PatternQuery
 from .printer import to_text
@@ -27,6 +26,7 @@ __all__ = [
     "AtomicQuery",
     "CompositeQuery",
     "PatternQuery",
+    "WatchQuery",
     "EventError",
     "Kind",
     "Query",

@@ -7,7 +7,7 @@ built on it. ``output_key`` is the one rule for the keys of a notification's ``d
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import matching
 from matching import ConstraintError, Type
@@ -48,7 +48,8 @@ class ClauseReader(Cursor):
             )
         raise self.error(f"expected a name after AS, found {describe(tok)}", tok)
 
-    def attribute(self) -> str:
+    def attribute(self, schema: Mapping[str, Type] = EVENT_SCHEMA) -> str:
+        """The attribute of ``schema`` at the cursor, consumed."""
         tok = self.peek
         if tok.kind == NAME:
             name = tok.text
@@ -61,7 +62,7 @@ class ClauseReader(Cursor):
             )
         else:
             raise self.error(f"expected an attribute, found {describe(tok)}")
-        check_attribute(name, tok.position)
+        check_attribute(name, tok.position, schema)
         self.advance()
         return name
 

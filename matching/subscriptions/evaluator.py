@@ -1,4 +1,4 @@
-"""The one evaluator of subscriptions (SPEC 8.3, forms 1 to 3).
+"""The one evaluator of subscriptions (SPEC 8.3, forms 1 to 4).
 
 A ``Subscription`` is registered at ``now`` and then fed events in ``seq`` order, each
 marked as history (in the log at registration) or live. It answers each event with the
@@ -10,7 +10,9 @@ Time: an event takes part when ``start <= time < end`` (start defaults to ``now`
 end at or before ``now`` completes the subscription when its history is over; a later
 end completes it at the first live event with ``time >= end`` (not delivered). A form 2
 subscription completes when every alias's range has ended. A form 3 pattern follows live
-events only (history is not offered to it) and never completes.
+events only (history is not offered to it) and never completes. A form 4 watch takes
+history to build the open offers, notifies its answer once the history is over (at the
+last history event's ``seq``, ``None`` without history) and never completes.
 
 State: the events a subscription holds (open windows, events kept for joins, a
 pattern's live instances) are counted; past ``state_limit`` it sends ``{"error": "state_limit"}`` and stops (SPEC 8.3:
@@ -28,9 +30,10 @@ from .atomic import AtomicEngine
 from .automaton import PatternEngine
 from .composite import CompositeEngine
 from .events import Event, event_from_dict
-from .model import CompositeQuery, Query
+from .model import CompositeQuery, Query, WatchQuery
 from .pattern_model import PatternQuery
 from .predicates import resolve
+from .watches import WatchEngine
 
 STATE_LIMIT = 100_000
 
@@ -38,7 +41,7 @@ STATE_LIMIT = 100_000
 @dataclass(frozen=True)
 class Notification:
     n: int
-    seq: int
+    seq: int | None  # None only for a watch's first notification when there was no history
     data: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
@@ -67,8 +70,11 @@ class Subscription:
     def __init__(self, query: Query, *, now: dt.datetime, state_limit: int = STATE_LIMIT) -> None:
         self.query = query
         self.now = now
-        self.engine: AtomicEngine | CompositeEngine | PatternEngine
-        if isinstance(query, PatternQuery):
+        self.engine: AtomicEngine | CompositeEngine | PatternEngine | WatchEngine
+        if isinstance(query, WatchQuery):
+            self.engine = WatchEngine(query)
+            self.end = None
+        elif isinstance(query, PatternQuery):
             self.engine = PatternEngine(query)
             self.end = None
         elif isinstance(query, CompositeQuery):
@@ -111,12 +117,14 @@ class Subscription:
         if self.live or self.finished:
             return []
         self.live = True
+        if isinstance(self.engine, WatchEngine):
+            return self._number(self.engine.register())
         if self.end is not None and self.end <= self.now:
             self.finished = True
             return [End()]
         return []
 
-    def _number(self, found: Iterable[tuple[int, dict[str, Any]]]) -> list[Output]:
+    def _number(self, found: Iterable[tuple[int | None, dict[str, Any]]]) -> list[Output]:
         out: list[Output] = []
         for seq, data in found:
             self.n += 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import cached_property
 
 from matching import Predicate, Type, Value
@@ -176,7 +177,50 @@ class CompositeQuery:
         return TimeRange(own.start or self.time.start, own.end or self.time.end)
 
 
+@dataclass(frozen=True)
+class Threshold:
+    """``NOTIFY WHEN CHANGED BY amount`` (``amount%`` when ``percent``); ``amount >= 0``."""
+
+    amount: Decimal
+    percent: bool = False
+
+
+@dataclass(frozen=True)
+class WatchQuery:
+    """Form 4, a watch over the open offers.
+
+    A range watch has ``func`` ``MIN`` or ``MAX`` and ``conditions``: one subject test and
+    any number of range tests on one numeric attribute, the key (each conjunct normalized
+    on its own, as written). A single-offer watch has ``func`` ``None`` and ``offer`` set.
+    """
+
+    attribute: str
+    func: str | None = None
+    offer: int | None = None
+    conditions: tuple[Condition, ...] = ()
+    threshold: Threshold | None = None
+
+    kind = Kind.STATE
+
+    @property
+    def tests(self) -> tuple[Test, ...]:
+        """Every test of the range watch (the parser keeps one disjunct per conjunct)."""
+        return tuple(t for c in self.conditions for t in c.disjuncts[0])
+
+    @property
+    def key(self) -> str | None:
+        """The key attribute of a range watch, or ``None`` when it has no key test."""
+        return next(
+            (
+                t.attribute
+                for t in self.tests
+                if isinstance(t, AttrTest) and t.attribute != "subject"
+            ),
+            None,
+        )
+
+
 # Form 3 lives in its own module, which takes ``Kind`` from this one (defined above).
 from .pattern_model import PatternQuery  # noqa: E402
 
-Query = AtomicQuery | CompositeQuery | PatternQuery
+Query = AtomicQuery | CompositeQuery | PatternQuery | WatchQuery

@@ -19,8 +19,7 @@
 
 The query's shape is recognised before anything else is read (``kind_of``): a ``FROM``
 followed by a pattern's words is form 3 (read by ``pattern_parser``), ``FROM offers``
-form 4, which is not implemented yet and is refused with a ``not_supported`` error at
-its ``FROM`` source.
+form 4 (read by ``watch_parser``, whose docstring has its grammar).
 
 Every refusal is a ``QueryError`` at a 0-based character position; limits (``MAX_*``
 below) are checked as the text is read, so an oversized query fails before any work.
@@ -49,6 +48,7 @@ from .model import (
 )
 from .pattern_parser import PatternReader
 from .schema import END_TIME, EVENT_SCHEMA, START_TIME, check_attribute
+from .watch_parser import WatchReader
 
 MAX_LENGTH = 10_000
 MAX_CONJUNCTS = 64
@@ -74,7 +74,8 @@ def kind_of(tokens: list[Token]) -> tuple[Kind, Token | None]:
     """The form a token list has, and the token its source starts at (after ``FROM``).
 
     Only what follows ``FROM`` decides: a pattern's words there (``FILTER``, ``EVENTS``,
-    ``NEXT``, ``FOLD``, ``UNION``) make form 3, ``FROM offers`` form 4, other names form 2.
+    ``NEXT``, ``FOLD``, ``UNION``) make form 3, ``FROM offers`` (then the end, ``WHERE`` or
+    ``NOTIFY``) form 4, other names form 2.
     """
     for i, tok in enumerate(tokens):
         if tok.kind == KW and tok.text == "from" and not (i and tokens[i - 1].text == "as"):
@@ -86,7 +87,7 @@ def kind_of(tokens: list[Token]) -> tuple[Kind, Token | None]:
             if (
                 source.kind == NAME
                 and source.text.lower() == "offers"
-                and (after.kind == END or (after.kind == KW and after.text == "where"))
+                and (after.kind == END or (after.kind == KW and after.text in ("where", "notify")))
             ):
                 return Kind.STATE, source
             return Kind.COMPOSITE, source
@@ -102,12 +103,9 @@ class _Parser(ClauseReader):
             reader.i = self.i
             return reader.patterns()
         if kind is Kind.STATE:
-            raise self.error(
-                "subscriptions over open offers (FROM offers, SPEC 8.3 form 4) are not "
-                "supported yet",
-                source,
-                code="not_supported",
-            )
+            watch = WatchReader(self.text, self.tokens)
+            watch.i = self.i
+            return watch.watch()
         if kind is Kind.COMPOSITE:
             return self.composite()
         return self.atomic()

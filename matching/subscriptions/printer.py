@@ -28,8 +28,10 @@ from .model import (
     Query,
     SubjectTest,
     Test,
+    Threshold,
     TimeBound,
     TimeRange,
+    WatchQuery,
 )
 from .schema import END_TIME, START_TIME
 
@@ -46,6 +48,8 @@ def to_text(query: Query) -> str:
         return pattern_text(query)
     if isinstance(query, CompositeQuery):
         return _composite(query)
+    if isinstance(query, WatchQuery):
+        return _watch(query)
     return _atomic(query)
 
 
@@ -69,6 +73,22 @@ def _composite(q: CompositeQuery) -> str:
     for alias, time in q.alias_times:
         where += _bounds(alias + ".", time)
     return f"SELECT {select} FROM {' AND '.join(q.aliases)} WHERE {', '.join(where)}"
+
+
+def _watch(q: WatchQuery) -> str:
+    attribute = name_text(q.attribute)
+    if q.func is None:
+        text = f"SELECT {attribute} FROM offers WHERE offer = {q.offer}"
+    else:
+        where = ", ".join(condition_text(c) for c in q.conditions)
+        text = f"SELECT {q.func}({attribute}) FROM offers WHERE {where}"
+    if q.threshold is not None:
+        text += " NOTIFY WHEN CHANGED BY " + threshold_text(q.threshold)
+    return text
+
+
+def threshold_text(t: Threshold) -> str:
+    return format_value(Type.DECIMAL, t.amount) + ("%" if t.percent else "")
 
 
 def _select(items: tuple[Item, ...] | None) -> str:

@@ -106,10 +106,6 @@ def test_an_empty_file_with_a_past_end_completes(tmp_path):
             "SELECT a.price FROM FILTER{type = 'trade'}(EVENTS) AS",
             "QUERY:1:54: expected an alias such as a",
         ),
-        (
-            "SELECT MIN(ask) FROM offers WHERE subject = 'office.supplies.pencils'",
-            "QUERY:1:22: subscriptions over open offers (FROM offers, SPEC 8.3 form 4) are not",
-        ),
     ],
 )
 def test_a_bad_query_exits_2_with_its_column(tmp_path, query, message):

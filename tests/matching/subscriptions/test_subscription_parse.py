@@ -210,22 +210,6 @@ def test_errors_name_what_and_where(text, position, code, fragment):
     assert fragment in err.message
 
 
-@pytest.mark.parametrize(
-    ("text", "position"),
-    [
-        ("SELECT MIN(ask) FROM offers WHERE subject = 'office.supplies.pencils'", 21),
-        ("SELECT best_value FROM offers WHERE offer = 1 NOTIFY WHEN CHANGED BY 5%", 23),
-        ("SELECT MAX(ask) FROM offers", 21),
-    ],
-)  # fmt: skip
-def test_form_4_is_refused_as_not_supported_yet(text, position):
-    with pytest.raises(QueryError) as info:
-        parse_query(text)
-    assert info.value.code == "not_supported"
-    assert info.value.position == position
-    assert "not supported yet" in info.value.message
-
-
 def test_limits_fail_fast():
     with pytest.raises(QueryError) as info:
         parse_query("SELECT * WHERE " + "price > 1, " * 2000)
@@ -263,7 +247,12 @@ PIECES = [
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.sampled_from(PIECES), max_size=14), st.booleans())
 def test_any_text_parses_or_fails_with_a_located_error(pieces, glue):
-    text = "SELECT " + (" " if glue else "").join(pieces)
+    parses_back_or_fails_located("SELECT " + (" " if glue else "").join(pieces))
+
+
+def parses_back_or_fails_located(text):
+    """``text`` is refused with a message and a position inside it, or its canonical text
+    parses back to the same query (shared with form 4's test)."""
     try:
         q = parse_query(text)
     except QueryError as exc:
