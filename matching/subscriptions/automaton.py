@@ -34,7 +34,7 @@ from __future__ import annotations
 import datetime as dt
 import heapq
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 from typing import Any
@@ -267,13 +267,27 @@ class Automaton:
 
     def event(self, e: Event) -> list[tuple[tuple[int, ...], Instance]]:
         """Offer ``e``; the instances it completed that pass ``WHERE``, with their sort key."""
+        return self.advance(e, lambda source: self.passes(source, e))
+
+    def passes(self, source: int, e: Event) -> bool:
+        """Whether ``e`` passes the static filter of ``source`` (0 the first source, ``i``
+        the source of node ``i``)."""
+        test = self.start if source == 0 else self.nodes[source - 1].filter
+        return test is None or test(_NO_INSTANCE, e)
+
+    def advance(
+        self, e: Event, passes: Callable[[int], bool]
+    ) -> list[tuple[tuple[int, ...], Instance]]:
+        """``event`` with the static filters answered by ``passes(source)`` (as ``passes``
+        numbers them): a caller that has already tested them for many patterns at once
+        (``multi.py``, through the matching index) hands the answers in."""
         if self.within is not None:
             self._expire(e.time)
         moved: list[Instance] = []
         for node in self.nodes:
-            if node.waiting and (node.filter is None or node.filter(_NO_INSTANCE, e)):
+            if node.waiting and passes(node.index):
                 self._offer(node, e, moved)
-        if self.start is None or self.start(_NO_INSTANCE, e):
+        if passes(0):
             moved.append(Instance(1, (e,), (None,), {}, (), next(self.ids)))
         out = []
         for inst in moved:
@@ -461,6 +475,15 @@ class PatternEngine:
     def __init__(self, query: PatternQuery) -> None:
         ids = itertools.count()
         self.sides = [Automaton(p, i, ids) for i, p in enumerate(query.sides)]
+        self._routed: Mapping[int, Container[int]] | None = None
+
+    def route(self, passed: Mapping[int, Container[int]]) -> None:
+        """For the next ``event`` only: the sources (numbered as ``Automaton.passes``
+        numbers them) whose static filters it passes, per side; a side left out passes
+        none. ``multi.py`` tests the filters of many patterns at once through the matching
+        index and hands each pattern its answers here, since ``Subscription.push`` calls
+        ``event`` itself; the outputs are those of ``event`` without the route."""
+        self._routed = passed
 
     @property
     def kept_events(self) -> int:
@@ -472,9 +495,14 @@ class PatternEngine:
         return sum(a.touched for a in self.sides)
 
     def event(self, e: Event) -> list[tuple[int, dict[str, Any]]]:
+        routed, self._routed = self._routed, None
         found = []
         for automaton in self.sides:
-            for seqs, inst in automaton.event(e):
+            if routed is None:
+                completed = automaton.event(e)
+            else:
+                completed = automaton.advance(e, routed.get(automaton.side, ()).__contains__)
+            for seqs, inst in completed:
                 found.append((seqs[0], seqs, automaton.side, automaton.data(inst)))
         found.sort(key=lambda f: f[:3])
         return [(e.seq, data) for *_, data in found]

@@ -1,0 +1,379 @@
+"""Many live subscriptions evaluated together (SPEC 8.3's implementation note, seed 003).
+
+A ``SubscriptionSet`` holds live ``Subscription`` objects (the one evaluator of
+``evaluator.py``) under ids and feeds each event only to those it can concern:
+
+* Every *source* sits in one matching index (``matching.index``, SPEC 8.2): a form 1
+  subscription's conjuncts (as ``matching.index.form1`` splits them), the first source of
+  each side of a form 3 pattern, and the source of each pattern step that has instances
+  waiting at it (a step with none is taken out of the index, Cayuga's active-node idea:
+  an event then does not even visit it). An event walks the index once; the sources it
+  returns, after the checks the tree could not hold, are the ones it passes.
+* A form 1 subscription is pushed only the events that pass its conjuncts; a pattern only
+  the events that pass one of its sources, with those answers routed to its automata
+  (``PatternEngine.route``), so no static filter is evaluated twice. Inside a pattern, the
+  instances waiting on an equality parameter are hashed by its value
+  (``automaton.py``), so the event touches only the bucket of its own value.
+* Form 2 (composite) subscriptions, and any other kind, fall back to being pushed every
+  event: their joins are not static tests.
+
+Why the outputs are those of pushing every event to every subscription (the hypothesis
+test compares them): an event a form 1 subscription is not pushed fails its conjuncts, so
+pushing it would output nothing, except that a subscription's first live event ends its
+history and the first event at or after its end completes it; the set pushes the next
+event in full to a subscription just added, and keeps a heap of end times to push the
+completing event. A pattern not pushed an event only misses the expiry of ``WITHIN``,
+which its next pushed event does first (time does not decrease, so the same instances go),
+and its live count can only have fallen in between, so ``state_limit`` fires at the same
+event.
+
+Outputs are given per subscription in the order its own evaluation makes them; across
+subscriptions in one event, in the order they were evaluated.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+import itertools
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from decimal import Decimal
+from typing import Any
+
+from matching import Interval, Type
+from matching.index import MatchingIndex, split_conditions
+from matching.index.tree import IndexTest
+from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_pattern
+
+from .automaton import Automaton, PatternEngine
+from .evaluator import Output, Subscription
+from .events import Event, event_from_dict
+from .model import AtomicQuery
+from .pattern_model import All, Compare, Cond, Literal, Matches, PatternQuery, Ref
+from .schema import EVENT_SCHEMA
+
+_FLIP = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_LITERAL_TYPES: Mapping[type, tuple[Type, ...]] = {
+    Decimal: (Type.INT, Type.DECIMAL),
+    str: (Type.STRING,),
+    dt.datetime: (Type.TIMESTAMP,),
+}
+
+
+@dataclass(frozen=True)
+class StaticSplit:
+    """A static FILTER as the index takes it: ``subject`` and ``tests`` in the tree, and
+    ``exact`` when they are the whole filter (otherwise the filter itself is checked on
+    each event the tree returns)."""
+
+    subject: SubjectPattern | None
+    tests: tuple[IndexTest, ...]
+    exact: bool
+
+
+def split_filter(condition: Cond | None) -> StaticSplit:
+    """The tests of a pattern source's static ``condition`` that the index can hold.
+
+    A top-level conjunct goes to the tree when it compares a bare attribute with a literal
+    of the attribute's type by ``=``, ``<``, ``<=``, ``>`` or ``>=`` (``subject = 'a.b'``
+    becomes a subject pattern), or is a positive ``subject MATCHES``; the first test of an
+    attribute only. Anything else (``OR``, ``!=``, arithmetic, a second test) leaves the
+    split inexact, and the filter is then checked whole on the tree's candidates.
+    """
+    if condition is None:
+        return StaticSplit(None, (), True)
+    parts = condition.parts if isinstance(condition, All) else (condition,)
+    subject: SubjectPattern | None = None
+    tests: list[IndexTest] = []
+    tested: set[str] = set()
+    exact = True
+    for part in parts:
+        if isinstance(part, Matches):
+            if part.negated or subject is not None or part.ref.attribute != "subject":
+                exact = False
+            else:
+                subject = part.compiled
+            continue
+        found = _comparison(part) if isinstance(part, Compare) else None
+        if found is None:
+            exact = False
+            continue
+        attribute, op, value = found
+        literal_subject = _literal_subject(value) if attribute == "subject" and op == "=" else None
+        if literal_subject is not None and subject is None:
+            subject = literal_subject
+        elif attribute in tested or literal_subject is not None:
+            exact = False
+        else:
+            tested.add(attribute)
+            tests.append((attribute, _interval(op, value)))
+    return StaticSplit(subject, tuple(tests), exact)
+
+
+def _comparison(c: Compare) -> tuple[str, str, Any] | None:
+    """``(attribute, op, literal)`` for a bare attribute against a literal of its type."""
+    for ref, literal, op in ((c.left, c.right, c.op), (c.right, c.left, _FLIP.get(c.op))):
+        if (
+            isinstance(ref, Ref)
+            and ref.alias is None
+            and isinstance(literal, Literal)
+            and op in _FLIP
+            and EVENT_SCHEMA.get(ref.attribute) in _LITERAL_TYPES.get(type(literal.value), ())
+        ):
+            return ref.attribute, op, literal.value
+    return None
+
+
+def _literal_subject(value: str) -> SubjectPattern | None:
+    """``value`` as a pattern that holds exactly that subject (none if it is not one)."""
+    try:
+        pattern = compile_pattern(value)
+    except SubjectError:
+        return None
+    return None if ONE in pattern.tokens or REST in pattern.tokens else pattern
+
+
+def _interval(op: str, v: Any) -> Interval:
+    if op == "=":
+        return Interval(v, True, v, True)
+    if op in ("<", "<="):
+        return Interval(None, False, v, op == "<=")
+    return Interval(v, op == ">=", None, False)
+
+
+@dataclass
+class Counts:
+    """What evaluating events cost: ``events`` seen, index ``nodes`` visited, ``sources``
+    the events passed (form 1 subscriptions and pattern sources, after the residual
+    checks), ``evaluated`` subscription pushes, and pattern ``instances`` offered events."""
+
+    events: int = 0
+    nodes: int = 0
+    sources: int = 0
+    evaluated: int = 0
+    instances: int = 0
+
+
+@dataclass(eq=False)
+class _Source:
+    held: _Held
+    side: int
+    node: int  # 0: the first source; i: the source of step i
+    check: Automaton | None  # the automaton whose filter is checked (an inexact split)
+    split: StaticSplit
+    active: bool = False
+
+
+@dataclass(eq=False)
+class _Held:
+    sub_id: Hashable
+    sub: Subscription
+    kind: str  # "atomic", "pattern" or "every" (pushed every event)
+    rank: int  # evaluated in the order added
+    sources: list[int] = field(default_factory=list)
+    steps: dict[tuple[int, int], int] = field(default_factory=dict)  # (side, node) -> source id
+
+
+class SubscriptionSet:
+    """Live subscriptions under ids, each event evaluated through one index walk.
+
+    ``add`` takes a ``Subscription`` whose history (if any) has been pushed to it; from
+    then on ``push`` feeds it live events. ``push`` returns ``(id, output)`` pairs; a
+    subscription that completes or is suspended is dropped from the set once its last
+    output is given. ``last`` holds the counts of the latest event, ``total`` their sums.
+    """
+
+    def __init__(self, order: Sequence[str] = ("type",)) -> None:
+        self.index = MatchingIndex(order)
+        self._held: dict[Hashable, _Held] = {}
+        self._sources: dict[int, _Source] = {}
+        self._ids = itertools.count()
+        self._fresh: dict[Hashable, _Held] = {}  # not pushed a live event yet
+        self._every: dict[Hashable, _Held] = {}
+        self._ends: list[tuple[dt.datetime, int, _Held]] = []
+        self.last = Counts()
+        self.total = Counts()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def __contains__(self, sub_id: object) -> bool:
+        return sub_id in self._held
+
+    def subscription(self, sub_id: Hashable) -> Subscription:
+        return self._held[sub_id].sub
+
+    def add(self, sub_id: Hashable, sub: Subscription) -> None:
+        """Hold ``sub`` under ``sub_id``; ``ValueError`` (nothing changed) if the id is
+        already held or ``sub`` has finished."""
+        if sub_id in self._held:
+            raise ValueError(f"subscription {sub_id!r} is already in the set")
+        if sub.finished:
+            raise ValueError(f"subscription {sub_id!r} has finished: there is nothing to follow")
+        kind = "every"
+        if isinstance(sub.query, AtomicQuery):
+            kind = "atomic"
+        elif isinstance(sub.query, PatternQuery):
+            kind = "pattern"
+        held = _Held(sub_id, sub, kind, next(self._ids))
+        self._held[sub_id] = held
+        if held.kind == "every":
+            self._every[sub_id] = held
+            return
+        if sub.end is not None:
+            heapq.heappush(self._ends, (sub.end, held.rank, held))
+        if sub.live:
+            self._install(held)
+        else:
+            self._fresh[sub_id] = held
+
+    def remove(self, sub_id: Hashable) -> Subscription:
+        """Stop following ``sub_id`` and give its subscription back; ``KeyError`` (nothing
+        changed) if it is not held."""
+        held = self._held.pop(sub_id)
+        self._fresh.pop(sub_id, None)
+        self._every.pop(sub_id, None)
+        for source_id in held.sources:
+            self._deactivate(source_id, self._sources.pop(source_id))
+        return held.sub
+
+    # -- the index ---------------------------------------------------------------------------
+
+    def _install(self, held: _Held) -> None:
+        """Put ``held``'s sources into the index (a pattern: the first sources, and the
+        steps that have instances waiting)."""
+        if held.kind == "atomic":
+            assert isinstance(held.sub.query, AtomicQuery)
+            parts = split_conditions(held.sub.query.conditions)
+            source = _Source(held, -1, 0, None, StaticSplit(parts.subject, parts.tests, True))
+            source_id = self._new_source(held, source)
+            self.index.add(
+                source_id, subject=parts.subject, tests=parts.tests, residual=parts.residual()
+            )
+            source.active = True
+            return
+        engine = held.sub.engine
+        assert isinstance(engine, PatternEngine)
+        for automaton in engine.sides:
+            pattern = automaton.pattern
+            filters = [pattern.first.filter, *(s.source.filter for s in pattern.steps)]
+            for node, condition in enumerate(filters):
+                split = split_filter(condition)
+                source = _Source(
+                    held, automaton.side, node, None if split.exact else automaton, split
+                )
+                held.steps[(automaton.side, node)] = self._new_source(held, source)
+        self._reconcile(held)
+
+    def _new_source(self, held: _Held, source: _Source) -> int:
+        source_id = next(self._ids)
+        self._sources[source_id] = source
+        held.sources.append(source_id)
+        return source_id
+
+    def _reconcile(self, held: _Held) -> None:
+        """A pattern's step sources are in the index exactly while instances wait there."""
+        engine = held.sub.engine
+        assert isinstance(engine, PatternEngine)
+        for automaton in engine.sides:
+            for node in (0, *(n.index for n in automaton.nodes)):
+                source_id = held.steps[(automaton.side, node)]
+                source = self._sources[source_id]
+                want = node == 0 or bool(automaton.nodes[node - 1].waiting)
+                if want and not source.active:
+                    self.index.add(
+                        source_id, subject=source.split.subject, tests=source.split.tests
+                    )
+                    source.active = True
+                elif source.active and not want:
+                    self._deactivate(source_id, source)
+
+    def _deactivate(self, source_id: int, source: _Source) -> None:
+        if source.active:
+            self.index.remove(source_id)
+            source.active = False
+
+    # -- events ------------------------------------------------------------------------------
+
+    def push(self, event: Event | Mapping[str, Any]) -> list[tuple[Hashable, Output]]:
+        """The outputs one live event causes, as ``(subscription id, output)``."""
+        e = event if isinstance(event, Event) else event_from_dict(event)
+        counts = Counts(events=1)
+        out: list[tuple[Hashable, Output]] = []
+
+        def evaluate(held: _Held) -> None:
+            counts.evaluated += 1
+            before = _touched(held)
+            out.extend((held.sub_id, o) for o in held.sub.push(e, live=True))
+            counts.instances += _touched(held) - before
+            if held.sub.finished:
+                self.remove(held.sub_id)
+
+        for held in list(self._every.values()):
+            evaluate(held)
+        fresh, self._fresh = self._fresh, {}
+        for held in fresh.values():
+            evaluate(held)  # in full; indexed once the event is done
+        while self._ends and self._ends[0][0] <= e.time:
+            ending = heapq.heappop(self._ends)[2]
+            if self._held.get(ending.sub_id) is ending:
+                evaluate(ending)  # the event at or after its end completes it
+        found, counts.nodes = self.index.candidates(e.values)
+        atomic: list[_Held] = []
+        routes: dict[Hashable, tuple[_Held, dict[int, set[int]]]] = {}
+        residual = self.index.residual
+        for source_id in found:
+            source = self._sources[source_id]  # type: ignore[index]
+            held = source.held
+            if held.kind == "atomic":
+                check = residual(source_id)
+                if check is None or check(e.values):
+                    counts.sources += 1
+                    atomic.append(held)
+                continue
+            if source.check is not None and not source.check.passes(source.node, e):
+                continue
+            counts.sources += 1
+            route = routes.get(held.sub_id)
+            if route is None:
+                route = routes[held.sub_id] = (held, {})
+            route[1].setdefault(source.side, set()).add(source.node)
+        atomic.sort(key=_rank)
+        for held in atomic:
+            evaluate(held)
+        for held, passed in sorted(routes.values(), key=lambda r: r[0].rank):
+            engine = held.sub.engine
+            assert isinstance(engine, PatternEngine)
+            engine.route(passed)
+            evaluate(held)
+            if held.sub_id in self._held:
+                self._reconcile(held)
+        for held in fresh.values():
+            if self._held.get(held.sub_id) is held:
+                self._install(held)
+        self.last = counts
+        for f in fields(Counts):
+            setattr(self.total, f.name, getattr(self.total, f.name) + getattr(counts, f.name))
+        return out
+
+    def push_all(
+        self, events: Iterable[Event | Mapping[str, Any]]
+    ) -> list[tuple[Hashable, Output]]:
+        return [pair for e in events for pair in self.push(e)]
+
+    @property
+    def instances(self) -> int:
+        """Pattern instances held (waiting at a step) across the set."""
+        return sum(
+            held.sub.engine.kept_events for held in self._held.values() if held.kind == "pattern"
+        )
+
+
+def _touched(held: _Held) -> int:
+    engine = held.sub.engine
+    return engine.touched if isinstance(engine, PatternEngine) else 0
+
+
+def _rank(held: _Held) -> int:
+    return held.rank

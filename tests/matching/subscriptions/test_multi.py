@@ -1,0 +1,278 @@
+"""Many subscriptions at once (``matching.subscriptions.multi``): the same outputs as each
+subscription run on its own through ``Subscription``, and the work per event shown by its
+counts."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from matching import Interval
+from matching.subjects import compile_pattern
+from matching.subscriptions import PatternQuery, Subscription, event_from_dict, parse_query
+from matching.subscriptions.multi import StaticSplit, SubscriptionSet, split_filter
+
+BASE = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.UTC)
+SUBJECTS = ["office.supplies.pencils", "office.supplies.pens", "garden.tools.rakes"]
+PRICES = ["0.90", "1.00", "1.05", "1.10", "1.20"]
+
+
+def _stamp(t: dt.datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _filter(text: str) -> Any:
+    query = parse_query(f"SELECT a.seq FROM FILTER{{{text}}}(EVENTS) AS a")
+    return query.sides[0].first.filter  # type: ignore[union-attr]
+
+
+def _eq(v: Any) -> Interval:
+    return Interval(v, True, v, True)
+
+
+# -- which FILTER conjuncts go into the index ---------------------------------------------
+
+
+def test_literal_tests_and_a_subject_go_into_the_tree() -> None:
+    split = split_filter(
+        _filter(
+            "type = 'trade' AND subject = 'office.supplies.pencils' AND price > 1.05 AND 7 >= offer"
+        )  # fmt: skip
+    )
+    assert split == StaticSplit(
+        compile_pattern("office.supplies.pencils"),
+        (
+            ("type", _eq("trade")),
+            ("price", Interval(Decimal("1.05"), False, None, False)),
+            ("offer", Interval(None, False, Decimal(7), True)),
+        ),
+        True,
+    )
+    assert split_filter(None) == StaticSplit(None, (), True)
+    matches = split_filter(_filter("subject MATCHES 'office.>' AND price <= 1"))
+    assert matches == StaticSplit(
+        compile_pattern("office.>"), (("price", Interval(None, False, Decimal(1), True)),), True
+    )
+
+
+@pytest.mark.parametrize(
+    "text, tests",
+    [
+        ("type = 'trade' AND price != 1", (("type", _eq("trade")),)),
+        ("type = 'trade' OR price > 1", ()),
+        ("price > 1 AND price < 2", (("price", Interval(Decimal(1), False, None, False)),)),
+        ("price > 1 + 1", ()),
+        ("NOT subject MATCHES 'office.>'", ()),
+        ("subject = 'a.*'", (("subject", _eq("a.*")),)),  # a string, not a pattern
+    ],
+)
+def test_what_the_tree_cannot_hold_leaves_the_filter_to_be_checked(
+    text: str, tests: tuple[Any, ...]
+) -> None:
+    split = split_filter(_filter(text))
+    assert (split.subject, split.tests, split.exact) == (None, tests, text == "subject = 'a.*'")
+
+
+# -- the same outputs as every subscription on its own -------------------------------------
+
+FORM1 = [
+    "SELECT price WHERE type = 'trade', price > {p}",
+    "SELECT * WHERE subject MATCHES 'office.>', price <= {p}",
+    "SELECT price WHERE (price < {p} OR type = 'best_offer'), subject != 'garden.tools.rakes'",
+    "SELECT price WHERE type = 'trade', price != {p}, end_time = NOW + {m}m",
+    "SELECT price WHERE type = 'trade', start_time = NOW + {m}m",
+    "SELECT AVG(price, 2) WHERE type = 'trade' GROUP BY subject",
+    "SELECT price WHERE type = 'trade' HAVING MAX(price, 2) > {p}",
+    "SELECT offer WHERE type = 'best_offer', offer = {o}, end_time = NOW",
+    "SELECT price WHERE start_time = NOW - 1h, end_time = NOW + {m}m, price = *",
+]
+T = "FILTER{{type = 'trade'}}(EVENTS)"
+FORM3 = [
+    "SELECT a.price, b.price FROM FILTER{{type = 'trade' AND price > {p}}}(EVENTS) AS a "
+    "NEXT{{b.subject = a.subject AND b.price < {p}}} " + T + " AS b",
+    "SELECT a.price, b.price FROM FILTER{{type = 'trade' AND subject = '{s}'}}(EVENTS) AS a "
+    "NEXT{{b.subject = a.subject AND b.price > 1.05 * a.price}} "
+    "FILTER{{type = 'trade' AND subject = '{s}'}}(EVENTS) AS b",
+    "SELECT a.price, b.price, n, DUR FROM " + T + " AS a "
+    "FOLD{{b.subject = a.subject, b.price >= b.last.price, COUNT AS n}} " + T + " AS b "
+    "WHERE DUR >= {m}m",
+    "SELECT a.offer, b.value, n FROM FILTER{{type = 'best_offer' AND offer = {o}}}(EVENTS) AS a "
+    "FOLD{{b.offer = a.offer, b.value < b.last.value, COUNT AS n}} "
+    "FILTER{{type = 'best_offer'}}(EVENTS) AS b WHERE n >= 2 WITHIN {m}m",
+    "SELECT a.seq, b.seq FROM FILTER{{type != 'trade' OR price >= {p}}}(EVENTS) AS a "
+    "NEXT{{b.offer = a.offer}} EVENTS AS b "
+    "UNION SELECT a.seq, b.seq FROM EVENTS AS a "
+    "NEXT{{b.subject = a.subject}} FILTER{{subject MATCHES 'office.>'}}(EVENTS) AS b WITHIN {m}m",
+]
+FORM2 = [
+    "SELECT b.offer FROM a AND b WHERE a.type = 'trade', a.price >= {p}, "
+    "b.type = 'best_offer', b.subject = a.subject",
+]
+QUERIES = FORM1 + FORM3 + FORM2
+
+
+@st.composite
+def events(draw: st.DrawFn, n: int) -> list[dict[str, Any]]:
+    out = []
+    t = BASE
+    for seq in range(1, n + 1):
+        t += dt.timedelta(minutes=draw(st.integers(0, 6)))
+        e: dict[str, Any] = {"seq": seq, "time": _stamp(t),
+                             "subject": draw(st.sampled_from(SUBJECTS))}  # fmt: skip
+        kind = draw(st.integers(0, 5))
+        if kind <= 2:
+            e.update(type="trade", offer=draw(st.integers(1, 3)), trade=seq, quantity=1,
+                     price=draw(st.sampled_from(PRICES)))  # fmt: skip
+        elif kind <= 4:
+            e.update(type="best_offer", offer=draw(st.integers(1, 3)), matching_bids=1)
+            if kind == 3:
+                e["value"] = draw(st.sampled_from(PRICES))
+        else:
+            e.update(type="offer_posted", offer=seq, version=1, ask="1.00", constraint="")
+        out.append(e)
+    return out
+
+
+@st.composite
+def scripts(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
+    """Events, and what happens before each: ``("add", id, query, history, limit)`` or
+    ``("remove", id)``."""
+    stream = draw(events(draw(st.integers(1, 24))))
+    steps: list[tuple[Any, ...]] = []
+    held: list[int] = []
+    next_id = 0
+    for _ in stream:
+        for _ in range(draw(st.integers(0, 3))):
+            if held and draw(st.integers(0, 4)) == 0:
+                steps.append(("remove", held.pop(draw(st.integers(0, len(held) - 1)))))
+                continue
+            template = draw(st.sampled_from(QUERIES))
+            query = template.format(
+                p=draw(st.sampled_from(PRICES)),
+                m=draw(st.integers(0, 20)),
+                o=draw(st.integers(1, 3)),
+                s=draw(st.sampled_from(SUBJECTS)),
+            )
+            steps.append(("add", next_id, query, draw(st.booleans()),
+                          draw(st.sampled_from([2, 5, 100_000]))))  # fmt: skip
+            held.append(next_id)
+            next_id += 1
+        steps.append(("event",))
+    return stream, steps
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scripts())
+def test_the_set_gives_what_each_subscription_gives_on_its_own(
+    script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]],
+) -> None:
+    stream, steps = script
+    multi = SubscriptionSet()
+    alone: dict[int, Subscription] = {}
+    expected: dict[int, list[Any]] = {}
+    got: dict[int, list[Any]] = {}
+    position = 0
+    for step in steps:
+        if step[0] == "add":
+            _, sub_id, text, with_history, limit = step
+            now = event_from_dict(stream[position]).time if position < len(stream) else BASE
+            query = parse_query(text)
+            pair = [Subscription(query, now=now, state_limit=limit) for _ in range(2)]
+            if with_history:  # the events so far as history, then the history is over
+                for sub in pair:
+                    for raw in stream[:position]:
+                        sub.push(raw, live=False)
+                    sub.history_done()
+                if pair[0].finished:
+                    continue
+            multi.add(sub_id, pair[0])
+            alone[sub_id] = pair[1]
+            expected[sub_id], got[sub_id] = [], []
+        elif step[0] == "remove":
+            if step[1] in alone:
+                del alone[step[1]]
+                if step[1] in multi:
+                    multi.remove(step[1])
+        else:
+            raw = stream[position]
+            position += 1
+            for sub_id, sub in alone.items():
+                expected[sub_id].extend(sub.push(raw, live=True))
+            for sub_id, output in multi.push(raw):
+                got[sub_id].append(output)
+            # a subscription that completed or was suspended has left the set
+            assert all((i in multi) == (not s.finished) for i, s in alone.items())
+    assert got == expected
+    # the set holds the subscriptions' instances, and those WITHIN has dropped on their own
+    # until the pattern's next evaluated event (expiry is lazy)
+    assert multi.instances >= sum(
+        s.engine.kept_events
+        for i, s in alone.items()
+        if i in multi and isinstance(s.query, PatternQuery)
+    )
+
+
+def test_adding_an_id_twice_or_a_finished_subscription_changes_nothing() -> None:
+    multi = SubscriptionSet()
+    query = parse_query("SELECT price WHERE type = 'trade'")
+    multi.add(1, Subscription(query, now=BASE))
+    with pytest.raises(ValueError, match="subscription 1 is already in the set"):
+        multi.add(1, Subscription(query, now=BASE))
+    done = Subscription(parse_query("SELECT price WHERE end_time = NOW"), now=BASE)
+    done.history_done()
+    with pytest.raises(ValueError, match="subscription 2 has finished"):
+        multi.add(2, done)
+    with pytest.raises(KeyError):
+        multi.remove(3)
+    assert (
+        len(multi) == 1 and len(multi.index) == 0
+    )  # the fresh one is indexed after its first event
+
+
+# -- the work per event --------------------------------------------------------------------
+
+MARKETS = [f"s.c.m{i}" for i in range(100)]
+FELL = (
+    "SELECT a.offer, b.value, n FROM FILTER{{type = 'best_offer' AND subject = '{m}'}}(EVENTS) "
+    "AS a FOLD{{b.offer = a.offer, b.value < b.last.value, COUNT AS n}} "
+    "FILTER{{type = 'best_offer' AND subject = '{m}'}}(EVENTS) AS b WHERE n = 3 WITHIN {w}m"
+)
+
+
+def _best(seq: int, market: str, offer: int, value: str) -> dict[str, Any]:
+    return {"seq": seq, "time": _stamp(BASE + dt.timedelta(seconds=seq)), "type": "best_offer",
+            "subject": market, "offer": offer, "value": value, "matching_bids": 1}  # fmt: skip
+
+
+def test_an_event_visits_its_market_s_sources_and_touches_its_offer_s_instances() -> None:
+    # Given 1,000 patterns ("the best value of an offer fell three times within w minutes"),
+    # ten on each of 100 markets, and one best_offer event for each of 5 offers per market
+    multi = SubscriptionSet()
+    for k, market in enumerate(MARKETS):
+        for j in range(10):
+            query = parse_query(FELL.format(m=market, w=10 + j))
+            multi.add(10 * k + j, Subscription(query, now=BASE))
+    seq = 0
+    for offer in range(1, 6):
+        for market in MARKETS:
+            seq += 1
+            assert multi.push(_best(seq, market, offer, "2.00")) == []
+    # each pattern holds one instance per offer, waiting in the bucket of its offer
+    assert multi.instances == 5_000
+    assert len(multi.index) == 2_000  # every pattern's two sources: its FOLD step is active
+    # When offer 3's best value on market m7 falls
+    assert multi.push(_best(seq + 1, "s.c.m7", 3, "1.90")) == []
+    # Then the event passes the two sources of m7's ten patterns, is evaluated by those ten,
+    # and touches one instance in each: the one of offer 3 (not the 50 on m7, nor the 5,000)
+    last = multi.last
+    assert (last.sources, last.evaluated, last.instances) == (20, 10, 10)
+    assert multi.instances == 5_010  # each of the ten started an instance for the new value
+    # and an event no pattern follows passes nothing and evaluates nothing
+    trade = {**_best(seq + 2, "s.c.m7", 3, "1.00"), "type": "trade", "price": "1.00"}
+    multi.push(trade)
+    assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (0, 0, 0)
