@@ -11,8 +11,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from exchange.market_rules import price_text, tick_text
 from exchange.models import Bid, Market, Notification, Offer, Trade
+from exchange.numbers import number_text, price_text, tick_text
 
 
 @extend_schema_field({"oneOf": [{"type": "string"}, {"type": "object"}]})
@@ -178,7 +178,7 @@ class TradeSerializer(serializers.ModelSerializer):
         return price_text(trade.price, trade.market.tick)
 
     def get_quantity(self, trade: Trade) -> str | None:
-        return None if trade.quantity is None else format(trade.quantity.normalize(), "f")
+        return number_text(trade.quantity)
 
     @extend_schema_field(OpenApiTypes.INT)
     def get_bid(self, trade: Trade) -> int | None:
