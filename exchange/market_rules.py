@@ -22,6 +22,7 @@ from matching.syntax import MAX_PREDICATES
 
 from .errors import InvalidInput
 from .models.markets import ATTRIBUTE_NAME_LENGTH, LABEL_LENGTH, MAX_ATTRIBUTES, UNIT_LENGTH
+from .numbers import price_quantum, tick_text
 
 SUBJECT_ATTRIBUTE = "subject"
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -191,33 +192,6 @@ def subject_attribute() -> Attribute:
 
 def subject_predicate(subject: str) -> Interval:
     return Interval(subject, True, subject, True)
-
-
-def decimal_exponent(value: Decimal) -> int:
-    """The exponent of a finite decimal (NaN and infinities have a letter there instead)."""
-    exponent = value.as_tuple().exponent
-    assert isinstance(exponent, int), f"not a finite decimal: {value!r}"
-    return exponent
-
-
-def price_quantum(tick: Decimal) -> Decimal:
-    """The smallest step prices are written with: 0.01 for a tick of 0.05, 1 for 25."""
-    return Decimal(1).scaleb(min(0, decimal_exponent(tick.normalize())))
-
-
-def number_text(value: Decimal) -> str:
-    """A decimal as people write it: 0.01, 8000, 2.5 (not 0.0100000000, 8E+3 or
-    2.5000000000). Ticks and quantities are written so."""
-    return format(value.normalize(), "f")
-
-
-def tick_text(tick: Decimal) -> str:
-    return number_text(tick)
-
-
-def price_text(value: Decimal | None, tick: Decimal) -> str | None:
-    """A price as a decimal string with the market's number of places (``1.10``)."""
-    return None if value is None else format(Decimal(value).quantize(price_quantum(tick)), "f")
 
 
 def numeric_value(value: Value) -> Decimal:

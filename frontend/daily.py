@@ -16,8 +16,8 @@ from operator import attrgetter
 from typing import Any
 
 from exchange.analytics.selectors import PublicMarketDay
-from exchange.market_rules import price_quantum, price_text
 from exchange.models import Market
+from exchange.numbers import grouped_text, price_quantum, price_text
 
 # Colours of the lines, also used by the legends beside the charts.
 COUNT_SERIES = (
@@ -112,20 +112,13 @@ def _matching_chart(days: Sequence[PublicMarketDay]) -> dict[str, Any]:
     }
 
 
-def _count(value: Decimal) -> str:
-    """A volume: whole numbers with thousands separators, other decimals as they are."""
-    if value == value.to_integral():
-        return f"{int(value):,}"
-    return f"{value.normalize():,f}"
-
-
 def _row(d: PublicMarketDay, market: Market) -> dict[str, Any]:
     tick = market.tick
     fine = price_quantum(tick).scaleb(-2)  # the VWAP with two places more than prices
     return {
         "day": d.day,
         "trades": d.trades,
-        "volume": _count(d.volume),
+        "volume": grouped_text(d.volume),
         "vwap": None if d.vwap is None else format(d.vwap.quantize(fine), "f"),
         "ohlc": (
             None

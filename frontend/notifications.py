@@ -1,5 +1,6 @@
 """Personal notifications as one sentence each (static/frontend/notes.js says the same for
 the ones that arrive live; keep the two in step: tests/browser/test_notes.py runs both).
+Numbers arrive as plain text (``exchange.numbers``) and are grouped here for reading.
 
 Each sentence must be true for its recipient under its offer's pricing rule (``pricing``:
 ``fixed``, or the auction rule ``first`` or ``second``; rows written before it was recorded
@@ -10,20 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from exchange.numbers import grouped_text
+
 
 def _bids(count: Any) -> str:
     return "1 matching bid" if count == 1 else f"{count} matching bids"
 
 
-def _grouped(number: Any) -> str:
-    whole, _, fraction = str(number).partition(".")
-    grouped = f"{int(whole):,}" if whole.lstrip("-").isdigit() else whole
-    return f"{grouped}{'.' + fraction if fraction else ''}"
-
-
 def _money(value: Any, data: dict[str, Any]) -> str:
     unit = data.get("unit")
-    text = _grouped(value)
+    text = grouped_text(value)
     return f"{text} {unit}" if unit else text
 
 
@@ -38,7 +35,7 @@ def _terms(data: dict[str, Any]) -> str:
     if not quantity:
         return f"at {price}"
     unit = data.get("quantity_unit")
-    amount = f"{_grouped(quantity)} {unit}" if unit else _grouped(quantity)
+    amount = f"{grouped_text(quantity)} {unit}" if unit else grouped_text(quantity)
     total = f", {_money(data['total'], data)} in all" if data.get("total") else ""
     return f"{amount} at {price}{total}"
 

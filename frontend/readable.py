@@ -13,7 +13,8 @@ from decimal import Decimal
 from typing import Any
 
 import matching
-from exchange.market_rules import MarketSchema, SchemaAttribute, price_text
+from exchange.market_rules import MarketSchema, SchemaAttribute
+from exchange.numbers import grouped_text, price_text
 from matching.model import (
     Box,
     BoxContains,
@@ -50,17 +51,6 @@ class Readable:
         ]
 
 
-def grouped_text(value: Any) -> str:
-    """A decimal (or its text) with thousands separated and its places kept: ``5500.00``
-    reads ``5,500.00``; "—" for None or ""; text that is no number as it is."""
-    if value is None or value == "":
-        return "—"
-    try:
-        return format(Decimal(str(value)), ",f")
-    except ArithmeticError:
-        return str(value)
-
-
 def readable(constraint: matching.Constraint, *, schema: MarketSchema, tick: Decimal) -> Readable:
     present = {attr for d in constraint for attr, _ in d}
     columns = [a for a in schema.attributes if a.attribute in present]
@@ -79,10 +69,8 @@ def readable(constraint: matching.Constraint, *, schema: MarketSchema, tick: Dec
 def _value(value: Any, attribute: SchemaAttribute, tick: Decimal) -> str:
     if attribute.role == "price":
         return price_text(Decimal(value), tick) or ""
-    if attribute.type is Type.INT:
-        return f"{value:,}"
-    if attribute.type is Type.DECIMAL:
-        return f"{Decimal(value).normalize():,f}"
+    if attribute.type in (Type.INT, Type.DECIMAL):
+        return grouped_text(value)
     if attribute.type is Type.FLOAT:
         return f"{float(value):,g}"
     if attribute.type is Type.TIMESTAMP and isinstance(value, dt.datetime):

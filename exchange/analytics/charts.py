@@ -16,6 +16,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from exchange.models import MarketDay
+from exchange.numbers import number_text
 
 WIDTH, HEIGHT = 640, 180
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 24, 28
@@ -134,9 +135,9 @@ def price_chart(days: Sequence[dt.date], rows: Rows, *, label: str) -> SafeStrin
         up = r.close >= r.open
         top, bottom = plot.y(max(r.open, r.close)), plot.y(min(r.open, r.close))
         tip = (
-            f"<title>{days[i]}: open {r.open.normalize()}, high {r.high.normalize()}, "
-            f"low {r.low.normalize()}, close {r.close.normalize()}"
-            + (f", VWAP {r.vwap.normalize()}" if r.vwap is not None else "")
+            f"<title>{days[i]}: open {number_text(r.open)}, high {number_text(r.high)}, "
+            f"low {number_text(r.low)}, close {number_text(r.close)}"
+            + (f", VWAP {number_text(r.vwap)}" if r.vwap is not None else "")
             + "</title>"
         )
         plot.add(

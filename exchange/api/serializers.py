@@ -11,8 +11,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from exchange.market_rules import price_text, tick_text
 from exchange.models import Bid, Market, Notification, Offer, Trade
+from exchange.numbers import number_text, price_text, tick_text
+from exchange.selectors.orders import trade_party
 
 
 @extend_schema_field({"oneOf": [{"type": "string"}, {"type": "object"}]})
@@ -143,6 +144,10 @@ class SetAsideReasonField(serializers.Field):
         return value or None
 
 
+# What a trade shows only to its seller, its buyer and staff (SPEC 5.6).
+PARTIES_ONLY = "null unless you are the seller, the buyer or staff"
+
+
 class TradeSerializer(serializers.ModelSerializer):
     market = serializers.CharField(source="market.subject")
     price = serializers.SerializerMethodField()
@@ -169,30 +174,32 @@ class TradeSerializer(serializers.ModelSerializer):
         ]
 
     def _party(self, trade: Trade) -> bool:
-        from exchange.selectors.orders import trade_party
-
         request = self.context.get("request")
         return request is not None and trade_party(trade, request.user)
 
+    @extend_schema_field(serializers.CharField(help_text="on the market's tick: 1.10"))
     def get_price(self, trade: Trade) -> str | None:
         return price_text(trade.price, trade.market.tick)
 
+    @extend_schema_field(
+        serializers.CharField(allow_null=True, help_text="null when the market has no quantity")
+    )
     def get_quantity(self, trade: Trade) -> str | None:
-        return None if trade.quantity is None else format(trade.quantity.normalize(), "f")
+        return number_text(trade.quantity)
 
-    @extend_schema_field(OpenApiTypes.INT)
+    @extend_schema_field(serializers.IntegerField(allow_null=True, help_text=PARTIES_ONLY))
     def get_bid(self, trade: Trade) -> int | None:
         return trade.bid_id if self._party(trade) else None
 
-    @extend_schema_field(OpenApiTypes.STR)
+    @extend_schema_field(serializers.CharField(allow_null=True, help_text=PARTIES_ONLY))
     def get_agreed_constraint(self, trade: Trade) -> str | None:
         return trade.agreed_constraint if self._party(trade) else None
 
-    @extend_schema_field(OpenApiTypes.STR)
+    @extend_schema_field(serializers.CharField(allow_null=True, help_text=PARTIES_ONLY))
     def get_seller(self, trade: Trade) -> str | None:
         return trade.seller.get_username() if self._party(trade) else None
 
-    @extend_schema_field(OpenApiTypes.STR)
+    @extend_schema_field(serializers.CharField(allow_null=True, help_text=PARTIES_ONLY))
     def get_buyer(self, trade: Trade) -> str | None:
         return trade.buyer.get_username() if self._party(trade) else None
 
@@ -297,3 +304,25 @@ class NotificationSerializer(serializers.ModelSerializer):
     class Meta:
         model = Notification
         fields = ["id", "seq", "type", "market", "offer", "data", "created_at"]
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="stable for programs: off_tick, stale_version, ...")
+    message = serializers.CharField(help_text="for people: what is wrong and how to fix it")
+    field = serializers.CharField(
+        required=False,
+        help_text="the input at fault: a body field, a query parameter, a header, or a path "
+        "inside a JSON constraint (constraint/any_of/0/price)",
+    )
+    position = serializers.IntegerField(
+        required=False, min_value=0, help_text="0-based character offset into the sent text"
+    )
+    retry_after = serializers.IntegerField(
+        required=False, min_value=0, help_text="on a 429: seconds to wait (as Retry-After)"
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The one error shape of every API answer that is not a success (SPEC 6.2)."""
+
+    error = ErrorDetailSerializer()

@@ -25,6 +25,8 @@ from exchange.throttling import LoginFailures
 
 from . import serializers as s
 from .idempotency import idempotent
+from .parameters import KnownParameters
+from .schema import IDEMPOTENT_CREATE
 
 
 def _valid(serializer_class, request: Request):
@@ -63,7 +65,7 @@ class IsStaff(permissions.BasePermission):
         return bool(request.user and request.user.is_staff)
 
 
-class TokenView(APIView):
+class TokenView(KnownParameters, APIView):
     """Trade a username and password for an API token (``Authorization: Token <token>``).
 
     Throttled per client (scope ``auth``, every attempt) and per account name tried from that
@@ -87,15 +89,12 @@ class TokenView(APIView):
         return Response({"token": token_issue(user=user).key})
 
 
-class MarketList(generics.ListAPIView):
+class MarketList(KnownParameters, generics.ListAPIView):
     """Markets with their schemas; staff create markets here."""
 
     serializer_class = s.MarketSerializer
     permission_classes = [permissions.AllowAny]
-
-    @extend_schema(parameters=[_pattern_parameter("subject")])
-    def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
+    query_parameters = [_pattern_parameter("subject")]
 
     def get_queryset(self):
         return market_list(subject=self.request.query_params.get("subject"))
@@ -110,7 +109,7 @@ class MarketList(generics.ListAPIView):
         return Response(s.MarketSerializer(market).data, status=status.HTTP_201_CREATED)
 
 
-class MarketDetail(APIView):
+class MarketDetail(KnownParameters, APIView):
     permission_classes = [permissions.AllowAny]
 
     @extend_schema(responses=s.MarketSerializer)
@@ -121,7 +120,7 @@ class MarketDetail(APIView):
         return Response(s.MarketSerializer(market).data)
 
 
-class MarketCheck(APIView):
+class MarketCheck(KnownParameters, APIView):
     """Apply a market's rules to a constraint without posting it: the canonical text, or the
     error with its position (what posting would answer).
 
@@ -150,20 +149,15 @@ class MarketCheck(APIView):
         return Response({"constraint": rules.text, "constraint_json": rules.json})
 
 
-class OfferList(generics.ListAPIView):
+class OfferList(KnownParameters, generics.ListAPIView):
     """Open offers are public: their constraint, best value and number of matching bids."""
 
     serializer_class = s.OfferSerializer
     permission_classes = [permissions.IsAuthenticatedOrReadOnly]
-
-    @extend_schema(
-        parameters=[
-            _pattern_parameter("market"),
-            OpenApiParameter("state", str, enum=list(Offer.State.values)),
-        ]
-    )
-    def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
+    query_parameters = [
+        _pattern_parameter("market"),
+        OpenApiParameter("state", str, enum=list(Offer.State.values)),
+    ]
 
     def get_queryset(self):
         state = self.request.query_params.get("state")
@@ -175,7 +169,11 @@ class OfferList(generics.ListAPIView):
             market=self.request.query_params.get("market"), state=state
         )
 
-    @extend_schema(request=s.OfferCreateRequest, responses={201: s.OfferSerializer})
+    @extend_schema(
+        request=s.OfferCreateRequest,
+        responses={201: s.OfferSerializer},
+        parameters=IDEMPOTENT_CREATE,
+    )
     def post(self, request):
         def create():
             data = _valid(s.OfferCreateRequest, request)
@@ -198,7 +196,7 @@ def _offer_data(request: Request, offer_id: int) -> dict:
     return s.OfferSerializer(offer, context={"request": request}).data
 
 
-class OfferDetail(APIView):
+class OfferDetail(KnownParameters, APIView):
     permission_classes = [permissions.IsAuthenticatedOrReadOnly]
 
     @extend_schema(responses=s.OfferSerializer)
@@ -215,7 +213,7 @@ class OfferDetail(APIView):
         return Response(_offer_data(request, pk))
 
 
-class OfferWithdraw(APIView):
+class OfferWithdraw(KnownParameters, APIView):
     permission_classes = [permissions.IsAuthenticated]
 
     @extend_schema(request=None, responses=s.OfferSerializer)
@@ -225,7 +223,7 @@ class OfferWithdraw(APIView):
         return Response(_offer_data(request, pk))
 
 
-class OfferCancel(APIView):
+class OfferCancel(KnownParameters, APIView):
     permission_classes = [IsStaff]
 
     @extend_schema(request=None, responses=s.OfferSerializer)
@@ -235,7 +233,7 @@ class OfferCancel(APIView):
         return Response(_offer_data(request, pk))
 
 
-class OfferClose(APIView):
+class OfferClose(KnownParameters, APIView):
     permission_classes = [IsStaff]
 
     @extend_schema(request=None, responses=s.CloseResponse)
@@ -249,7 +247,7 @@ class OfferClose(APIView):
         return Response({"state": result.state, "trade": trade})
 
 
-class BidList(generics.ListAPIView):
+class BidList(KnownParameters, generics.ListAPIView):
     """Your own bids, each with the offers it matches and where it is best."""
 
     serializer_class = s.BidSerializer
@@ -269,7 +267,9 @@ class BidList(generics.ListAPIView):
         self._page = super().paginate_queryset(queryset)
         return self._page
 
-    @extend_schema(request=s.BidCreateRequest, responses={201: s.BidSerializer})
+    @extend_schema(
+        request=s.BidCreateRequest, responses={201: s.BidSerializer}, parameters=IDEMPOTENT_CREATE
+    )
     def post(self, request):
         def create():
             data = _valid(s.BidCreateRequest, request)
@@ -291,7 +291,7 @@ def _bid_data(request: Request, bid_id: int) -> dict:
     return s.BidSerializer(bid, context={"request": request, "standings": standings}).data
 
 
-class BidDetail(APIView):
+class BidDetail(KnownParameters, APIView):
     permission_classes = [permissions.IsAuthenticated]
 
     @extend_schema(responses=s.BidSerializer)
@@ -310,7 +310,7 @@ class BidDetail(APIView):
         return Response(_bid_data(request, pk))
 
 
-class BidWithdraw(APIView):
+class BidWithdraw(KnownParameters, APIView):
     permission_classes = [permissions.IsAuthenticated]
 
     @extend_schema(request=None, responses=s.BidSerializer)
@@ -322,15 +322,12 @@ class BidWithdraw(APIView):
         return Response(_bid_data(request, pk))
 
 
-class BestOfferList(generics.ListAPIView):
+class BestOfferList(KnownParameters, generics.ListAPIView):
     """The best-offer table: for every open offer its best value and matching bids."""
 
     serializer_class = s.OfferSerializer
     permission_classes = [permissions.AllowAny]
-
-    @extend_schema(parameters=[_pattern_parameter("market")])
-    def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
+    query_parameters = [_pattern_parameter("market")]
 
     def get_queryset(self):
         return order_selectors.offer_list(
@@ -338,15 +335,12 @@ class BestOfferList(generics.ListAPIView):
         )
 
 
-class TradeList(generics.ListAPIView):
+class TradeList(KnownParameters, generics.ListAPIView):
     """Trades; the parties and staff also see the bid, the counterparty and the agreed constraint."""
 
     serializer_class = s.TradeSerializer
     permission_classes = [permissions.AllowAny]
-
-    @extend_schema(parameters=[_pattern_parameter("market")])
-    def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
+    query_parameters = [_pattern_parameter("market")]
 
     def get_queryset(self):
         return order_selectors.trade_list(
@@ -354,15 +348,12 @@ class TradeList(generics.ListAPIView):
         )
 
 
-class NotificationList(generics.ListAPIView):
+class NotificationList(KnownParameters, generics.ListAPIView):
     """Your notifications after a sequence number (``?after=<id>``), oldest first."""
 
     serializer_class = s.NotificationSerializer
     permission_classes = [permissions.IsAuthenticated]
-
-    @extend_schema(parameters=[OpenApiParameter("after", int, description="resume after this id")])
-    def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
+    query_parameters = [OpenApiParameter("after", int, description="resume after this id")]
 
     def get_queryset(self):
         after = query_whole_number(self.request.query_params, "after", default=0)
@@ -371,13 +362,14 @@ class NotificationList(generics.ListAPIView):
         return order_selectors.notification_list(user_id=self.request.user.pk, after=after)
 
 
-class PresenceView(APIView):
+class PresenceView(KnownParameters, APIView):
     """Discovery (SPEC 8.2): per market matching ``?subject=<pattern>``, the number of
     connected watchers and the names announced on it; what the WebSocket ``who`` frame
     answers."""
 
     permission_classes = [permissions.AllowAny]
+    query_parameters = [_pattern_parameter("subject")]
 
-    @extend_schema(parameters=[_pattern_parameter("subject")], responses=s.PresenceResponse)
+    @extend_schema(responses=s.PresenceResponse)
     def get(self, request):
         return Response(presence_who(pattern=request.query_params.get("subject")))

@@ -19,8 +19,9 @@ from django.utils import timezone
 from exchange import engine
 from exchange.engine.constraints import market_schema_of
 from exchange.errors import InvalidInput, NotAllowed, NotFound
-from exchange.market_rules import numeric_value, price_text
+from exchange.market_rules import numeric_value
 from exchange.models import BestOffer, Bid, Market, Notification, Offer, OfferBidMatch, Trade
+from exchange.numbers import price_text
 from exchange.services.events import closing_events, events_append
 from exchange.services.matching import (
     STALLED_RETRIES,

@@ -26,11 +26,11 @@ from typing import Any
 from django.db import connection
 
 from exchange.engine.constraints import UnusableOrder, market_schema_of
-from exchange.market_rules import numeric_value, price_text
+from exchange.market_rules import numeric_value
 from exchange.models import BestOfferChange, Bid, EventCounter, Offer, OrderChange, Trade
 from exchange.models.events import EVENT_TABLE
+from exchange.numbers import number_text, price_text
 from exchange.selectors.events import event_row_json
-from exchange.services.notifications import decimal_text
 from exchange.services.side_effects import after_commit
 from matching.model import Constraint, Interval, Type
 from matching.subscriptions.schema import EVENT_TYPES, OWNER_AND_STAFF
@@ -54,9 +54,7 @@ def quantity_json(value: Any, kind: Type) -> int | str:
     number = numeric_value(value)
     if kind is Type.INT:
         return int(number)
-    text = decimal_text(number)
-    assert text is not None
-    return text
+    return number_text(number)
 
 
 def _bounds(constraint: Constraint, attribute: Any) -> list[Interval | None]:

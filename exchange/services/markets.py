@@ -8,15 +8,10 @@ from django.db import transaction
 
 import matching
 from exchange.errors import InvalidInput
-from exchange.market_rules import (
-    MarketSchema,
-    RawSchema,
-    bid_widened,
-    decimal_exponent,
-    schema_parse,
-)
+from exchange.market_rules import MarketSchema, RawSchema, bid_widened, schema_parse
 from exchange.models import Bid, Market, Offer
 from exchange.models.markets import DESCRIPTION_LENGTH, TITLE_LENGTH
+from exchange.numbers import decimal_exponent
 from exchange.services.orders import order_changed
 from matching.model import Constraint
 from matching.subjects import SubjectError, validate_subject

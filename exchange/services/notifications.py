@@ -17,21 +17,13 @@ from django.utils import timezone
 
 import matching
 from exchange.engine.constraints import market_schema_of
-from exchange.market_rules import fixed_price, price_text
+from exchange.market_rules import fixed_price
 from exchange.models import Bid, Notification, Offer, OfferBidMatch, Trade
+from exchange.numbers import number_text, price_text
 from exchange.services.side_effects import after_commit
 
 if TYPE_CHECKING:
     from exchange.services.matching import Best
-
-
-def decimal_text(value: Decimal | None) -> str | None:
-    """A decimal without trailing zeros when it is whole (``5000``, ``2.5``), None for None."""
-    return (
-        None
-        if value is None
-        else format(value.normalize() if value == value.to_integral() else value, "f")
-    )
 
 
 def offer_pricing(offer: Offer) -> str:
@@ -224,7 +216,7 @@ def trade_notifications(*, offer: Offer, trade: Trade | None) -> list[Notificati
             **data,
             "trade": trade.pk,
             "price": price_text(trade.price, tick),
-            "quantity": decimal_text(trade.quantity),
+            "quantity": number_text(trade.quantity),
             "total": price_text(total, tick),
         }
         private = {

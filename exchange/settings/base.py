@@ -253,7 +253,8 @@ CSRF_FAILURE_VIEW = "exchange.views.errors.csrf_failure"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REST_FRAMEWORK = {
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # drf-spectacular's, plus the error responses and headers of every operation.
+    "DEFAULT_SCHEMA_CLASS": "exchange.api.schema.ExchangeSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",

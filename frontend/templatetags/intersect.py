@@ -10,8 +10,7 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from exchange.market_rules import price_text, tick_text
-from frontend.readable import grouped_text
+from exchange.numbers import grouped_text, price_text, tick_text
 
 register = template.Library()
 WORD_RE = re.compile(r"[A-Za-z0-9_.]+")

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.decorators import login_required as django_login_required
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 
-from exchange.market_rules import MarketSchema, price_quantum, price_text
+from exchange.market_rules import MarketSchema
 from exchange.models import Market, Offer, Trade
+from exchange.numbers import grouped_text, price_quantum, price_text
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
 from exchange.selectors.orders import notification_latest_seq, trade_party
-from exchange.services.notifications import decimal_text
-from frontend.readable import Readable, grouped_text, readable
+from frontend.readable import Readable, readable
 
 LOGIN_URL = "frontend:login"
 
@@ -94,14 +93,6 @@ def price_precision(market: Market) -> int:
     return max(0, -int(price_quantum(market.tick).as_tuple().exponent))
 
 
-def quantity_text(value: Decimal | None) -> str | None:
-    if value is None:
-        return None
-    text = decimal_text(value) or ""
-    whole, _, frac = text.partition(".")
-    return f"{int(whole):,}" + (f".{frac}" if frac else "")
-
-
 def trade_row(trade: Trade, request: HttpRequest) -> dict:
     party = trade_party(trade, request.user)
     side = None
@@ -116,7 +107,7 @@ def trade_row(trade: Trade, request: HttpRequest) -> dict:
         "trade": trade,
         "agreed": terms(trade.agreed_constraint, trade.market) if party else None,
         "price": price_text(trade.price, tick),
-        "quantity": quantity_text(trade.quantity),
+        "quantity": None if trade.quantity is None else grouped_text(trade.quantity),
         "total": (
             None
             if trade.quantity is None

@@ -4,11 +4,6 @@ what the engine wrote (issue 15) rather than naming an offer it does not have.""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 from django.utils.html import escape
 
@@ -17,8 +12,7 @@ from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_place
 from frontend.notifications import note_text
 from tests.factories import UserFactory, pencils_market
-
-NOTES_JS = Path(__file__).resolve().parents[2] / "frontend/static/frontend/notes.js"
+from tests.frontend.notes_js import needs_node, notes_js
 
 SET_ASIDE_MESSAGE = (
     "Your bid 7 is left out of matching because its stored constraint does not parse: "
@@ -47,17 +41,10 @@ def test_set_aside_sentences():
     assert note_text(*CASES[2]) == ("Your bid #7 is left out of matching.", "bad")
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="no node to run notes.js")
+@needs_node
 def test_notes_js_says_what_the_page_says():
-    script = (
-        f"import {{ noteText }} from {json.dumps(NOTES_JS.as_uri())};\n"
-        f"const cases = {json.dumps(CASES)};\n"
-        "console.log(JSON.stringify(cases.map(([kind, data]) => noteText(kind, data))));\n"
-    )
-    out = subprocess.run(
-        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, check=True
-    )
-    assert json.loads(out.stdout) == [list(note_text(kind, data)) for kind, data in CASES]
+    expected = [list(note_text(kind, data)) for kind, data in CASES]
+    assert notes_js("noteText", [list(case) for case in CASES]) == expected
 
 
 @pytest.mark.django_db

@@ -8,7 +8,8 @@ from decimal import Decimal
 import pytest
 
 from exchange.errors import InvalidInput
-from exchange.market_rules import order_constraint, price_text, schema_parse, with_subject
+from exchange.market_rules import order_constraint, schema_parse, with_subject
+from exchange.numbers import price_text
 from exchange.selectors.markets import constraint_check
 from exchange.services.markets import market_create
 from tests.factories import PENCILS_SCHEMA

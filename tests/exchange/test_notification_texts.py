@@ -12,10 +12,7 @@ sentence, and notes.js (run with node) must give the same for every row.
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -32,10 +29,9 @@ from exchange.services.orders import (
 )
 from frontend.notifications import note_text
 from tests.factories import StaffFactory, UserFactory, pencils_market
+from tests.frontend.notes_js import notes_js
 
 pytestmark = pytest.mark.django_db
-
-NOTES_JS = Path(__file__).resolve().parents[2] / "frontend/static/frontend/notes.js"
 
 # pricing rule -> (market pricing, offer's price predicate for each lot range)
 OFFERS = {
@@ -239,15 +235,5 @@ def test_every_personal_sentence_is_true_for_its_recipient(pricing):
 
     # The live list (notes.js) says exactly what the page says, row for row
     if shutil.which("node") is not None:
-        script = (
-            f"import {{ noteText }} from {json.dumps(NOTES_JS.as_uri())};\n"
-            f"const cases = {json.dumps(book.seen)};\n"
-            "console.log(JSON.stringify(cases.map(([kind, data]) => noteText(kind, data))));\n"
-        )
-        out = subprocess.run(
-            ["node", "--input-type=module", "-e", script],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        assert json.loads(out.stdout) == [list(note_text(k, d)) for k, d in book.seen]
+        calls = [[kind, data] for kind, data in book.seen]
+        assert notes_js("noteText", calls) == [list(note_text(k, d)) for k, d in book.seen]

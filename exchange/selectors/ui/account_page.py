@@ -7,8 +7,8 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db.models import Q
 
-from exchange.market_rules import price_text
 from exchange.models import Bid, Notification, Offer, Trade
+from exchange.numbers import price_text
 from exchange.selectors.orders import bid_standings
 
 

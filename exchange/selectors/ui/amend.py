@@ -15,15 +15,9 @@ from django.contrib.auth.models import User
 
 import matching
 from exchange.errors import InvalidInput
-from exchange.market_rules import (
-    MarketSchema,
-    SchemaAttribute,
-    fixed_price,
-    numeric_value,
-    price_text,
-    tick_text,
-)
+from exchange.market_rules import MarketSchema, SchemaAttribute, fixed_price, numeric_value
 from exchange.models import Bid, Market, Offer
+from exchange.numbers import price_text, tick_text
 from exchange.selectors.markets import market_schema
 from matching.model import Constraint, Disjunct, Interval, Type
 

@@ -9,8 +9,9 @@ from django.contrib.auth.models import AnonymousUser, User
 
 import matching
 from exchange.engine.constraints import market_schema_of, order_constraints
-from exchange.market_rules import numeric_value, price_text
+from exchange.market_rules import numeric_value
 from exchange.models import BestOfferChange, Bid, Offer, OfferBidMatch
+from exchange.numbers import price_text
 from exchange.selectors.orders import bid_standings, offer_list
 
 

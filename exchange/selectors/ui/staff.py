@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from exchange.market_rules import number_text, price_text
 from exchange.models import Market
+from exchange.numbers import number_text, price_text
 from exchange.selectors.markets import market_schema
 
 NONE_SHOWN = "—"

@@ -4,17 +4,26 @@
 
 const bids = (n) => (n === 1 ? "1 matching bid" : `${n} matching bids`);
 const cap = (s) => s.charAt(0).toUpperCase() + s.slice(1);
-const grouped = (q) => {
-  const [whole, fraction] = String(q).split(".");
-  const text = /^-?\d+$/.test(whole) ? whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",") : whole;
-  return fraction ? `${text}.${fraction}` : text;
-};
-const money = (value, data) => (data.unit ? `${grouped(value)} ${data.unit}` : grouped(value));
+
+// A number for people: exchange/numbers.py's grouped_text, rule for rule and with the same
+// regular expressions (tests/frontend/test_numbers.py runs one table through both). The
+// server sends plain text ("8000", "9440.00") or a JSON integer; this separates thousands
+// and keeps the places; null and "" read "—"; other text is shown as it is.
+const PLAIN_NUMBER = /^(-?\d+)(\.\d+)?$/;
+const THOUSANDS = /\B(?=(\d{3})+(?!\d))/g;
+export function groupedText(value) {
+  if (value == null || value === "") return "—";
+  const text = String(value);
+  const plain = PLAIN_NUMBER.exec(text);
+  if (!plain) return text;
+  return plain[1].replace(THOUSANDS, ",") + (plain[2] || "");
+}
+const money = (value, data) => (data.unit ? `${groupedText(value)} ${data.unit}` : groupedText(value));
 
 function terms(data) {
   const price = money(data.price, data);
   if (!data.quantity) return `at ${price}`;
-  const amount = data.quantity_unit ? `${grouped(data.quantity)} ${data.quantity_unit}` : grouped(data.quantity);
+  const amount = data.quantity_unit ? `${groupedText(data.quantity)} ${data.quantity_unit}` : groupedText(data.quantity);
   const total = data.total ? `, ${money(data.total, data)} in all` : "";
   return `${amount} at ${price}${total}`;
 }

@@ -1,0 +1,76 @@
+"""Which query parameters an API read takes: declared once on the view, checked on every GET
+and documented in the schema from that same declaration (issue 22).
+
+A view lists its own parameters in ``query_parameters``. Pagination (``limit``, ``offset``)
+and ``format`` are accepted wherever the view has them. A GET that names any other parameter
+is a 400 ``unknown_parameter`` naming it, because a typo such as ``?markte=pencils`` would
+otherwise be ignored and answer with every market's offers, which a bot cannot tell from a
+right answer. ``exchange.api.schema`` documents the same list, so the schema and the check
+cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework.request import Request
+from rest_framework.settings import api_settings
+
+from exchange.errors import InvalidInput
+
+CHECKED_METHODS = ("GET", "HEAD")
+
+
+def accepted_parameters(view: Any) -> list[str]:
+    """The query parameters ``view`` accepts on a read, in the order the schema lists them:
+    its own, then pagination's and ``format``."""
+    names = [p.name for p in getattr(view, "query_parameters", ())]
+    paginator = getattr(view, "paginator", None)
+    for attribute in ("limit_query_param", "offset_query_param"):
+        name = getattr(paginator, attribute, None)
+        if name:
+            names.append(name)
+    if api_settings.URL_FORMAT_OVERRIDE:
+        names.append(api_settings.URL_FORMAT_OVERRIDE)
+    return list(dict.fromkeys(names))
+
+
+class KnownParameters:
+    """Mix into an API view (before the DRF class) to refuse unknown query parameters.
+
+    The check runs after authentication, permissions and throttling (``initial``), so an
+    anonymous caller still gets its 401 first and a refused request still counts against
+    the caller's rate.
+    """
+
+    query_parameters: ClassVar[Sequence[OpenApiParameter]] = ()
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+        if request.method not in CHECKED_METHODS:
+            return
+        accepted = accepted_parameters(self)
+        unknown = [name for name in request.query_params if name not in accepted]
+        if unknown:
+            listed = ", ".join(accepted)
+            raise InvalidInput(
+                "unknown_parameter",
+                f"This endpoint has no query parameter {unknown[0]!r}; it takes {listed}.",
+                field=unknown[0],
+            )
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        """DRF answers an unknown ``?format=`` with a 404, as if the resource were missing;
+        it is bad input, so a 400 saying which formats there are."""
+        try:
+            return super().perform_content_negotiation(request, force)  # type: ignore[misc]
+        except Http404:
+            formats = ", ".join(r.format for r in self.get_renderers())  # type: ignore[attr-defined]
+            raise InvalidInput(
+                "invalid_format",
+                f"format is {formats} here.",
+                field=api_settings.URL_FORMAT_OVERRIDE,
+            ) from None

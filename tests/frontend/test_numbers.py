@@ -1,0 +1,172 @@
+"""One way to write a number (issue 16): ``exchange.numbers`` in Python, ``groupedText`` in
+``static/frontend/notes.js`` for what arrives live, and every place that shows a trade's
+quantity (its notification, the API, the account page) going through them.
+
+The table below runs through both languages in one node process; a seeded batch of generated
+quantities and prices follows it, so a difference in a rare shape of number shows too.
+"""
+
+from __future__ import annotations
+
+import random
+from decimal import Decimal
+
+import pytest
+
+from exchange.models import Notification, Trade
+from exchange.numbers import grouped_text, number_text, price_quantum, price_text, tick_text
+from exchange.services.closing import offer_close
+from exchange.services.markets import market_create
+from exchange.services.matching import matching_cycle_run
+from exchange.services.orders import bid_place, offer_publish
+from frontend.notifications import note_text
+from tests.api.conftest import client_for
+from tests.factories import StaffFactory, UserFactory
+from tests.frontend.notes_js import needs_node, notes_js
+
+# (input, what grouped_text and groupedText both give); inputs are what JSON can carry.
+GROUPED = [
+    ("8000", "8,000"),
+    ("2.5", "2.5"),
+    ("9440.00", "9,440.00"),
+    ("0.01", "0.01"),
+    ("0", "0"),
+    ("999", "999"),
+    ("1000", "1,000"),
+    ("1234567.891", "1,234,567.891"),
+    ("-12345.60", "-12,345.60"),
+    ("-100", "-100"),
+    ("0012345", "0,012,345"),  # leading zeros are kept and grouped, not dropped
+    (5000, "5,000"),  # an int quantity's JSON form
+    (-1234567, "-1,234,567"),
+    (None, "—"),
+    ("", "—"),
+    ("—", "—"),
+    ("any", "any"),
+    ("1e3", "1e3"),  # not a plain number: shown as it is
+    ("1.2.3", "1.2.3"),
+    ("12345.", "12345."),
+    (".5", ".5"),
+    ("+12345", "+12345"),
+    ("12 345", "12 345"),
+    ("12345\n", "12345\n"),
+    ("١٢٣٤٥", "١٢٣٤٥"),  # digits other than ASCII are not this module's numbers
+]
+
+
+def _seeded_numbers(count: int = 400) -> list[str]:
+    """Plain texts as the exchange writes them: quantities of every size and places, and
+    prices on ticks from 0.0001 to 25, negatives too (the function must not care)."""
+    rng = random.Random(16)
+    ticks = [Decimal(t) for t in ("0.0001", "0.01", "0.05", "0.5", "1", "10", "25")]
+    texts = []
+    for _ in range(count):
+        digits = rng.randint(1, 20)
+        value = Decimal(rng.randint(0, 10**digits)).scaleb(-rng.randint(0, 10))
+        if rng.random() < 0.2:
+            value = -value
+        texts.append(number_text(value))
+        tick = rng.choice(ticks)
+        texts.append(price_text(value // tick * tick, tick) or "")
+    return texts
+
+
+@pytest.mark.parametrize(("value", "expected"), GROUPED)
+def test_grouped_text(value, expected):
+    assert grouped_text(value) == expected
+
+
+@needs_node
+def test_the_script_groups_as_python_does():
+    values = [value for value, _ in GROUPED] + _seeded_numbers()
+
+    assert notes_js("groupedText", [[v] for v in values]) == [grouped_text(v) for v in values]
+
+
+@pytest.mark.parametrize(
+    ("value", "plain", "grouped"),
+    [
+        (Decimal("8000.0000000000"), "8000", "8,000"),  # as a DecimalField(10 places) reads
+        (Decimal("8E+3"), "8000", "8,000"),  # as normalize() leaves it
+        (Decimal("2.5000000000"), "2.5", "2.5"),
+        (Decimal("12345.6700"), "12345.67", "12,345.67"),
+        (Decimal("0.0100"), "0.01", "0.01"),
+        (Decimal("0E-10"), "0", "0"),
+        (25, "25", "25"),
+        (10**12, "1000000000000", "1,000,000,000,000"),
+    ],
+)
+def test_a_number_is_written_plain_then_grouped(value, plain, grouped):
+    assert number_text(value) == plain
+    assert grouped_text(value) == grouped == grouped_text(plain)
+
+
+def test_none_is_no_number():
+    assert number_text(None) is None
+    assert price_text(None, Decimal("0.01")) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "tick", "expected"),
+    [
+        (Decimal("1.1"), "0.01", "1.10"),
+        (Decimal("1.2000000000"), "0.05", "1.20"),
+        (Decimal("1.15"), "0.05", "1.15"),
+        (Decimal("25.0000000000"), "25", "25"),
+        (Decimal("1E+2"), "10", "100"),
+        (Decimal("3"), "0.5", "3.0"),
+        (7, "0.0001", "7.0000"),
+    ],
+)
+def test_prices_have_their_markets_places(value, tick, expected):
+    assert price_text(value, Decimal(tick)) == expected
+
+
+@pytest.mark.parametrize(
+    ("tick", "quantum", "text"),
+    [("0.01", "0.01", "0.01"), ("0.05", "0.01", "0.05"), ("25", "1", "25"), ("1E+1", "1", "10")],
+)
+def test_ticks(tick, quantum, text):
+    assert price_quantum(Decimal(tick)) == Decimal(quantum)
+    assert tick_text(Decimal(tick)) == text
+
+
+SUGAR_SCHEMA = [
+    {"name": "tonnes", "type": "decimal", "unit": "t", "role": "quantity"},
+    {"name": "price", "type": "decimal", "unit": "EUR", "role": "price"},
+]
+
+
+@pytest.mark.django_db
+def test_a_decimal_quantity_reads_the_same_everywhere(client):
+    """A trade of 12,345.5 t: stored with ten places, written ``12345.5`` in its
+    notification and the API, ``12,345.5`` on the pages (not ``12345.5000000000``)."""
+    market = market_create(
+        subject="food.sugar", title="Sugar", schema=SUGAR_SCHEMA, tick="0.01", pricing="first"
+    )
+    seller, buyer = UserFactory(username="seller"), UserFactory(username="buyer")
+    offer = offer_publish(
+        seller=seller, market=market, constraint="tonnes <= 12345.5 AND price >= 1.00"
+    )
+    bid_place(buyer=buyer, market=market, constraint="tonnes >= 10 AND price <= 1.20")
+    matching_cycle_run()
+
+    offer_close(offer_id=offer.pk, staff=StaffFactory())
+
+    trade = Trade.objects.get(offer=offer)
+    assert trade.quantity == Decimal("12345.5") and str(trade.quantity) == "12345.5000000000"
+    note = Notification.objects.get(type="trade", recipient=buyer)
+    assert (note.data["price"], note.data["quantity"], note.data["total"]) == (
+        "1.20",
+        "12345.5",
+        "14814.60",
+    )
+    assert note_text("trade", note.data)[0] == (
+        f"Bought: bid #{trade.bid_id} filled by offer #{offer.pk}, "
+        "12,345.5 t at 1.20 EUR, 14,814.60 EUR in all."
+    )
+    api = client_for(buyer).get("/api/v1/trades/").json()["results"]
+    assert [(t["price"], t["quantity"]) for t in api] == [("1.20", "12345.5")]
+    client.force_login(buyer)
+    page = client.get("/account/").content.decode()
+    assert "12,345.5 t" in page and "12345.5000000000" not in page
