@@ -170,6 +170,9 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     # The event log's daily partitions, a week ahead (SPEC 8.1); hourly, so a missed run
     # costs nothing.
     "event-partitions": {"task": "exchange.event_partitions", "schedule": crontab(minute=5)},
+    # Live subscriptions are advanced after every append; this round is the safety net for a
+    # request lost with Redis (exchange/subscription_tasks.py).
+    "subscriptions-advance": {"task": "exchange.subscriptions_advance", "schedule": 5.0},
 }
 
 # The constraint store strategy the exchange matches with (SPEC 4): "range" or "paper".
