@@ -8,17 +8,22 @@ notifications/?after=<n>`` pages the outbox by ``n``. Another user's subscriptio
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.contrib.auth.models import User
 from django.http import Http404
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import generics, permissions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from exchange.errors import InvalidInput
 from exchange.http import query_whole_number, whole_number
 from exchange.models import Subscription
 from exchange.selectors.subscriptions import (
+    subscription_backtest,
     subscription_get,
     subscription_list,
     subscription_notifications,
@@ -29,6 +34,8 @@ from exchange.services.subscriptions import (
     subscription_create,
     subscription_delete,
 )
+from matching.subscriptions import EventError, QueryError, parse_query, parse_timestamp, to_text
+from matching.values import format_timestamp_body
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -49,6 +56,34 @@ class SubscriptionSerializer(serializers.ModelSerializer):
         return stream_name(subscription.pk)
 
 
+class BacktestRequest(serializers.Serializer):
+    query = serializers.CharField(trim_whitespace=False)
+    since = serializers.CharField(help_text="ISO 8601 time: the backtest registers there")
+    until = serializers.CharField(
+        required=False, help_text="ISO 8601 time, exclusive (default: now)"
+    )
+
+
+_NOTIFICATION: dict[str, serializers.Field] = {
+    "n": serializers.IntegerField(),
+    "seq": serializers.IntegerField(),
+    "data": serializers.DictField(),
+}
+
+BacktestResponse = inline_serializer(
+    "SubscriptionBacktest",
+    {
+        "query": serializers.CharField(),
+        "since": serializers.DateTimeField(),
+        "until": serializers.DateTimeField(),
+        "notifications": inline_serializer("BacktestNotification", _NOTIFICATION, many=True),
+        "end": serializers.BooleanField(),
+        "truncated": serializers.BooleanField(),
+        "events_read": serializers.IntegerField(),
+    },
+)
+
+
 class SubscriptionCreateRequest(serializers.Serializer):
     query = serializers.CharField(trim_whitespace=False)
     name = serializers.CharField(required=False, allow_blank=True, max_length=MAX_NAME)
@@ -57,15 +92,7 @@ class SubscriptionCreateRequest(serializers.Serializer):
 NotificationPage = inline_serializer(
     "SubscriptionNotificationPage",
     {
-        "results": inline_serializer(
-            "SubscriptionNotification",
-            {
-                "n": serializers.IntegerField(),
-                "seq": serializers.IntegerField(),
-                "data": serializers.DictField(),
-            },
-            many=True,
-        ),
+        "results": inline_serializer("SubscriptionNotification", _NOTIFICATION, many=True),
         "next": serializers.CharField(allow_null=True),
     },
 )
@@ -149,3 +176,50 @@ class SubscriptionNotifications(APIView):
             query["after"] = str(page[-1]["n"])
             following = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
         return Response({"results": page, "next": following})
+
+
+def _time(data: dict, name: str, default: dt.datetime | None = None) -> dt.datetime:
+    raw = data.get(name)
+    if raw is None and default is not None:
+        return default
+    try:
+        return parse_timestamp(raw, name)
+    except EventError as exc:
+        raise InvalidInput(f"invalid_{name}", exc.message, field=name) from None
+
+
+class SubscriptionBacktest(APIView):
+    """Run a query over history only and return what it would have sent (SPEC 8.3): as if
+    registered at ``since``, over the events you may see before ``until``; bounded in
+    events read, notifications and time (``truncated`` says it stopped early)."""
+
+    permission_classes = [permissions.IsAuthenticated]
+    throttle_scope = "backtest"
+
+    @extend_schema(request=BacktestRequest, responses=BacktestResponse)
+    def post(self, request: Request) -> Response:
+        serializer = BacktestRequest(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            query = parse_query(data["query"])
+        except QueryError as exc:
+            raise InvalidInput(
+                exc.code, exc.message, field="query", position=exc.position
+            ) from None
+        since = _time(data, "since")
+        until = _time(data, "until", default=timezone.now())
+        if until <= since:
+            raise InvalidInput("invalid_range", "until must be later than since.", field="until")
+        result = subscription_backtest(user=_user(request), query=query, since=since, until=until)
+        return Response(
+            {
+                "query": to_text(query),
+                "since": format_timestamp_body(since),
+                "until": format_timestamp_body(until),
+                "notifications": result.notifications,
+                "end": result.end,
+                "truncated": result.truncated,
+                "events_read": result.events_read,
+            }
+        )

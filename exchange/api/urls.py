@@ -26,6 +26,11 @@ urlpatterns = [
     path("events/types/", events.EventTypes.as_view(), name="event-types"),
     path("subscriptions/", subscriptions.SubscriptionList.as_view(), name="subscriptions"),
     path(
+        "subscriptions/test/",
+        subscriptions.SubscriptionBacktest.as_view(),
+        name="subscription-backtest",
+    ),
+    path(
         "subscriptions/<str:subscription_id>/",
         subscriptions.SubscriptionDetail.as_view(),
         name="subscription",

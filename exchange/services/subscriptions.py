@@ -42,6 +42,7 @@ from exchange.realtime.streams import group_for, group_send_all
 from exchange.redis_clients import redis_client
 from exchange.selectors.events import events_log_end
 from exchange.selectors.subscriptions import (
+    evaluator_start,
     log_seq_before,
     notification_json,
     subscription_active_count,
@@ -52,8 +53,6 @@ from exchange.services.side_effects import after_commit
 from matching.subscriptions import STATE_LIMIT as EVALUATOR_STATE_LIMIT
 from matching.subscriptions import End, Notification, QueryError, parse_query, to_text
 from matching.subscriptions import Subscription as Evaluator
-from matching.subscriptions.automaton import PatternEngine
-from matching.subscriptions.composite import CompositeEngine
 
 log = logging.getLogger(__name__)
 
@@ -85,17 +84,6 @@ def _state_load(raw: bytes | memoryview) -> Evaluator:
     evaluator = pickle.loads(bytes(raw))  # noqa: S301
     assert isinstance(evaluator, Evaluator)
     return evaluator
-
-
-def _earliest_start(evaluator: Evaluator) -> dt.datetime:
-    """The earliest time an event can take part in (earlier events only pass through):
-    form 1's start, the earliest of form 2's aliases, ``NOW`` for a pattern."""
-    engine = evaluator.engine
-    if isinstance(engine, PatternEngine):
-        return evaluator.now
-    if isinstance(engine, CompositeEngine):
-        return min(start for start, _ in engine.ranges.values())
-    return engine.start
 
 
 def _seam_locked() -> tuple[int, dt.datetime]:
@@ -138,7 +126,7 @@ def subscription_create(*, owner: User, query: str, name: str = "") -> Subscript
                 f"A user may have at most {MAX_ACTIVE} active subscriptions; delete one first.",
             )
         evaluator = Evaluator(parsed, now=now, state_limit=STATE_LIMIT)
-        start = _earliest_start(evaluator)
+        start = evaluator_start(evaluator)
         before = None if start >= now else log_seq_before(time=start)
         cursor = seam if before is None else min(before, seam)
         state, reason = Subscription.State.ACTIVE, ""

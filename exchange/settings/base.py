@@ -283,6 +283,8 @@ REST_FRAMEWORK = {
         "check": env("THROTTLE_CHECK", "120/min"),
         # Adapter imports over the API, per user (each request may hold IMPORT_MAX_ROWS orders).
         "import": env("THROTTLE_IMPORT", "10/min"),
+        # Subscription backtests, per user (each reads up to 100,000 events).
+        "backtest": env("THROTTLE_BACKTEST", "30/min"),
     },
     # How many reverse proxies in front of the server append to X-Forwarded-For. 0 (the
     # default): the header is ignored and throttles key on the peer address, so a client
