@@ -46,7 +46,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
-from exchange.http import nesting_within, whole_number
+from exchange.http import frame_whole_number, nesting_within
 from exchange.selectors import realtime as selectors
 from exchange.selectors.events import events_log_end, events_page
 from exchange.selectors.orders import notification_latest_seq
@@ -283,11 +283,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
     ) -> None:
         """Follow ``stream`` (an ``events:<pattern>``) from the log's event after ``after``:
         replay, then live."""
-        start = (
-            whole_number(str(after))
-            if isinstance(after, int | str) and not isinstance(after, bool)
-            else None
-        )
+        start = frame_whole_number(after)
         if start is None:
             await self._error(
                 "bad_frame",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
 
-from exchange.http import whole_number
+from exchange.http import frame_whole_number, whole_number
 from exchange.models import Subscription
 from exchange.selectors.subscriptions import (
     subscription_notifications,
@@ -95,11 +95,7 @@ class SubscriptionStreams:
         after = message.get("after")
         start = None
         if action == "resume":
-            start = (
-                whole_number(str(after))
-                if isinstance(after, int | str) and not isinstance(after, bool)
-                else None
-            )
+            start = frame_whole_number(after)
             if start is None:
                 await consumer._error(
                     "bad_frame",

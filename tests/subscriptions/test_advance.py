@@ -15,7 +15,15 @@ from exchange.services import subscriptions as service
 from exchange.services.subscriptions import subscription_create, subscriptions_advance
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions import parse_query, run_offline
+from tests.exchange.test_subscription_run_patterns import SPEC_TABLE
 from tests.factories import StaffFactory, UserFactory
+from tests.matching.subscriptions.pattern_cases import T
+from tests.matching.subscriptions.subscription_cases import (
+    COMPOSITE_QUERY,
+    EXAMPLES,
+    TRADE_PRICES,
+    TRADE_TIMES,
+)
 from tests.subscriptions.log import (
     DAY,
     PENCILS,
@@ -30,78 +38,33 @@ from tests.subscriptions.log import (
 
 pytestmark = pytest.mark.django_db
 
-T = "FILTER{type = 'trade'}(EVENTS)"
-PRICES = ("1.00", "1.10", "0.90", "1.20", "1.30", "1.25")
-MINUTES = (0, 5, 10, 20, 40, 50)
+
+def worked_trades(start: int, stop: int) -> None:
+    """SPEC 8.3's worked example's trades ``start`` to ``stop - 1`` (0-based) on pencils at
+    their times of day (10:00 ... 10:50) on ``DAY``, one append each: a day after the
+    clock, since the log's time never goes back."""
+    for i in range(start, stop):
+        hour, minute = map(int, TRADE_TIMES[i].split(":"))
+        append_at([trade(TRADE_PRICES[i], trade_id=i + 1)], DAY.replace(hour=hour, minute=minute))
 
 
 def worked_log(upto: int = 6) -> None:
-    """SPEC 8.3's worked example: six trades on pencils at 10:00 ... 10:50."""
-    for i in range(upto):
-        append_at([trade(PRICES[i], trade_id=i + 1)], DAY.replace(hour=10, minute=MINUTES[i]))
+    worked_trades(0, upto)
 
 
 def worked_rest(start: int) -> None:
-    for i in range(start, 6):
-        append_at([trade(PRICES[i], trade_id=i + 1)], DAY.replace(hour=10, minute=MINUTES[i]))
+    worked_trades(start, 6)
 
 
 def sent(subscription: Subscription) -> list[tuple[int, dict]]:
     return [(line["seq"], line["data"]) for line in outbox(subscription) if "seq" in line]
 
 
-@pytest.mark.parametrize(
-    ("query", "expected"),
-    [
-        (
-            "SELECT price WHERE type = 'trade', price > 1.00",
-            [
-                (2, {"price": "1.10"}),
-                (4, {"price": "1.20"}),
-                (5, {"price": "1.30"}),
-                (6, {"price": "1.25"}),
-            ],
-        ),
-        (
-            "SELECT AVG(price, 2) WHERE type = 'trade'",
-            [
-                (2, {"AVG(price, 2)": "1.05000000"}),
-                (4, {"AVG(price, 2)": "1.05000000"}),
-                (6, {"AVG(price, 2)": "1.27500000"}),
-            ],
-        ),
-        (
-            "SELECT price WHERE type = 'trade' HAVING AVG(price, 3) > 1.05",
-            [
-                (2, {"price": "1.10"}),
-                (3, {"price": "0.90"}),
-                (4, {"price": "1.20"}),
-                (5, {"price": "1.30"}),
-                (6, {"price": "1.25"}),
-            ],
-        ),
-        (
-            "SELECT price WHERE type = 'trade' HAVING AVG(price, 3) > 1.05 RESET",
-            [(2, {"price": "1.10"}), (3, {"price": "0.90"}), (4, {"price": "1.20"})],
-        ),
-        (
-            f"SELECT a.price, b.price FROM {T} AS a "
-            f"NEXT{{b.subject = a.subject AND b.price > 1.05 * a.price}} {T} AS b",
-            [
-                (2, {"a.price": "1.00", "b.price": "1.10"}),
-                (4, {"a.price": "1.10", "b.price": "1.20"}),
-                (4, {"a.price": "0.90", "b.price": "1.20"}),
-                (5, {"a.price": "1.20", "b.price": "1.30"}),
-            ],
-        ),
-        (
-            f"SELECT a.price, b.price, n, DUR FROM {T} AS a "
-            f"FOLD{{b.subject = a.subject, b.price >= b.last.price, COUNT AS n}} {T} AS b "
-            "WHERE DUR >= 30m",
-            [(5, {"a.price": "0.90", "b.price": "1.30", "n": 2, "DUR": "1800"})],
-        ),
-    ],
-)
+# SPEC 8.3's worked examples registered before seq 1, with the offline tests' expectations.
+BEFORE_FIRST = [(query, expected) for query, now, expected in EXAMPLES if now is None]
+
+
+@pytest.mark.parametrize(("query", "expected"), BEFORE_FIRST + SPEC_TABLE)
 def test_the_worked_examples_through_the_live_path(query, expected):
     # Given a subscription registered before seq 1
     sub = subscription_create(owner=UserFactory(), query=query)
@@ -138,11 +101,7 @@ def test_a_hybrid_subscription_sends_its_history_then_live_events_at_the_seam():
 
 
 def test_the_composite_worked_example():
-    sub = subscription_create(
-        owner=UserFactory(),
-        query="SELECT b.offer FROM a AND b WHERE a.type = 'trade', a.price >= 1.05, "
-        "b.type = 'offer_posted', b.subject = a.subject",
-    )
+    sub = subscription_create(owner=UserFactory(), query=COMPOSITE_QUERY)
     append([trade("1.10")])
     append(
         [
@@ -286,9 +245,10 @@ def test_a_failing_subscription_is_suspended_and_the_others_go_on(monkeypatch):
     failing = subscription_create(owner=owner, query="SELECT price WHERE price > 1.05")
     healthy = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
     original = Evaluator.push
+    broken = parse_query(failing.query)
 
     def push(self, event, *, live):
-        if event["seq"] == 2 and str(self.query).find("1.05") >= 0:
+        if event["seq"] == 2 and self.query == broken:
             raise ZeroDivisionError("division by zero")
         return original(self, event, live=live)
 
@@ -361,14 +321,14 @@ QUERIES = [
 events = st.one_of(
     st.builds(
         lambda p, s: trade(p, subject=s),
-        st.sampled_from(PRICES),
+        st.sampled_from(TRADE_PRICES),
         st.sampled_from([PENCILS, "office.supplies.pens"]),
     ),
     st.builds(
         lambda who, bid, p: ("bid", who, bid, p),
         st.sampled_from([0, 1]),
         st.integers(1, 9),
-        st.sampled_from(PRICES),
+        st.sampled_from(TRADE_PRICES),
     ),
 )
 
