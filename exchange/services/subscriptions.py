@@ -186,7 +186,8 @@ def subscription_advance(*, subscription_id: int, chunk: int = CHUNK) -> Step | 
     cursor; None if it is not active or another worker holds it. One transaction."""
     with transaction.atomic():
         subscription = (
-            Subscription.objects.select_for_update(skip_locked=True)
+            # of=self: the owner's row is read, not locked (a login must not wait for us)
+            Subscription.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(id=subscription_id, state=Subscription.State.ACTIVE)
             .select_related("owner")
             .first()

@@ -378,3 +378,21 @@ def test_the_live_path_equals_run_offline_on_generated_logs(
             raise _Rollback
     except _Rollback:
         pass
+
+
+def test_a_division_by_zero_in_a_pattern_is_false_not_a_failure():
+    # SPEC 8.3: after NOT is pushed down, a comparison that divides by zero is false; the
+    # evaluator does not raise, so the subscription goes on (compare the failure test above)
+    sub = subscription_create(
+        owner=UserFactory(),
+        query=f"SELECT a.price, b.price FROM {T} AS a "
+        f"NEXT{{b.price / (a.price - 1.00) > 1}} {T} AS b",
+    )
+    for price in ("1.00", "1.10", "2.00"):
+        append([trade(price)])
+    advance(sub)
+    sub.refresh_from_db()
+    assert sub.state == "active"
+    # a = 1.00 divides by zero against every later b; a = 1.10: 2.00 / 0.10 = 20 > 1
+    assert outbox(sub) == [{"n": 1, "seq": 3, "data": {"a.price": "1.10", "b.price": "2.00"}}]
+    assert outbox(sub) == offline(sub)

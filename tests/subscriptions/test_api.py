@@ -174,3 +174,20 @@ def test_notifications_page_by_n_after_a_whole_number():
     for bad in ("-1", "x", "1.5", "99999999999999999999"):
         error = client.get(f"{URL}{sid}/notifications/?after={bad}").json()["error"]
         assert (error["code"], error["field"]) == ("invalid_after", "after")
+
+
+def test_the_list_and_the_outbox_cost_a_fixed_number_of_queries(django_assert_max_num_queries):
+    alice = UserFactory(username="alice")
+    client = client_for(alice)
+    ids = [
+        client.post(URL, {"query": "SELECT price"}, format="json").json()["id"] for _ in range(5)
+    ]
+    append([trade(p) for p in ("1.00", "1.01", "1.02")])
+    for sid in ids:
+        advance(Subscription.objects.get(pk=sid))
+
+    # token, count, page; token, the subscription, the page
+    with django_assert_max_num_queries(3):
+        assert len(client.get(URL).json()["results"]) == 5
+    with django_assert_max_num_queries(3):
+        assert len(client.get(f"{URL}{ids[0]}/notifications/").json()["results"]) == 3

@@ -69,7 +69,9 @@ def test_a_subscription_held_by_one_worker_is_skipped_by_another(sent_tasks):
         assert service.subscription_advance(subscription_id=sub.pk) is None
         assert outbox(sub) == []
         other.rollback()
-        # and takes it once it is free
+        # and takes it once it is free, even while its owner's row is locked (by a login,
+        # say): only the subscription's row is locked
+        other.execute("SELECT id FROM auth_user WHERE id = %s FOR UPDATE", [sub.owner_id])
         step = service.subscription_advance(subscription_id=sub.pk)
         assert step == service.Step(written=1, ended=False, more=False)
     finally:
