@@ -135,3 +135,20 @@ def test_bad_input_is_a_clear_400(body, code, field):
 
 def test_anonymous_callers_are_refused():
     assert client_for(None).post(URL, {"query": "SELECT *", "since": at(1)}).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("since", "until", "status"),
+    [
+        ("0001-01-01T00:00:00Z", None, 200),
+        ("0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", 200),
+        ("9999-12-31T23:59:59Z", None, 400),
+    ],
+)
+def test_extreme_times_are_answered_never_a_500(since, until, status):
+    worked_log()
+    body = {"query": "SELECT price WHERE start_time = NOW - 1d", "since": since}
+    if until is not None:
+        body["until"] = until
+    response = client_for(UserFactory()).post(URL, body, format="json")
+    assert response.status_code == status, response.json()
