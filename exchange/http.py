@@ -47,6 +47,14 @@ def whole_number(value: str) -> int | None:
     return int(value)
 
 
+def frame_whole_number(value: object) -> int | None:
+    """A whole number as a JSON frame sends it (a number or a string of digits), or None
+    (``true``, a fraction, a negative number, anything else)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None
+    return whole_number(str(value))
+
+
 def query_whole_number(params: Any, name: str, *, default: int) -> int:
     """The whole-number query parameter ``name`` (``default`` when absent); a clear 400
     naming the parameter otherwise."""

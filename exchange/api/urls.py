@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from . import events, imports, views
+from . import events, imports, subscriptions, views
 
 app_name = "api"
 urlpatterns = [
@@ -24,6 +24,22 @@ urlpatterns = [
     path("presence/", views.PresenceView.as_view(), name="presence"),
     path("events/", events.EventList.as_view(), name="events"),
     path("events/types/", events.EventTypes.as_view(), name="event-types"),
+    path("subscriptions/", subscriptions.SubscriptionList.as_view(), name="subscriptions"),
+    path(
+        "subscriptions/test/",
+        subscriptions.SubscriptionBacktest.as_view(),
+        name="subscription-backtest",
+    ),
+    path(
+        "subscriptions/<str:subscription_id>/",
+        subscriptions.SubscriptionDetail.as_view(),
+        name="subscription",
+    ),
+    path(
+        "subscriptions/<str:subscription_id>/notifications/",
+        subscriptions.SubscriptionNotifications.as_view(),
+        name="subscription-notifications",
+    ),
     path("schema/", SpectacularAPIView.as_view(api_version="v1"), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
 ]

@@ -6,6 +6,7 @@ from .markets import Market, MarketOrderCount
 from .matching import BestOffer, BestOfferChange, MatchingCycle, OfferBidMatch, OrderChange
 from .notifications import Notification
 from .orders import Bid, Offer
+from .subscriptions import Subscription, SubscriptionNotification
 from .trades import Trade
 
 __all__ = [
@@ -24,5 +25,7 @@ __all__ = [
     "Offer",
     "OfferBidMatch",
     "OrderChange",
+    "Subscription",
+    "SubscriptionNotification",
     "Trade",
 ]

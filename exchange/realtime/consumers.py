@@ -15,6 +15,8 @@ pattern). A bad frame gets an error frame and the connection stays usable.
 including markets created later; each frame comes once per matching stream the client
 follows, named as it subscribed (``patterns.py`` explains the delivery).
 
+``sub:<id>`` follows one of the user's live subscriptions (``subscriptions.py``).
+
 ``events:<pattern>`` follows the event log (SPEC 8.1): ``{"stream", "type": "event", "seq",
 "data"}`` per event about a matching subject that the user may see (SPEC 5.6), in ``seq``
 order. ``{"action": "resume", "stream": "events:<pattern>", "after": <seq>}`` first replays
@@ -44,7 +46,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
-from exchange.http import nesting_within, whole_number
+from exchange.http import frame_whole_number, nesting_within
 from exchange.selectors import realtime as selectors
 from exchange.selectors.events import events_log_end, events_page
 from exchange.selectors.orders import notification_latest_seq
@@ -61,6 +63,7 @@ from .presence import (
     presence_watchers,
 )
 from .streams import SYSTEM_STREAM, group_for, revocation_groups, user_group
+from .subscriptions import SubscriptionStreams, is_subscription_stream
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +136,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
         self.announced: dict[str, str] = {}  # subject -> the name announced on it
         # Per ``events:<pattern>`` stream, the log's seq up to which it has been served.
         self.event_positions: dict[str, int] = {}
+        self.subscriptions = SubscriptionStreams(self)  # the ``sub:<id>`` streams
         self.user = self.scope.get("user")
         self.last_seq: int | None = (
             None  # the last personal notification sent (None: not following)
@@ -163,6 +167,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
         streams = list(getattr(self, "streams", ()))
         for stream in streams:
             await self._unfollow(stream)
+        if hasattr(self, "subscriptions"):
+            await self.subscriptions.leave_all()
         for group in getattr(self, "principal_groups", ()):
             await self.channel_layer.group_discard(group, self.channel_name)
         self.principal_groups = []
@@ -221,6 +227,9 @@ class StreamConsumer(AsyncWebsocketConsumer):
                 'Name a "stream": market:<pattern>, events:<pattern>, offer:<id>, me or system.',
             )
             return
+        if is_subscription_stream(stream):
+            await self.subscriptions.receive(action, stream, message)
+            return
         if action == "unsubscribe":
             await self._leave(stream)
             await self._send({"type": "unsubscribed", "stream": stream})
@@ -274,11 +283,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
     ) -> None:
         """Follow ``stream`` (an ``events:<pattern>``) from the log's event after ``after``:
         replay, then live."""
-        start = (
-            whole_number(str(after))
-            if isinstance(after, int | str) and not isinstance(after, bool)
-            else None
-        )
+        start = frame_whole_number(after)
         if start is None:
             await self._error(
                 "bad_frame",
@@ -514,6 +519,9 @@ class StreamConsumer(AsyncWebsocketConsumer):
         for stream in behind:
             if stream in self.event_positions:
                 self.event_positions[stream] = last
+
+    async def sub_notifications(self, message: dict[str, Any]) -> None:
+        await self.subscriptions.batch(message)
 
     async def user_wake(self, event: dict[str, Any]) -> None:
         if ME in self.streams and self.last_seq is not None and event["seq"] > self.last_seq:

@@ -32,6 +32,7 @@ from exchange.models.events import EVENT_TABLE
 from exchange.numbers import number_text, price_text
 from exchange.selectors.events import event_row_json
 from exchange.services.side_effects import after_commit
+from exchange.services.subscriptions import subscriptions_advance_request
 from matching.model import Constraint, Interval, Type
 from matching.subscriptions.schema import EVENT_TYPES, OWNER_AND_STAFF
 from matching.values import format_timestamp_body
@@ -232,6 +233,7 @@ def events_append(*, changes: Sequence[int] = (), closed: Iterable[EventRow] = (
         for n, (kind, subject, owner, data) in enumerate(rows, 1)
     ]
     after_commit("pushing events", lambda: events_push(live))
+    after_commit("advancing subscriptions", subscriptions_advance_request)
     EventCounter.objects.filter(id=1).update(
         last_seq=last_seq + len(rows),
         last_time=time,

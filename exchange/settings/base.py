@@ -170,6 +170,9 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     # The event log's daily partitions, a week ahead (SPEC 8.1); hourly, so a missed run
     # costs nothing.
     "event-partitions": {"task": "exchange.event_partitions", "schedule": crontab(minute=5)},
+    # Live subscriptions are advanced after every append; this round is the safety net for a
+    # request lost with Redis (exchange/subscription_tasks.py).
+    "subscriptions-advance": {"task": "exchange.subscriptions_advance", "schedule": 5.0},
 }
 
 # The constraint store strategy the exchange matches with (SPEC 4): "range" or "paper".
@@ -281,6 +284,8 @@ REST_FRAMEWORK = {
         "check": env("THROTTLE_CHECK", "120/min"),
         # Adapter imports over the API, per user (each request may hold IMPORT_MAX_ROWS orders).
         "import": env("THROTTLE_IMPORT", "10/min"),
+        # Subscription backtests, per user (each reads up to 100,000 events).
+        "backtest": env("THROTTLE_BACKTEST", "30/min"),
     },
     # How many reverse proxies in front of the server append to X-Forwarded-For. 0 (the
     # default): the header is ignored and throttles key on the peer address, so a client

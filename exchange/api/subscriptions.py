@@ -1,0 +1,225 @@
+"""Subscriptions over REST (SPEC 8.3): register, list, show, end, and read the outbox.
+
+``POST /api/v1/subscriptions/`` with ``{"query", "name"?}``; ``GET`` lists the caller's
+own; ``GET``/``DELETE /api/v1/subscriptions/<id>/``; ``GET /api/v1/subscriptions/<id>/
+notifications/?after=<n>`` pages the outbox by ``n``. Another user's subscription is a
+404, as if it did not exist.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.contrib.auth.models import User
+from django.http import Http404
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import generics, permissions, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from exchange.errors import InvalidInput
+from exchange.http import query_whole_number, whole_number
+from exchange.models import Subscription
+from exchange.selectors.subscriptions import (
+    subscription_backtest,
+    subscription_get,
+    subscription_list,
+    subscription_notifications,
+)
+from exchange.services.subscriptions import (
+    MAX_NAME,
+    stream_name,
+    subscription_create,
+    subscription_delete,
+)
+from matching.subscriptions import EventError, QueryError, parse_query, parse_timestamp, to_text
+from matching.values import format_timestamp_body
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+
+
+class SubscriptionSerializer(serializers.ModelSerializer):
+    stream = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Subscription
+        fields = [
+            *("id", "name", "kind", "query", "state", "reason", "created_at", "now"),
+            *("last_n", "stream"),
+        ]
+        read_only_fields = fields
+
+    def get_stream(self, subscription: Subscription) -> str:
+        return stream_name(subscription.pk)
+
+
+class BacktestRequest(serializers.Serializer):
+    query = serializers.CharField(trim_whitespace=False)
+    since = serializers.CharField(help_text="ISO 8601 time: the backtest registers there")
+    until = serializers.CharField(
+        required=False, help_text="ISO 8601 time, exclusive (default: now)"
+    )
+
+
+_NOTIFICATION: dict[str, serializers.Field] = {
+    "n": serializers.IntegerField(),
+    "seq": serializers.IntegerField(),
+    "data": serializers.DictField(),
+}
+
+BacktestResponse = inline_serializer(
+    "SubscriptionBacktest",
+    {
+        "query": serializers.CharField(),
+        "since": serializers.DateTimeField(),
+        "until": serializers.DateTimeField(),
+        "notifications": inline_serializer("BacktestNotification", _NOTIFICATION, many=True),
+        "end": serializers.BooleanField(),
+        "truncated": serializers.BooleanField(),
+        "events_read": serializers.IntegerField(),
+    },
+)
+
+
+class SubscriptionCreateRequest(serializers.Serializer):
+    query = serializers.CharField(trim_whitespace=False)
+    name = serializers.CharField(required=False, allow_blank=True, max_length=MAX_NAME)
+
+
+NotificationPage = inline_serializer(
+    "SubscriptionNotificationPage",
+    {
+        "results": inline_serializer("SubscriptionNotification", _NOTIFICATION, many=True),
+        "next": serializers.CharField(allow_null=True),
+    },
+)
+
+
+def _user(request: Request) -> User:
+    """The caller, whom ``IsAuthenticated`` has already let in."""
+    user = request.user
+    assert isinstance(user, User)
+    return user
+
+
+def _own(request: Request, subscription_id: str) -> Subscription:
+    number = whole_number(subscription_id)
+    subscription = (
+        None if number is None else subscription_get(owner=_user(request), subscription_id=number)
+    )
+    if subscription is None:
+        raise Http404
+    return subscription
+
+
+class SubscriptionList(generics.ListAPIView):
+    """Your subscriptions, newest first; POST registers one (SPEC 8.3)."""
+
+    serializer_class = SubscriptionSerializer
+    permission_classes = [permissions.IsAuthenticated]
+
+    def get_queryset(self):
+        return subscription_list(owner=_user(self.request))
+
+    @extend_schema(request=SubscriptionCreateRequest, responses={201: SubscriptionSerializer})
+    def post(self, request: Request) -> Response:
+        serializer = SubscriptionCreateRequest(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        subscription = subscription_create(
+            owner=_user(request), query=data["query"], name=data.get("name", "")
+        )
+        return Response(SubscriptionSerializer(subscription).data, status=status.HTTP_201_CREATED)
+
+
+class SubscriptionDetail(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(responses=SubscriptionSerializer)
+    def get(self, request: Request, subscription_id: str) -> Response:
+        return Response(SubscriptionSerializer(_own(request, subscription_id)).data)
+
+    @extend_schema(responses=SubscriptionSerializer)
+    def delete(self, request: Request, subscription_id: str) -> Response:
+        """End the subscription: it becomes ``done`` and sends nothing more."""
+        subscription = subscription_delete(
+            owner=_user(request), subscription_id=_own(request, subscription_id).pk
+        )
+        return Response(SubscriptionSerializer(subscription).data)
+
+
+class SubscriptionNotifications(APIView):
+    """The subscription's notifications after ``n`` = ``after``, in ``n`` order; ``next``
+    repeats the query after the page's last ``n``."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("after", int, description="only notifications with a greater n"),
+            OpenApiParameter("limit", int, description=f"page size, at most {MAX_LIMIT}"),
+        ],
+        responses=NotificationPage,
+    )
+    def get(self, request: Request, subscription_id: str) -> Response:
+        subscription = _own(request, subscription_id)
+        params = request.query_params
+        after = query_whole_number(params, "after", default=0)
+        limit = max(1, min(query_whole_number(params, "limit", default=DEFAULT_LIMIT), MAX_LIMIT))
+        page = subscription_notifications(subscription_id=subscription.pk, after=after, limit=limit)
+        following = None
+        if len(page) == limit:
+            query = params.copy()
+            query["after"] = str(page[-1]["n"])
+            following = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+        return Response({"results": page, "next": following})
+
+
+def _time(data: dict, name: str, default: dt.datetime | None = None) -> dt.datetime:
+    raw = data.get(name)
+    if raw is None and default is not None:
+        return default
+    try:
+        return parse_timestamp(raw, name)
+    except EventError as exc:
+        raise InvalidInput(f"invalid_{name}", exc.message, field=name) from None
+
+
+class SubscriptionBacktest(APIView):
+    """Run a query over history only and return what it would have sent (SPEC 8.3): as if
+    registered at ``since``, over the events you may see before ``until``; bounded in
+    events read, notifications and time (``truncated`` says it stopped early)."""
+
+    permission_classes = [permissions.IsAuthenticated]
+    throttle_scope = "backtest"
+
+    @extend_schema(request=BacktestRequest, responses=BacktestResponse)
+    def post(self, request: Request) -> Response:
+        serializer = BacktestRequest(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            query = parse_query(data["query"])
+        except QueryError as exc:
+            raise InvalidInput(
+                exc.code, exc.message, field="query", position=exc.position
+            ) from None
+        since = _time(data, "since")
+        until = _time(data, "until", default=timezone.now())
+        if until <= since:
+            raise InvalidInput("invalid_range", "until must be later than since.", field="until")
+        result = subscription_backtest(user=_user(request), query=query, since=since, until=until)
+        return Response(
+            {
+                "query": to_text(query),
+                "since": format_timestamp_body(since),
+                "until": format_timestamp_body(until),
+                "notifications": result.notifications,
+                "end": result.end,
+                "truncated": result.truncated,
+                "events_read": result.events_read,
+            }
+        )

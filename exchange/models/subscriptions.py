@@ -1,0 +1,95 @@
+"""Live subscriptions (SPEC 8.3): the registered query and its outbox of notifications.
+
+A ``Subscription`` row is everything a worker needs to go on where the last one stopped:
+the query's canonical text, the registration time ``now`` and the log's ``seam`` (the
+last ``seq`` in the log at registration: events up to it are history, later ones live),
+the ``cursor`` (the last ``seq`` fed to the evaluator), the last ``n`` given out and the
+evaluator's own state. ``services.subscriptions`` advances all of them together in one
+transaction with the notifications they produced, so a worker that dies in between
+leaves the row as it was and the next one redoes exactly that step.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Subscription(models.Model):
+    class Kind(models.TextChoices):
+        EVENTS = "events"
+        COMPOSITE = "composite"
+        PATTERN = "pattern"
+        STATE = "state"
+
+    class State(models.TextChoices):
+        ACTIVE = "active"
+        DONE = "done"
+        SUSPENDED = "suspended"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=100, blank=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    query = models.TextField()  # canonical text
+    state = models.CharField(max_length=20, choices=State.choices, default=State.ACTIVE)
+    # Why it is no longer active: "completed", "deleted", "state_limit" or "error".
+    reason = models.CharField(max_length=40, blank=True)
+    created_at = models.DateTimeField()
+    now = models.DateTimeField()  # the query's NOW
+    seam = models.BigIntegerField()
+    cursor = models.BigIntegerField()
+    last_n = models.IntegerField(default=0)
+    # The evaluator as a worker left it (cloudpickle); emptied once it is no longer active.
+    evaluator = models.BinaryField(null=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(state__in=["active", "done", "suspended"]),
+                name="subscription_state_known",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(kind__in=["events", "composite", "pattern", "state"]),
+                name="subscription_kind_known",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(cursor__gte=0, seam__gte=0, last_n__gte=0),
+                name="subscription_counters_not_negative",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(state="active") | models.Q(evaluator__isnull=False),
+                name="subscription_active_has_evaluator",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["owner", "id"], name="subscription_owner"),
+            models.Index(
+                fields=["id"], name="subscription_active", condition=models.Q(state="active")
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"subscription {self.pk} ({self.kind}, {self.state})"
+
+
+class SubscriptionNotification(models.Model):
+    """One output of a subscription: ``n`` counts 1, 2, 3, ... per subscription with no
+    holes (the unique constraint and the single writer per subscription keep it so);
+    ``seq`` is the event that caused it."""
+
+    subscription = models.ForeignKey(
+        Subscription, on_delete=models.CASCADE, related_name="notifications"
+    )
+    n = models.IntegerField()
+    seq = models.BigIntegerField()
+    data = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["subscription", "n"], name="subscription_n_once"),
+            models.CheckConstraint(condition=models.Q(n__gte=1), name="subscription_n_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"subscription {self.subscription_id} #{self.n}"

@@ -1,0 +1,169 @@
+"""Reading live subscriptions (SPEC 8.3): a user's own rows, their outbox, and the log as a
+subscription's owner sees it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
+
+from exchange.models import Event, Subscription, SubscriptionNotification
+from exchange.selectors.events import EVENT_COLUMNS, event_row_json, events_log_end, events_visible
+from matching.subscriptions import Query, run_offline
+from matching.subscriptions import Subscription as Evaluator
+from matching.subscriptions.automaton import PatternEngine
+from matching.subscriptions.composite import CompositeEngine
+
+# A backtest reads at most this many log events, spends at most this many seconds and
+# returns at most this many notifications (SPEC 8.3: "bounded in events and time"); it
+# reads the log this many events a query.
+BACKTEST_EVENTS = 100_000
+BACKTEST_SECONDS = 3.0
+BACKTEST_NOTIFICATIONS = 10_000
+BACKTEST_STEP = 5000
+
+
+def subscription_list(*, owner: User) -> QuerySet[Subscription]:
+    """``owner``'s subscriptions, newest first."""
+    return Subscription.objects.filter(owner=owner).order_by("-id")
+
+
+def subscription_get(*, owner: User, subscription_id: int) -> Subscription | None:
+    """``owner``'s subscription ``subscription_id``; None for anyone else's (no one learns
+    that another user's exists)."""
+    return Subscription.objects.filter(owner=owner, id=subscription_id).first()
+
+
+def subscription_active_count(*, owner: User) -> int:
+    return Subscription.objects.filter(owner=owner, state=Subscription.State.ACTIVE).count()
+
+
+def notification_json(n: int, seq: int, data: Any) -> dict[str, Any]:
+    """A notification as the REST outbox and the ``sub:<id>`` stream carry it."""
+    return {"n": n, "seq": seq, "data": data}
+
+
+def subscription_notifications(
+    *, subscription_id: int, after: int, upto: int | None = None, limit: int
+) -> list[dict[str, Any]]:
+    """At most ``limit`` notifications of the subscription with ``after < n`` (``<= upto``),
+    in ``n`` order, each as ``notification_json`` writes it."""
+    rows = SubscriptionNotification.objects.filter(subscription_id=subscription_id, n__gt=after)
+    if upto is not None:
+        rows = rows.filter(n__lte=upto)
+    return [
+        notification_json(*row)
+        for row in rows.order_by("n").values_list("n", "seq", "data")[:limit]
+    ]
+
+
+def subscription_position(*, subscription_id: int) -> tuple[int, str] | None:
+    """The subscription's last ``n`` and its state, read together; None if it is gone."""
+    return Subscription.objects.filter(id=subscription_id).values_list("last_n", "state").first()
+
+
+def subscription_owner_id(*, subscription_id: int) -> int | None:
+    return (
+        Subscription.objects.filter(id=subscription_id).values_list("owner_id", flat=True).first()
+    )
+
+
+def subscription_log_read(*, owner: User, after: int, upto: int) -> list[dict[str, Any]]:
+    """The events ``owner`` may see (SPEC 5.6) with ``after < seq <= upto``, in ``seq``
+    order, as ``event_row_json`` writes them: the one place a subscription reads the log,
+    history and live alike (so that a faster or replicated historic read replaces it alone).
+    The caller bounds ``upto - after``."""
+    rows = events_visible(user=owner, after=after).filter(seq__lte=upto)
+    return [event_row_json(*row) for row in rows.values_list(*EVENT_COLUMNS)]
+
+
+def subscriptions_behind(*, log_end: int, limit: int) -> list[int]:
+    """Up to ``limit`` active subscriptions that have not been fed the log up to
+    ``log_end``, by id."""
+    return list(
+        Subscription.objects.filter(state=Subscription.State.ACTIVE, cursor__lt=log_end)
+        .order_by("id")
+        .values_list("id", flat=True)[:limit]
+    )
+
+
+def log_seq_before(*, time: Any) -> int | None:
+    """The ``seq`` just before the log's first event at or after ``time`` (None if no
+    event is that late): where a history starting at ``time`` begins. ``time`` never
+    decreases along ``seq`` (the writer's rule), so the time index answers it."""
+    first = (
+        Event.objects.filter(time__gte=time).order_by("time", "seq").values_list("seq", flat=True)
+    ).first()
+    return None if first is None else first - 1
+
+
+def evaluator_start(evaluator: Evaluator) -> dt.datetime:
+    """The earliest time an event can take part in (earlier events only pass through):
+    form 1's start, the earliest of form 2's aliases, ``NOW`` for a pattern."""
+    engine = evaluator.engine
+    if isinstance(engine, PatternEngine):
+        return evaluator.now
+    if isinstance(engine, CompositeEngine):
+        return min(start for start, _ in engine.ranges.values())
+    return engine.start
+
+
+@dataclass(frozen=True)
+class Backtest:
+    notifications: list[dict[str, Any]]
+    end: bool
+    truncated: bool
+    events_read: int
+
+
+def subscription_backtest(
+    *,
+    user: User,
+    query: Query,
+    since: dt.datetime,
+    until: dt.datetime,
+    max_events: int = BACKTEST_EVENTS,
+    max_notifications: int = BACKTEST_NOTIFICATIONS,
+    budget: float = BACKTEST_SECONDS,
+) -> Backtest:
+    """What ``query`` would have sent ``user`` had it been registered at ``since``, over
+    the log before ``until`` and no further: the offline contract (``run_offline``, the one
+    evaluator) with ``now = since`` over the events ``user`` may see from the query's
+    earliest start to ``until``. The events of ``[since, until)`` are its live part, so a
+    form 3 pattern sees them too; a query that starts before ``NOW`` gets the earlier ones
+    as history. Bounded: past ``max_events`` log events read, ``max_notifications``
+    notifications or ``budget`` seconds it stops, with ``truncated``."""
+    start = min(since, evaluator_start(Evaluator(query, now=since)))
+    first = log_seq_before(time=start)
+    last = log_seq_before(time=until)
+    upto = events_log_end() if last is None else last
+    progress = {"read": 0, "truncated": False}
+    clock = time.monotonic()
+
+    def events() -> Iterator[dict[str, Any]]:
+        position = upto if first is None else first
+        while position < upto:
+            if progress["read"] >= max_events or time.monotonic() - clock > budget:
+                progress["truncated"] = True
+                return
+            step = min(upto, position + min(BACKTEST_STEP, max_events - progress["read"]))
+            yield from subscription_log_read(owner=user, after=position, upto=step)
+            progress["read"] += step - position
+            position = step
+
+    out: list[dict[str, Any]] = []
+    end = False
+    for line in run_offline(query, events(), now=since):
+        if "end" in line:
+            end = not progress["truncated"]
+            break
+        if len(out) == max_notifications:
+            progress["truncated"] = True
+            break
+        out.append(line)
+    return Backtest(out, end, bool(progress["truncated"]), int(progress["read"]))

@@ -1,0 +1,318 @@
+"""Live subscriptions (SPEC 8.3): registering, ending, and advancing them over the log.
+
+Registration fixes the seam. It locks the log's counter row, the lock every writer of the
+log holds from numbering its events to its commit, so no append is half done: the
+counter's ``last_seq`` is the seam (every event up to it is committed, every later one
+will be pushed live), and ``NOW`` is taken just after the last event's time. It also moves
+the counter's time up to ``NOW``, so every later event has ``time >= NOW``. Hence, for this
+subscription, "in the log at registration" (``seq <= seam``) and "before ``NOW``" (the
+offline contract's history) are the same events, and the live path gives exactly what
+``subscription_run`` gives on the log with ``--now NOW``.
+
+Advancing (``subscription_advance``, run by a Celery task on the default queue): the row
+is locked with ``SKIP LOCKED`` (one worker per subscription; others move on to other
+subscriptions), the events its owner may see after its cursor are read in bounded chunks
+and fed to the one evaluator (up to the seam as history, ``history_done`` at the seam, then
+live), and in the same transaction the notifications (consecutive ``n``), the new cursor and
+the evaluator's state are written. A worker that dies before the commit leaves the row and
+its outbox as they were, so the step is redone with the same result: nothing is lost or
+sent twice. After the commit the notifications go to the ``sub:<id>`` stream's group.
+
+The evaluator's state is stored with cloudpickle: a form 3 pattern compiles its conditions
+to closures, which the standard pickle refuses; cloudpickle stores them by value.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import pickle
+from dataclasses import dataclass
+from typing import Any
+
+import cloudpickle
+from celery import current_app
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import connection, transaction
+
+from exchange.errors import InvalidInput, NotFound
+from exchange.models import Subscription, SubscriptionNotification
+from exchange.realtime.streams import group_for, group_send_all
+from exchange.redis_clients import redis_client
+from exchange.selectors.events import events_log_end
+from exchange.selectors.subscriptions import (
+    evaluator_start,
+    log_seq_before,
+    notification_json,
+    subscription_active_count,
+    subscription_log_read,
+    subscriptions_behind,
+)
+from exchange.services.side_effects import after_commit
+from matching.subscriptions import STATE_LIMIT as EVALUATOR_STATE_LIMIT
+from matching.subscriptions import End, Notification, QueryError, parse_query, to_text
+from matching.subscriptions import Subscription as Evaluator
+
+log = logging.getLogger(__name__)
+
+# The evaluator's bound on kept state (tests lower it).
+STATE_LIMIT = EVALUATOR_STATE_LIMIT
+# Active subscriptions one user may hold.
+MAX_ACTIVE = 100
+# Events one step feeds one subscription (a long history is replayed step after step).
+CHUNK = 5000
+# Subscriptions one call of ``subscriptions_advance`` looks at before it returns.
+ROUND = 200
+MAX_NAME = 100
+# Notifications one channel message carries at most.
+PER_MESSAGE = 100
+# Seconds the advance request's key lives (``advance_pending_key``).
+PENDING_TTL = 10
+
+
+def stream_name(subscription_id: int) -> str:
+    return f"sub:{subscription_id}"
+
+
+def _state_dump(evaluator: Evaluator) -> bytes:
+    return cloudpickle.dumps(evaluator)
+
+
+def _state_load(raw: bytes | memoryview) -> Evaluator:
+    # The rows are written by this module only: the pickle is the exchange's own data.
+    evaluator = pickle.loads(bytes(raw))  # noqa: S301
+    assert isinstance(evaluator, Evaluator)
+    return evaluator
+
+
+def _seam_locked() -> tuple[int, dt.datetime]:
+    """Lock the log's counter row until commit; the seam and ``NOW`` (see the module
+    docstring). The counter's time becomes ``NOW``, so later events are not earlier."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO exchange_eventcounter (id, last_seq, best_change_id) VALUES (1, 0, 0) "
+            "ON CONFLICT (id) DO NOTHING"
+        )
+        cursor.execute(
+            "SELECT last_seq, greatest(last_time + interval '1 microsecond', clock_timestamp()) "
+            "FROM exchange_eventcounter WHERE id = 1 FOR UPDATE"
+        )
+        row = cursor.fetchone()
+        assert row is not None
+        cursor.execute("UPDATE exchange_eventcounter SET last_time = %s WHERE id = 1", [row[1]])
+    return row[0], row[1]
+
+
+def subscription_create(*, owner: User, query: str, name: str = "") -> Subscription:
+    """Register ``query`` for ``owner``: parsed (``InvalidInput`` with the error's code and
+    position, nothing stored), at most ``MAX_ACTIVE`` active per user
+    (``too_many_subscriptions``). Its history is replayed by the advance task, asked for
+    after commit."""
+    try:
+        parsed = parse_query(query)
+    except QueryError as exc:
+        raise InvalidInput(exc.code, exc.message, field="query", position=exc.position) from None
+    if not isinstance(name, str) or len(name) > MAX_NAME:
+        raise InvalidInput(
+            "invalid_name", f"name is text of at most {MAX_NAME} characters.", field="name"
+        )
+    with transaction.atomic():
+        # Every registration takes the counter's lock, so the count below cannot race.
+        seam, now = _seam_locked()
+        if subscription_active_count(owner=owner) >= MAX_ACTIVE:
+            raise InvalidInput(
+                "too_many_subscriptions",
+                f"A user may have at most {MAX_ACTIVE} active subscriptions; delete one first.",
+            )
+        evaluator = Evaluator(parsed, now=now, state_limit=STATE_LIMIT)
+        start = evaluator_start(evaluator)
+        before = None if start >= now else log_seq_before(time=start)
+        cursor = seam if before is None else min(before, seam)
+        state, reason = Subscription.State.ACTIVE, ""
+        if cursor >= seam and any(isinstance(o, End) for o in evaluator.history_done()):
+            # No history to replay and an end at or before NOW: complete already.
+            state, reason = Subscription.State.DONE, "completed"
+        subscription = Subscription.objects.create(
+            owner=owner,
+            name=name,
+            kind=parsed.kind.value,
+            query=to_text(parsed),
+            state=state,
+            reason=reason,
+            created_at=now,
+            now=now,
+            seam=seam,
+            cursor=cursor,
+            evaluator=_state_dump(evaluator) if state == Subscription.State.ACTIVE else None,
+        )
+        if state == Subscription.State.ACTIVE:
+            after_commit("advancing a new subscription", subscriptions_advance_request)
+    return subscription
+
+
+def subscription_delete(*, owner: User, subscription_id: int) -> Subscription:
+    """End ``owner``'s subscription (``NotFound`` for anyone else's): it becomes ``done``
+    (reason ``deleted``) and sends nothing more; its outbox stays readable. Ending one that
+    has ended already changes nothing."""
+    with transaction.atomic():
+        subscription = (
+            Subscription.objects.select_for_update().filter(owner=owner, id=subscription_id).first()
+        )
+        if subscription is None:
+            raise NotFound("not_found", f"You have no subscription {subscription_id}.")
+        if subscription.state == Subscription.State.ACTIVE:
+            subscription.state = Subscription.State.DONE
+            subscription.reason = "deleted"
+            subscription.evaluator = None
+            subscription.save(update_fields=["state", "reason", "evaluator"])
+            messages = _messages(subscription.pk, [], end=True)
+            after_commit("ending a subscription's stream", lambda: group_send_all(messages))
+    return subscription
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one step did: the notifications written, whether it ended the subscription and
+    whether the log holds more for it."""
+
+    written: int
+    ended: bool
+    more: bool
+
+
+def subscription_advance(*, subscription_id: int, chunk: int = CHUNK) -> Step | None:
+    """Feed the subscription the next (at most ``chunk``) events of the log after its
+    cursor; None if it is not active or another worker holds it. One transaction."""
+    with transaction.atomic():
+        subscription = (
+            # of=self: the owner's row is read, not locked (a login must not wait for us)
+            Subscription.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(id=subscription_id, state=Subscription.State.ACTIVE)
+            .select_related("owner")
+            .first()
+        )
+        if subscription is None:
+            return None
+        log_end = events_log_end()
+        upto = min(log_end, subscription.cursor + chunk)
+        rows, finished, reason = _feed(subscription, upto)
+        first = subscription.last_n + 1
+        SubscriptionNotification.objects.bulk_create(
+            SubscriptionNotification(subscription=subscription, n=n, seq=seq, data=data)
+            for n, (seq, data) in enumerate(rows, first)
+        )
+        subscription.last_n += len(rows)
+        subscription.cursor = upto
+        fields = ["last_n", "cursor", "evaluator"]
+        if finished is not None:
+            subscription.state = finished
+            subscription.reason = reason
+            subscription.evaluator = None
+            fields += ["state", "reason"]
+        ended = finished == Subscription.State.DONE
+        subscription.save(update_fields=fields)
+        if rows or ended:
+            messages = _messages(
+                subscription.pk,
+                [notification_json(n, seq, data) for n, (seq, data) in enumerate(rows, first)],
+                end=ended,
+            )
+            after_commit("pushing subscription notifications", lambda: group_send_all(messages))
+    return Step(len(rows), finished is not None, finished is None and upto < log_end)
+
+
+def _feed(subscription: Subscription, upto: int) -> tuple[list[tuple[int, Any]], str | None, str]:
+    """Run the evaluator over the owner's events in (cursor, upto]; its outputs as
+    (seq, data), and the state it left (None: still active) with the reason. The new
+    evaluator state is put on the row. A failure of the evaluator suspends the subscription
+    with an ``{"error": "runtime_error"}`` notification rather than failing the worker."""
+    out: list[tuple[int, Any]] = []
+    seq = subscription.cursor
+    try:
+        assert subscription.evaluator is not None  # an active row has one (a constraint)
+        evaluator = _state_load(subscription.evaluator)
+        events = subscription_log_read(owner=subscription.owner, after=seq, upto=upto)
+        for event in events:
+            seq = event["seq"]
+            if seq > subscription.seam and not evaluator.live:
+                out.extend(_outputs(evaluator.history_done()))
+                if evaluator.finished:
+                    break
+            out.extend(_outputs(evaluator.push(event, live=seq > subscription.seam)))
+            if evaluator.finished:
+                break
+        if not evaluator.finished and upto >= subscription.seam and not evaluator.live:
+            out.extend(_outputs(evaluator.history_done()))
+    except Exception as exc:  # noqa: BLE001 - one subscription's failure must not stop the rest
+        log.warning("subscription %s failed at seq %s", subscription.pk, seq, exc_info=True)
+        out.append((seq, {"error": "runtime_error", "message": _failure_text(exc)}))
+        return out, Subscription.State.SUSPENDED, "error"
+    if evaluator.suspended:
+        return out, Subscription.State.SUSPENDED, "state_limit"
+    if evaluator.finished:
+        return out, Subscription.State.DONE, "completed"
+    subscription.evaluator = _state_dump(evaluator)
+    return out, None, ""
+
+
+def _failure_text(exc: Exception) -> str:
+    detail = str(exc)[:200]
+    return f"the subscription failed while evaluating: {type(exc).__name__}" + (
+        f": {detail}" if detail else ""
+    )
+
+
+def _outputs(outputs: list[Notification | End]) -> list[tuple[int, Any]]:
+    return [(o.seq, o.data) for o in outputs if isinstance(o, Notification)]
+
+
+def _messages(subscription_id: int, notes: list[dict[str, Any]], *, end: bool) -> list:
+    """Channel messages for the ``sub:<id>`` stream's group: runs of consecutive
+    notifications (``first``-``last``, so a follower can tell a missed run), the last one
+    carrying ``end``."""
+    group = group_for(stream_name(subscription_id))
+    runs = [notes[i : i + PER_MESSAGE] for i in range(0, len(notes), PER_MESSAGE)] or [[]]
+    return [
+        (
+            group,
+            {
+                "type": "sub.notifications",
+                "stream": stream_name(subscription_id),
+                "first": run[0]["n"] if run else None,
+                "last": run[-1]["n"] if run else None,
+                "notifications": run,
+                "end": end and i == len(runs) - 1,
+            },
+        )
+        for i, run in enumerate(runs)
+    ]
+
+
+def subscriptions_advance(*, chunk: int = CHUNK, limit: int = ROUND) -> bool:
+    """One step for each of up to ``limit`` active subscriptions behind the log; True if
+    some still have more to read (the task then asks for another round)."""
+    more = False
+    ids = subscriptions_behind(log_end=events_log_end(), limit=limit)
+    for subscription_id in ids:
+        step = subscription_advance(subscription_id=subscription_id, chunk=chunk)
+        more = more or (step is not None and step.more)
+    return more or len(ids) == limit
+
+
+# The advance task, asked for by name: the task module imports this one.
+ADVANCE_TASK = "exchange.subscriptions_advance"
+
+
+def advance_pending_key() -> str:
+    """While this Redis key exists an advance task is queued and has not started reading,
+    so a new request need not queue another (it expires on its own if that task is lost)."""
+    return f"{settings.CELERY_TASK_DEFAULT_QUEUE}:subscriptions-pending"
+
+
+def subscriptions_advance_request() -> None:
+    """Ask for an advance round after a commit that appended events or registered a
+    subscription, unless one is queued already. Without Redis it raises; the caller's
+    after-commit guard logs it and beat's round catches up."""
+    if redis_client().set(advance_pending_key(), "1", nx=True, ex=PENDING_TTL):
+        current_app.send_task(ADVANCE_TASK)

@@ -1,0 +1,87 @@
+"""Helpers of the subscription tests: append to the log, drive the advance, read the
+outbox, and run the same subscription offline for comparison."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.db import connection, transaction
+
+from exchange.models import EventCounter, Subscription
+from exchange.selectors.events import events_stream, events_visible
+from exchange.selectors.subscriptions import subscription_notifications
+from exchange.services.events import EventRow, events_append, events_insert
+from exchange.services.matching import cycle_lock
+from exchange.services.subscriptions import subscription_advance
+from matching.subscriptions import parse_query, run_offline
+
+PENCILS = "office.supplies.pencils"
+DAY = dt.datetime(2031, 3, 4, tzinfo=dt.UTC)
+
+
+def trade(price: str, *, trade_id: int = 1, subject: str = PENCILS) -> EventRow:
+    return ("trade", subject, None, {"offer": 1, "trade": trade_id, "price": price})
+
+
+def bid_placed(owner_id: int, bid: int, limit: str, *, subject: str = PENCILS) -> EventRow:
+    return (
+        "bid_placed",
+        subject,
+        owner_id,
+        {"bid": bid, "version": 1, "limit": limit, "constraint": f"price <= {limit}"},
+    )
+
+
+def append(rows: list[EventRow]) -> None:
+    """Append ``rows`` through the log's writer, as a matching cycle does (clock times)."""
+    with transaction.atomic():
+        cycle_lock()
+        events_append(closed=rows)
+
+
+def append_at(rows: list[EventRow], time: dt.datetime) -> None:
+    """Append ``rows`` at ``time`` (not before the log's last time), numbered as the writer
+    numbers them: what the writer does when its clock reads ``time``."""
+    with transaction.atomic():
+        cycle_lock()
+        counter = EventCounter.objects.select_for_update().get_or_create(id=1)[0]
+        assert counter.last_time is None or counter.last_time <= time
+        events_insert([(row, time) for row in rows], first_seq=counter.last_seq + 1)
+        counter.last_seq += len(rows)
+        counter.last_time = time
+        counter.save()
+
+
+def advance(subscription: Subscription, chunks: list[int] | None = None) -> None:
+    """Advance one subscription until it has read the whole log, ``chunks`` events a step
+    (cycled), as the task does."""
+    sizes = chunks or [5000]
+    i = 0
+    while True:
+        step = subscription_advance(subscription_id=subscription.pk, chunk=sizes[i % len(sizes)])
+        i += 1
+        if step is None or not step.more:
+            return
+
+
+def outbox(subscription: Subscription) -> list[dict[str, Any]]:
+    """What the subscription sent, as the offline contract prints it (``end`` included)."""
+    subscription.refresh_from_db()
+    lines = subscription_notifications(subscription_id=subscription.pk, after=0, limit=10**6)
+    if subscription.state == "done" and subscription.reason == "completed":
+        lines.append({"end": True})
+    return lines
+
+
+def offline(subscription: Subscription) -> list[dict[str, Any]]:
+    """``run_offline`` over the log as the owner sees it, registered at the subscription's
+    ``now``: what ``subscription_run`` prints for it."""
+    events = list(events_stream(events_visible(user=subscription.owner)))
+    return list(run_offline(parse_query(subscription.query), events, now=subscription.now))
+
+
+def log_times() -> list[dt.datetime]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT time FROM exchange_event ORDER BY seq")
+        return [row[0] for row in cursor.fetchall()]
