@@ -204,7 +204,10 @@ def _where(
         sql.add("e.time >= %s", where.since)
     if where.until is not None:
         sql.add("e.time < %s", where.until)
-    if where.types is not None:
+    if where.types is not None and len(where.types) == 1:
+        # Plain equality lets PostgreSQL walk the (type, seq) index in seq order.
+        sql.add("e.type = %s", *where.types)
+    elif where.types is not None:
         sql.add("e.type = ANY(%s)", sorted(where.types))
     if where.subject is not None:
         params: list[Any] = []
