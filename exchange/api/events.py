@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -23,7 +23,8 @@ from rest_framework.views import APIView
 
 from exchange.errors import InvalidInput
 from exchange.http import query_whole_number
-from exchange.selectors.events import event_json, events_read, events_stream
+from exchange.selectors.events import event_json, events_read
+from exchange.selectors.history import HistoryWhere, history_end, history_events, history_lines
 from matching.subjects import SubjectError
 from matching.subscriptions.errors import EventError
 from matching.subscriptions.events import parse_timestamp
@@ -81,16 +82,31 @@ def _format(request: Request) -> str:
     return value
 
 
-def jsonl_lines(events: Iterable[dict[str, Any]]) -> Iterator[str]:
-    """One JSON object per line, handed on ``LINES_PER_PART`` lines at a time."""
-    part = []
-    for event in events:
-        part.append(json.dumps(event, separators=(",", ":")) + "\n")
-        if len(part) == LINES_PER_PART:
-            yield "".join(part)
-            part = []
-    if part:
-        yield "".join(part)
+def _next_part(parts: Iterator[Any]) -> Any:
+    return next(parts, None)
+
+
+class PartStreamingResponse(StreamingHttpResponse):
+    """A response streamed from a synchronous iterator of parts, one part at a time under
+    ASGI too. (Django's own fallback for a synchronous iterator under ASGI reads it whole
+    into a list first, which would hold a million-event read in memory.) Each part is
+    pulled in the request's thread, where the iterator's database connection lives, and
+    an early end (the client went away) closes the iterator there, ending its query."""
+
+    def __init__(self, parts: Iterator[Any], **kwargs: Any) -> None:
+        super().__init__(parts, **kwargs)
+        self._parts = parts
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        parts = self._parts
+        pull = sync_to_async(_next_part)
+        try:
+            while (part := await pull(parts)) is not None:
+                yield self.make_bytes(part)
+        finally:
+            close = getattr(parts, "close", None)
+            if close is not None:
+                await sync_to_async(close)()
 
 
 def csv_lines(events: Iterable[dict[str, Any]]) -> Iterator[str]:
@@ -150,12 +166,8 @@ class EventList(APIView):
             raise InvalidInput(
                 "invalid_subject", exc.message, field="subject", position=exc.position
             ) from None
-        if kind == "jsonl":
-            return StreamingHttpResponse(
-                jsonl_lines(events_stream(events)), content_type="application/x-ndjson"
-            )
-        if kind == "csv":
-            return StreamingHttpResponse(csv_lines(events_stream(events)), content_type="text/csv")
+        if kind in ("jsonl", "csv"):
+            return self._stream(request, kind, query)
         limit = min(
             query_whole_number(request.query_params, "limit", default=DEFAULT_LIMIT), MAX_LIMIT
         )
@@ -166,6 +178,22 @@ class EventList(APIView):
             params["after"] = str(page[-1].seq)
             following = request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
         return Response({"results": [event_json(e) for e in page], "next": following})
+
+    @staticmethod
+    def _stream(request: Request, kind: str, query: dict[str, Any]) -> StreamingHttpResponse:
+        """Every matching event up to the log's end at the start of the request."""
+        user, after, upto = request.user, query["after"] or 0, history_end()
+        where = HistoryWhere(
+            since=query.get("since"),
+            until=query.get("until"),
+            types=None if query["types"] is None else frozenset(query["types"]),
+            subject=query["subject"],
+        )
+        if kind == "jsonl":
+            lines = history_lines(user=user, after=after, upto=upto, where=where)
+            return PartStreamingResponse(lines, content_type="application/x-ndjson")
+        events = history_events(user=user, after=after, upto=upto, where=where)
+        return PartStreamingResponse(csv_lines(events), content_type="text/csv")
 
 
 class EventTypes(APIView):

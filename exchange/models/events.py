@@ -41,7 +41,13 @@ class Event(models.Model):
 
     class Meta:
         db_table = EVENT_TABLE
-        indexes = [models.Index(fields=["time"], name="event_time")]
+        indexes = [
+            models.Index(fields=["time"], name="event_time"),
+            # Historic reads of one market or of some types walk these in seq order
+            # (selectors/history.py; the plans are in docs/events.md).
+            models.Index(fields=["subject", "seq"], name="event_subject_seq"),
+            models.Index(fields=["type", "seq"], name="event_type_seq"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(type__in=sorted(EVENT_TYPES)), name="event_type_known"

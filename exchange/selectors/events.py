@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -12,10 +11,6 @@ from django.db.models import Q, QuerySet
 from exchange.models import Event, EventCounter, Market
 from matching.subjects import compile_pattern
 from matching.values import format_timestamp_body
-
-# Rows one query of ``events_stream`` reads: its memory does not grow with the read.
-STREAM_CHUNK = 2000
-
 
 # The columns of an event, in the order ``event_row_json`` takes them.
 EVENT_COLUMNS = ("seq", "time", "type", "subject", "data")
@@ -89,27 +84,6 @@ def events_read(
     if types:
         events = events.filter(type__in=types)
     return events
-
-
-def events_stream(events: QuerySet[Event]) -> Iterator[dict[str, Any]]:
-    """Every row of ``events`` as ``event_row_json`` writes it, in ``seq`` order, read
-    ``STREAM_CHUNK`` at a time, each chunk a query after the last ``seq`` seen (so memory
-    does not grow with the read); stops at the log's end when it started, so a long read
-    ends even while the exchange keeps writing."""
-    last = events.order_by("-seq").values_list("seq", flat=True).first()
-    if last is None:
-        return
-    after = None
-    while True:
-        chunk = events.filter(seq__lte=last)
-        if after is not None:
-            chunk = chunk.filter(seq__gt=after)
-        rows = list(chunk.order_by("seq").values_list(*EVENT_COLUMNS)[:STREAM_CHUNK])
-        for row in rows:
-            yield event_row_json(*row)
-        if len(rows) < STREAM_CHUNK:
-            return
-        after = rows[-1][0]
 
 
 def events_log_end() -> int:

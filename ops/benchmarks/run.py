@@ -112,6 +112,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "section into the report already in --out (default docs/)",
     )
     ap.add_argument(
+        "--history-only",
+        action="store_true",
+        help="run only the historic-read benchmark (ops/benchmarks/history.py) and put its "
+        "section into the report",
+    )
+    ap.add_argument(
         "--no-index",
         dest="index",
         action="store_false",
@@ -326,12 +332,33 @@ def index_only(args: argparse.Namespace) -> int:
     return 0
 
 
+def history_only(args: argparse.Namespace) -> int:
+    """The historic-read benchmark alone (ops/benchmarks/history.py), its section spliced
+    into the existing report."""
+    from ops.benchmarks.history import measure as measure_history
+    from ops.benchmarks.report.history import splice
+
+    out = args.out or ROOT / "docs"
+    out.mkdir(parents=True, exist_ok=True)
+    raw = ROOT / "test-artifacts" / "bench" / "history.json"
+    if args.from_json:
+        results = json.loads(args.from_json.read_text())
+    else:
+        results = {"history": measure_history(quick=args.quick)}
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['history'])}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from ops.benchmarks.report import write_report
 
     if args.index_only:
         return index_only(args)
+    if args.history_only:
+        return history_only(args)
     results = json.loads(args.from_json.read_text()) if args.from_json else measure(args)
     if args.index and not args.from_json:
         from ops.benchmarks.index import measure as measure_index

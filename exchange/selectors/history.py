@@ -1,0 +1,349 @@
+"""Historic reads of the event log (SPEC 8.1, 8.3) answered in SQL, at speed.
+
+The log's JSON line of an event (``event_row_json`` dumped compactly, which is what
+``GET /api/v1/events/?format=jsonl`` has always sent) is built by PostgreSQL itself and
+streamed with ``COPY ... TO STDOUT``: no row object, no timestamp parsing and no JSON
+decoding per event in Python. The line is byte for byte the one the Python path writes:
+
+* the envelope in its order, ``time`` as ``format_timestamp_body`` spells it (UTC, the
+  microseconds only when there are some, ``Z``);
+* then the attributes in the order PostgreSQL's ``jsonb`` keeps them (shorter keys first,
+  then by bytes), which is also the order the Python path reads them back in. Each type's
+  attributes are known (``EVENT_TYPES``), so the line asks for them by name, in that order,
+  leaving out the absent ones; ``->`` gives each value's own JSON text.
+
+What PostgreSQL cannot spell as Python's ``json.dumps`` does is handed to Python, line by
+line, so the output stays exact: a row carrying a key its type does not have (SQL marks
+its line with a leading space and writes the attributes in ``jsonb``'s own spelling), and
+any text beyond printable ASCII (``json.dumps`` escapes it as ``\\uXXXX``, PostgreSQL
+writes UTF-8). Such a line is parsed and dumped again, as the Python path would. Values
+are the scalars of SPEC 8.1 (ints, and strings for decimals, timestamps and text); a
+nested value would keep ``jsonb``'s spacing.
+
+Filters that SQL applies exactly are pushed down (``HistoryWhere``): the caller's
+visibility (SPEC 5.6), the ``seq`` window, the time range (so PostgreSQL prunes the other
+days' partitions), event types, subject equality and patterns (``matching.subjects``'
+regex, which PostgreSQL's ``~`` reads the same way), and those of a subscription's
+conditions built only of such tests (``history_pushdown``). Everything else is the
+evaluator's.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.db import connections
+
+from exchange.models.events import EVENT_TABLE
+from matching import Interval, Type, Wildcard
+from matching.subjects import compile_pattern
+from matching.subscriptions.model import Condition, SubjectTest, Test
+from matching.subscriptions.schema import EVENT_TYPES
+
+# Rows gathered into one part of the output: a part is a few hundred kilobytes, so a
+# consumer (an HTTP response, a WebSocket replay) makes few large writes.
+PART_ROWS = 2000
+# Lines one query reads (see ``_pages``).
+PAGE_ROWS = 20_000
+# The start of every line as SQL writes it (a respelled one begins with a space).
+_HEAD = re.compile(rb' ?\{"seq":(?P<seq>\d+),"time":"(?P<time>[^"]+)"')
+
+
+def _jsonb_order(keys: Iterable[str]) -> list[str]:
+    """Keys in the order ``jsonb`` stores an object's keys: shorter first, then by bytes."""
+    return sorted(keys, key=lambda k: (len(k.encode()), k.encode()))
+
+
+def _literal(text: str) -> str:
+    # Only for the names of EVENT_TYPES and their attributes, which are [a-z_]+.
+    assert text.replace("_", "").isalpha() and text.isascii(), text
+    return f"'{text}'"
+
+
+def _line_sql() -> str:
+    """The SQL expression of one event's JSON line (``e`` is the event row)."""
+    envelope = (
+        """'{"seq":' || e.seq || ',"time":"' """
+        """|| replace(to_char(e.time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), """
+        """'.000000', '') """
+        """|| 'Z","type":' || to_json(e.type::text)::text """
+        """|| ',"subject":' || to_json(e.subject::text)::text"""
+    )
+    known = []
+    compact = []
+    for spec in EVENT_TYPES.values():
+        names = ", ".join(spec.attributes)
+        known.append(f"WHEN {_literal(spec.name)} THEN '{{{names}}}'::text[]")
+        pieces = ", ".join(
+            f"""',"{name}":' || (e.data -> {_literal(name)})::text"""
+            for name in _jsonb_order(spec.attributes)
+        )
+        compact.append(f"WHEN {_literal(spec.name)} THEN concat({pieces})")
+    plain = f"e.data - (CASE e.type {' '.join(known)} ELSE '{{}}'::text[] END) = '{{}}'::jsonb"
+    # jsonb's own text of the attributes ("k": v, ...), for Python to respell.
+    spaced = "CASE WHEN e.data = '{}'::jsonb THEN '}' ELSE ', ' || substr(e.data::text, 2) END"
+    return (
+        f"CASE WHEN {plain} THEN {envelope} || CASE e.type {' '.join(compact)} END || '}}' "
+        f"ELSE ' ' || {envelope} || {spaced} END"
+    )
+
+
+LINE_SQL = _line_sql()
+
+
+@dataclass(frozen=True)
+class HistoryWhere:
+    """The filters a historic read applies in SQL, all exactly as their Python meaning:
+
+    ``since <= time < until``; ``types`` (any of them); ``subject``, a SPEC 8.2 pattern
+    (a plain subject is a pattern of one); ``conditions``, conjuncts of a subscription
+    that ``history_pushdown`` accepted, each holding for every event returned.
+    """
+
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+    types: frozenset[str] | None = None
+    subject: str | None = None
+    conditions: tuple[Condition, ...] = ()
+
+
+class _Sql:
+    """A WHERE clause being built: its conjuncts and their parameters."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.params: list[Any] = []
+
+    def add(self, part: str, *params: Any) -> None:
+        self.parts.append(part)
+        self.params.extend(params)
+
+
+def _pattern_sql(pattern: str, params: list[Any]) -> str:
+    compiled = compile_pattern(pattern)
+    if compiled.is_literal:
+        params.append(pattern)
+        return "e.subject = %s"
+    params.append(compiled.regex)
+    return "e.subject ~ %s"
+
+
+# The envelope attributes a condition's test may name in SQL, with their column.
+_COLUMNS = {"seq": "e.seq", "time": "e.time", "type": "e.type", "subject": "e.subject"}
+
+
+def _pushable(test: Test) -> bool:
+    if isinstance(test, SubjectTest):
+        return True
+    if test.attribute not in _COLUMNS:
+        return False
+    if isinstance(test.predicate, Wildcard):
+        return True  # the envelope is always present
+    if not isinstance(test.predicate, Interval):
+        return False
+    if test.type is Type.STRING:
+        # Equality only: string order in PostgreSQL follows its collation, not Python's.
+        p = test.predicate
+        return p.lo is not None and p.lo == p.hi and p.lo_closed and p.hi_closed
+    return test.type in (Type.INT, Type.TIMESTAMP)
+
+
+def _test_sql(test: Test, params: list[Any]) -> str:
+    if isinstance(test, SubjectTest):
+        match = _pattern_sql(test.pattern, params)
+        return f"NOT ({match})" if test.negated else match
+    if isinstance(test.predicate, Wildcard):
+        return "TRUE"
+    column = _COLUMNS[test.attribute]
+    p = test.predicate
+    assert isinstance(p, Interval)
+    bounds = []
+    if p.lo is not None:
+        bounds.append(f"{column} {'>=' if p.lo_closed else '>'} %s")
+        params.append(p.lo)
+    if p.hi is not None:
+        bounds.append(f"{column} {'<=' if p.hi_closed else '<'} %s")
+        params.append(p.hi)
+    return " AND ".join(bounds) or "TRUE"
+
+
+def history_pushdown(
+    conditions: Sequence[Condition], *, alias: str | None = None
+) -> tuple[tuple[Condition, ...], tuple[Condition, ...]]:
+    """Split ``alias``'s conjuncts into those SQL applies exactly (every test of every
+    disjunct on ``seq``, ``time``, ``type`` or ``subject``: subject patterns, equality of
+    the strings, any range of ``seq`` and ``time``) and the rest, which stay the
+    evaluator's. Conjuncts of other aliases are in neither."""
+    pushed: list[Condition] = []
+    rest: list[Condition] = []
+    for condition in conditions:
+        if condition.alias != alias:
+            continue
+        tests = [t for d in condition.disjuncts for t in d]
+        (pushed if all(_pushable(t) for t in tests) else rest).append(condition)
+    return tuple(pushed), tuple(rest)
+
+
+def _where(
+    *, user: User | AnonymousUser, after: int, upto: int, where: HistoryWhere
+) -> tuple[str, list[Any]]:
+    sql = _Sql()
+    sql.add("e.seq > %s AND e.seq <= %s", after, upto)
+    if not user.is_staff:
+        if user.is_authenticated:
+            sql.add("(e.owner_id IS NULL OR e.owner_id = %s)", user.pk)
+        else:
+            sql.add("e.owner_id IS NULL")
+    if where.since is not None:
+        sql.add("e.time >= %s", where.since)
+    if where.until is not None:
+        sql.add("e.time < %s", where.until)
+    if where.types is not None and len(where.types) == 1:
+        # Plain equality lets PostgreSQL walk the (type, seq) index in seq order.
+        sql.add("e.type = %s", *where.types)
+    elif where.types is not None:
+        sql.add("e.type = ANY(%s)", sorted(where.types))
+    if where.subject is not None:
+        params: list[Any] = []
+        sql.add(_pattern_sql(where.subject, params), *params)
+    for condition in where.conditions:
+        params = []
+        disjuncts = [
+            "(" + " AND ".join(_test_sql(t, params) for t in tests) + ")"
+            for tests in condition.disjuncts
+        ]
+        sql.add("(" + " OR ".join(disjuncts) + ")", *params)
+    return " AND ".join(sql.parts), sql.params
+
+
+def history_sql(
+    *,
+    user: User | AnonymousUser,
+    after: int,
+    upto: int,
+    where: HistoryWhere | None = None,
+    limit: int | None = None,
+) -> tuple[str, list[Any]]:
+    """The SELECT of the JSON lines of a historic read, in ``seq`` order (the first
+    ``limit`` if given), and its parameters, bound on the client: the time range reaches
+    the planner as constants, which is what lets it prune partitions while planning."""
+    condition, params = _where(user=user, after=after, upto=upto, where=where or HistoryWhere())
+    select = f"SELECT {LINE_SQL} FROM {EVENT_TABLE} e WHERE {condition} ORDER BY e.seq"
+    if limit is not None:
+        select += f" LIMIT {int(limit)}"
+    return select, params
+
+
+def _respell(line: bytes) -> bytes:
+    return json.dumps(json.loads(line), separators=(",", ":")).encode() + b"\n"
+
+
+def _exact(part: bytes) -> bytes:
+    """``part`` (whole lines) with each line PostgreSQL could not spell exactly respelled."""
+    if part.isascii() and b"\x7f" not in part and not part.startswith(b" ") and b"\n " not in part:
+        return part
+    return b"".join(
+        _respell(line) if not line.isascii() or b"\x7f" in line or line.startswith(b" ") else line
+        for line in part.splitlines(keepends=True)
+    )
+
+
+def history_lines(
+    *,
+    user: User | AnonymousUser,
+    after: int,
+    upto: int,
+    where: HistoryWhere | None = None,
+    using: str = "default",
+) -> Iterator[bytes]:
+    """The JSON lines (each ending in a newline) of the events ``user`` may see with
+    ``after`` < ``seq`` <= ``upto`` that pass ``where``, in ``seq`` order, as parts of at
+    most ``PART_ROWS`` lines: exactly what ``json.dumps(event_row_json(...),
+    separators=(",", ":"))`` writes for each. Read from the database ``using`` in pages of
+    ``PAGE_ROWS`` (see ``_pages``), each streamed as it arrives, so memory does not grow
+    with the read; closing the iterator early cancels the page being read. A bad subject
+    pattern raises ``SubjectError`` here, before anything is read."""
+    where = where or HistoryWhere()
+    history_sql(user=user, after=after, upto=upto, where=where)  # checks the filters now
+    return _pages(user=user, after=after, upto=upto, where=where, using=using)
+
+
+def _pages(
+    *, user: User | AnonymousUser, after: int, upto: int, where: HistoryWhere, using: str
+) -> Iterator[bytes]:
+    """Keyset pages by ``seq``, each one ``COPY`` of at most ``PAGE_ROWS`` lines.
+
+    Why pages and not one statement: the limit makes PostgreSQL walk the ``seq`` indexes
+    in order (a merge of the partitions' index scans), so lines flow at once and nothing
+    is sorted in memory; and a short statement on a hot-standby replica is not cancelled
+    by a replay conflict the way an hour-long one would be. Each page after the first
+    also starts at the time of the last event read: ``time`` never decreases along
+    ``seq`` (the writer's rule), so that bound drops nothing and prunes the partitions of
+    the earlier days."""
+    connection = connections[using]
+    while after < upto:
+        select, params = history_sql(
+            user=user, after=after, upto=upto, where=where, limit=PAGE_ROWS
+        )
+        # CSV with a delimiter and a quote character that JSON text never holds raw (it
+        # escapes every control character), so each line comes out verbatim.
+        copy = f"COPY ({select}) TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x01', QUOTE E'\\x02')"
+        connection.ensure_connection()
+        assert connection.connection is not None
+        count = 0
+        last = b""
+        with connection.connection.cursor() as cursor, cursor.copy(copy, params) as rows:
+            part: list[Any] = []
+            for row in rows:
+                part.append(row)
+                if len(part) == PART_ROWS:
+                    count += len(part)
+                    last = bytes(part[-1])
+                    yield _exact(b"".join(part))
+                    part = []
+            if part:
+                count += len(part)
+                last = bytes(part[-1])
+                yield _exact(b"".join(part))
+        if count < PAGE_ROWS:
+            return
+        # From the envelope SQL wrote (a stray "seq" key in the data would win in JSON).
+        head = _HEAD.match(last)
+        assert head is not None, last
+        after = int(head["seq"])
+        time = dt.datetime.fromisoformat(head["time"].decode())
+        if where.since is None or where.since < time:
+            where = replace(where, since=time)
+
+
+def history_end(*, using: str = "default") -> int:
+    """The ``seq`` of the last event in the log on ``using`` (0 if none): every event up to
+    it is committed there (``seq`` has no holes in commit order), so a read up to it is
+    complete."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(f"SELECT coalesce(max(seq), 0) FROM {EVENT_TABLE}")
+        row = cursor.fetchone()
+    return int(row[0])
+
+
+def history_events(
+    *,
+    user: User | AnonymousUser,
+    after: int,
+    upto: int,
+    where: HistoryWhere | None = None,
+    using: str = "default",
+) -> Iterator[dict[str, Any]]:
+    """The events ``user`` may see (SPEC 5.6) with ``after`` < ``seq`` <= ``upto`` that
+    pass ``where``, in ``seq`` order, each as SPEC 8.1 writes it (``event_row_json``:
+    the envelope, then the attributes; decimals and timestamps as strings), in constant
+    memory (``history_lines``). ``upto`` is the caller's seam: a live part takes over
+    after it."""
+    lines = history_lines(user=user, after=after, upto=upto, where=where, using=using)
+    return (json.loads(line) for part in lines for line in part.splitlines())

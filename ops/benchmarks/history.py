@@ -1,0 +1,211 @@
+"""SPEC 9's historic-read benchmark: 1,000,000 events over 30 days read back as
+``GET /api/v1/events/?format=jsonl`` from uvicorn on loopback, in events per second, and the
+plan of a one-day read (which partitions it touches).
+
+    ops/bench --history-only [--quick]    this benchmark alone (``--quick``: 50,000 events
+                                          over 3 days); its section of docs/benchmarks.md
+                                          (or DIR/benchmarks.md with --out DIR) replaced
+
+It runs in a database of its own, ``intersect_bench_history``, on the cluster of
+``BENCH_DATABASE_URL`` (else the development cluster), built by the product's migrations.
+The events are written straight into the log in SQL, in the shapes the writer gives them
+(offer postings with their constraint text, best offers with and without a value, trades,
+withdrawals; 200 markets), numbered 1, 2, 3, ... with ``time`` rising evenly over the days,
+into the daily partitions ``event_partitions_ensure`` makes. The machine may be shared:
+the load average is recorded before and after each measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+DATABASE = "intersect_bench_history"
+FULL = {"events": 1_000_000, "days": 30, "markets": 200}
+QUICK = {"events": 50_000, "days": 3, "markets": 20}
+START = "2026-01-01T00:00:00Z"
+
+GENERATE = """
+INSERT INTO exchange_event (seq, time, type, subject, owner_id, data)
+SELECT g, %(start)s::timestamptz + g * (%(days)s * interval '1 day' / (%(events)s + 1)),
+       (ARRAY['offer_posted', 'best_offer', 'best_offer', 'trade', 'offer_withdrawn'])[1 + g %% 5],
+       'office.supplies.m' || (g %% %(markets)s), NULL,
+       CASE g %% 5
+         WHEN 0 THEN jsonb_build_object('offer', g, 'version', 1, 'ask', '1.25',
+              'quantity_min', 1000, 'quantity_max', 5000,
+              'constraint', 'lot BETWEEN 1000 AND 5000 AND price >= 1.25')
+         WHEN 1 THEN jsonb_build_object('offer', g - 1, 'value', '1.30', 'matching_bids', 3)
+         WHEN 2 THEN jsonb_build_object('offer', g - 2, 'matching_bids', 0)
+         WHEN 3 THEN jsonb_build_object('offer', g - 3, 'trade', g, 'price', '1.30',
+              'quantity', 2000)
+         ELSE jsonb_build_object('offer', g - 4)
+       END
+FROM generate_series(1, %(events)s) AS g
+"""
+
+
+def _env(database_url: str) -> dict[str, str]:
+    from ops.benchmarks.live import provision
+
+    return provision.env() | {"DATABASE_URL": database_url}
+
+
+def provision_log(size: dict[str, int]) -> str:
+    """A fresh bench database with the log of ``size``; returns its URL."""
+    import subprocess
+
+    import psycopg
+    from psycopg import sql
+
+    from ops.benchmarks.live import provision
+
+    url = provision._with_path(provision.SERVER_URL, DATABASE)
+    with psycopg.connect(provision.SERVER_URL, autocommit=True) as conn:
+        name = sql.Identifier(DATABASE)
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
+    env = _env(url)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
+    )
+    days = (
+        "import datetime as dt; from exchange.services.event_partitions import "
+        "event_partitions_ensure as e; "
+        f"e(first=dt.date.fromisoformat('{START[:10]}'), days={size['days'] + 1})"
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", days], cwd=ROOT, env=env, check=True
+    )
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(GENERATE, {"start": START, **size})
+        conn.execute(
+            "UPDATE exchange_eventcounter SET last_seq = %s WHERE id = 1", [size["events"]]
+        )
+        conn.execute("VACUUM ANALYZE exchange_event")
+    return url
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def read_jsonl(base_url: str, query: str) -> dict[str, Any]:
+    """One streamed read over HTTP, counted as it arrives (nothing kept)."""
+    import httpx
+
+    load = _load()
+    lines = size = 0
+    started = time.perf_counter()
+    first = None
+    with (
+        httpx.Client(timeout=None) as client,
+        client.stream("GET", f"{base_url}/api/v1/events/?{query}") as response,
+    ):
+        response.raise_for_status()
+        for chunk in response.iter_bytes(1 << 16):
+            if first is None:
+                first = time.perf_counter() - started
+            lines += chunk.count(b"\n")
+            size += len(chunk)
+    seconds = time.perf_counter() - started
+    return {
+        "query": query,
+        "events": lines,
+        "bytes": size,
+        "seconds": round(seconds, 3),
+        "first_byte_s": round(first or 0.0, 3),
+        "events_per_s": round(lines / seconds),
+        "load_before": load,
+        "load_after": _load(),
+    }
+
+
+def one_day_plan(database_url: str, size: dict[str, int]) -> dict[str, Any]:
+    """EXPLAIN ANALYZE of the first page of a read naming the second day."""
+    import datetime as dt
+
+    import psycopg
+    from django.contrib.auth.models import AnonymousUser
+
+    from exchange.selectors.history import PAGE_ROWS, HistoryWhere, history_sql
+
+    day = dt.datetime.fromisoformat(START) + dt.timedelta(days=1)
+    where = HistoryWhere(since=day, until=day + dt.timedelta(days=1))
+    select, params = history_sql(
+        user=AnonymousUser(), after=0, upto=size["events"], where=where, limit=PAGE_ROWS
+    )
+    with psycopg.connect(database_url) as conn:
+        # The statement as the read sends it (bound on the client, as Django binds).
+        cur = psycopg.ClientCursor(conn)
+        cur.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS off) " + select, params)
+        text = "\n".join(row[0] for row in cur.fetchall())
+    return {"day": day.date().isoformat(), "plan": text}
+
+
+def measure(quick: bool = False) -> dict[str, Any]:
+    import subprocess
+
+    from ops.benchmarks import machine
+    from ops.stack import Stack
+
+    size = QUICK if quick else FULL
+    started = time.perf_counter()
+    url = provision_log(size)
+    stack = Stack(env=_env(url), log_dir=ROOT / "test-artifacts" / "bench" / "history")
+    reads = []
+    try:
+        stack.start_server(ready_path="/api/v1/events/types/")
+        # the whole log, then one market's events, then one day's
+        reads.append(read_jsonl(stack.url, "format=jsonl"))
+        reads.append(read_jsonl(stack.url, "format=jsonl&subject=office.supplies.m7"))
+        reads.append(
+            read_jsonl(
+                stack.url,
+                "format=jsonl&since=2026-01-02T00:00:00Z&until=2026-01-03T00:00:00Z",
+            )
+        )
+    finally:
+        stack.stop()
+    plan = subprocess.run(
+        [sys.executable, __file__, "--plan", url, "--events", str(size["events"])],
+        cwd=ROOT,
+        env=_env(url),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return machine.host() | {
+        "quick": quick,
+        "size": size,
+        "reads": reads,
+        "one_day": json.loads(plan.stdout),
+        "seconds": round(time.perf_counter() - started),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--plan", help="(internal) print the one-day plan of this database as JSON")
+    ap.add_argument("--events", type=int)
+    args = ap.parse_args()
+    if args.plan:
+        import django
+
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "exchange.settings.development")
+        django.setup()
+        print(json.dumps(one_day_plan(args.plan, {"events": args.events})))
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

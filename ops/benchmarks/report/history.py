@@ -1,0 +1,78 @@
+"""The historic-read section (``ops/benchmarks/history.py``'s results under ``history``)
+and the splice that puts it into an existing report when that benchmark runs alone."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+TITLE = "## History: the event log read back (SPEC 8.1, SPEC 9)"
+RATE = 50_000
+ROLE = {
+    "format=jsonl": "the whole log",
+    "subject=": "one market's events",
+    "since=": "one day's events",
+}
+
+
+def _role(query: str) -> str:
+    return next((text for key, text in ROLE.items() if key in query.split("&", 1)[-1]), query)
+
+
+def section(r: dict[str, Any]) -> str:
+    size = r["size"]
+    whole = r["reads"][0]
+    full = size["events"] >= 1_000_000
+    verdict = (
+        "not measured at 1,000,000 (a quick run)"
+        if not full
+        else ("**met**" if whole["events_per_s"] >= RATE else "**missed**")
+    )
+    rows = "\n".join(
+        f"| {_role(x['query'])} | `{x['query']}` | {x['events']:,} | {x['bytes'] / 1e6:,.1f} MB "
+        f"| {x['seconds']:,.2f} s | {x['first_byte_s']:,.3f} s | **{x['events_per_s']:,}** "
+        f"| {x['load_before']:.1f} / {x['load_after']:.1f} |"
+        for x in r["reads"]
+    )
+    plan = r["one_day"]["plan"]
+    touched = sorted(set(re.findall(r"on (exchange_event_(?:p\d{8}|default))", plan)))
+    return f"""{TITLE}
+
+`ops/bench --history-only{" --quick" if r["quick"] else ""}`, {r["date"]}, commit {r["commit"]},
+{r["cpu"]} ({r["cores"]} cores, shared with other test runs: the load average before and after
+each read is beside it). {size["events"]:,} events over {size["days"]} days on
+{size["markets"]} markets, read as `GET /api/v1/events/?format=jsonl` from uvicorn on
+loopback by a client that counts the lines as they arrive (`httpx`). SPEC 9 asks for 50,000
+events/s or more over 1,000,000 events: {verdict}.
+
+| read | query | events | size | time | first byte | events/s | load before / after |
+|---|---|---|---|---|---|---|---|
+{rows}
+
+A one-day read ({r["one_day"]["day"]}, `since` and `until` on that day) touches
+{", ".join(f"`{t}`" for t in touched) or "no partition"}; its first page's plan
+(`EXPLAIN (ANALYZE, BUFFERS)`, the line's expression left out of the output):
+
+```
+{_short(plan)}
+```
+"""
+
+
+def _short(plan: str) -> str:
+    """The plan without the projection's long expression."""
+    return "\n".join(line for line in plan.splitlines() if not line.strip().startswith("Output:"))
+
+
+def splice(report: Path, results: dict[str, Any]) -> Path:
+    """Put the section into ``report``, replacing the one there, else at the end."""
+    text = report.read_text() if report.exists() else ""
+    new = section(results)
+    found = re.search(rf"^{re.escape(TITLE)}.*?(?=^## |\Z)", text, flags=re.M | re.S)
+    if found:
+        text = text[: found.start()] + new + "\n" + text[found.end() :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + new
+    report.write_text(text)
+    return report
