@@ -142,7 +142,7 @@ class SubscriptionDetail(APIView):
     def get(self, request: Request, subscription_id: str) -> Response:
         return Response(SubscriptionSerializer(_own(request, subscription_id)).data)
 
-    @extend_schema(responses=SubscriptionSerializer)
+    @extend_schema(request=None, responses=SubscriptionSerializer)
     def delete(self, request: Request, subscription_id: str) -> Response:
         """End the subscription: it becomes ``done`` and sends nothing more."""
         subscription = subscription_delete(

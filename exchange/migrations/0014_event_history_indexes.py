@@ -10,7 +10,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("exchange", "0012_live_market_counts"),
+        ("exchange", "0013_subscriptions"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
