@@ -66,7 +66,9 @@ class BacktestRequest(serializers.Serializer):
 
 _NOTIFICATION: dict[str, serializers.Field] = {
     "n": serializers.IntegerField(),
-    "seq": serializers.IntegerField(),
+    "seq": serializers.IntegerField(
+        allow_null=True, help_text="null only for a watch's first answer without history"
+    ),
     "data": serializers.DictField(),
 }
 

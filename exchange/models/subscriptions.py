@@ -75,13 +75,14 @@ class Subscription(models.Model):
 class SubscriptionNotification(models.Model):
     """One output of a subscription: ``n`` counts 1, 2, 3, ... per subscription with no
     holes (the unique constraint and the single writer per subscription keep it so);
-    ``seq`` is the event that caused it."""
+    ``seq`` is the event that caused it (None only for a watch's first answer when it had
+    no history, SPEC 8.3's fine points)."""
 
     subscription = models.ForeignKey(
         Subscription, on_delete=models.CASCADE, related_name="notifications"
     )
     n = models.IntegerField()
-    seq = models.BigIntegerField()
+    seq = models.BigIntegerField(null=True)
     data = models.JSONField()
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -18,6 +18,7 @@ from matching.subscriptions import Query, run_offline
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions.automaton import PatternEngine
 from matching.subscriptions.composite import CompositeEngine
+from matching.subscriptions.watches import WatchEngine
 
 # A backtest reads at most this many log events, spends at most this many seconds and
 # returns at most this many notifications (SPEC 8.3: "bounded in events and time"); it
@@ -43,7 +44,7 @@ def subscription_active_count(*, owner: User) -> int:
     return Subscription.objects.filter(owner=owner, state=Subscription.State.ACTIVE).count()
 
 
-def notification_json(n: int, seq: int, data: Any) -> dict[str, Any]:
+def notification_json(n: int, seq: int | None, data: Any) -> dict[str, Any]:
     """A notification as the REST outbox and the ``sub:<id>`` stream carry it."""
     return {"n": n, "seq": seq, "data": data}
 
@@ -104,10 +105,13 @@ def log_seq_before(*, time: Any) -> int | None:
 
 def evaluator_start(evaluator: Evaluator) -> dt.datetime:
     """The earliest time an event can take part in (earlier events only pass through):
-    form 1's start, the earliest of form 2's aliases, ``NOW`` for a pattern."""
+    form 1's start, the earliest of form 2's aliases, ``NOW`` for a pattern, and the log's
+    beginning for a watch (form 4), whose open offers are built from every offer event."""
     engine = evaluator.engine
     if isinstance(engine, PatternEngine):
         return evaluator.now
+    if isinstance(engine, WatchEngine):
+        return dt.datetime.min.replace(tzinfo=dt.UTC)
     if isinstance(engine, CompositeEngine):
         return min(start for start, _ in engine.ranges.values())
     return engine.start

@@ -222,12 +222,14 @@ def subscription_advance(*, subscription_id: int, chunk: int = CHUNK) -> Step | 
     return Step(len(rows), finished is not None, finished is None and upto < log_end)
 
 
-def _feed(subscription: Subscription, upto: int) -> tuple[list[tuple[int, Any]], str | None, str]:
+def _feed(
+    subscription: Subscription, upto: int
+) -> tuple[list[tuple[int | None, Any]], str | None, str]:
     """Run the evaluator over the owner's events in (cursor, upto]; its outputs as
     (seq, data), and the state it left (None: still active) with the reason. The new
     evaluator state is put on the row. A failure of the evaluator suspends the subscription
     with an ``{"error": "runtime_error"}`` notification rather than failing the worker."""
-    out: list[tuple[int, Any]] = []
+    out: list[tuple[int | None, Any]] = []
     seq = subscription.cursor
     try:
         assert subscription.evaluator is not None  # an active row has one (a constraint)
@@ -263,7 +265,7 @@ def _failure_text(exc: Exception) -> str:
     )
 
 
-def _outputs(outputs: list[Notification | End]) -> list[tuple[int, Any]]:
+def _outputs(outputs: list[Notification | End]) -> list[tuple[int | None, Any]]:
     return [(o.seq, o.data) for o in outputs if isinstance(o, Notification)]
 
 
