@@ -13,7 +13,8 @@ from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
 from exchange.models import Event, Subscription, SubscriptionNotification
-from exchange.selectors.events import EVENT_COLUMNS, event_row_json, events_log_end, events_visible
+from exchange.selectors.events import events_log_end
+from exchange.selectors.history import history_events
 from matching.subscriptions import Query, run_offline
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions.automaton import PatternEngine
@@ -79,8 +80,7 @@ def subscription_log_read(*, owner: User, after: int, upto: int) -> list[dict[st
     order, as ``event_row_json`` writes them: the one place a subscription reads the log,
     history and live alike (so that a faster or replicated historic read replaces it alone).
     The caller bounds ``upto - after``."""
-    rows = events_visible(user=owner, after=after).filter(seq__lte=upto)
-    return [event_row_json(*row) for row in rows.values_list(*EVENT_COLUMNS)]
+    return list(history_events(user=owner, after=after, upto=upto))
 
 
 def subscriptions_behind(*, log_end: int, limit: int) -> list[int]:
