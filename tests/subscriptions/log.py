@@ -9,7 +9,8 @@ from typing import Any
 from django.db import connection, transaction
 
 from exchange.models import EventCounter, Subscription
-from exchange.selectors.events import events_stream, events_visible
+from exchange.selectors.events import events_log_end
+from exchange.selectors.history import history_events
 from exchange.selectors.subscriptions import subscription_notifications
 from exchange.services.events import EventRow, events_append, events_insert
 from exchange.services.matching import cycle_lock
@@ -17,6 +18,13 @@ from exchange.services.subscriptions import subscription_advance
 from matching.subscriptions import parse_query, run_offline
 
 PENCILS = "office.supplies.pencils"
+
+
+def owner_log(user: Any) -> list[dict[str, Any]]:
+    """The whole log as ``user`` may see it, each event as SPEC 8.1 writes it."""
+    return list(history_events(user=user, after=0, upto=events_log_end()))
+
+
 DAY = dt.datetime(2031, 3, 4, tzinfo=dt.UTC)
 
 
@@ -77,7 +85,7 @@ def outbox(subscription: Subscription) -> list[dict[str, Any]]:
 def offline(subscription: Subscription) -> list[dict[str, Any]]:
     """``run_offline`` over the log as the owner sees it, registered at the subscription's
     ``now``: what ``subscription_run`` prints for it."""
-    events = list(events_stream(events_visible(user=subscription.owner)))
+    events = owner_log(subscription.owner)
     return list(run_offline(parse_query(subscription.query), events, now=subscription.now))
 
 

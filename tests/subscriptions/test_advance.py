@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exchange.models import Subscription, SubscriptionNotification
-from exchange.selectors.events import events_stream, events_visible
 from exchange.services import subscriptions as service
 from exchange.services.subscriptions import subscription_create, subscriptions_advance
 from matching.subscriptions import Subscription as Evaluator
@@ -33,6 +32,7 @@ from tests.subscriptions.log import (
     bid_placed,
     offline,
     outbox,
+    owner_log,
     trade,
 )
 
@@ -232,7 +232,7 @@ def test_state_limit_suspends_with_a_notification_and_nothing_after(monkeypatch)
     # exactly what the offline contract sends with the same limit
     expected = run_offline(
         parse_query(sub.query),
-        list(events_stream(events_visible(user=sub.owner))),
+        owner_log(sub.owner),
         now=sub.now,
         state_limit=3,
     )

@@ -10,11 +10,10 @@ import pytest
 
 from exchange.models import Subscription
 from exchange.selectors import subscriptions as selectors
-from exchange.selectors.events import events_stream, events_visible
 from matching.subscriptions import parse_query, run_offline, to_text
 from tests.api.conftest import client_for
 from tests.factories import UserFactory
-from tests.subscriptions.log import DAY, append_at, bid_placed
+from tests.subscriptions.log import DAY, append_at, bid_placed, owner_log
 from tests.subscriptions.test_advance import T, worked_log
 
 pytestmark = pytest.mark.django_db
@@ -63,7 +62,7 @@ def test_a_backtest_returns_what_the_query_would_have_sent(query, until, seqs, e
     assert (body["end"], body["truncated"]) == (end, False)
     assert body["query"] == to_text(parse_query(query))
     assert (body["since"], body["until"]) == (at(10), until)
-    log = [e for e in events_stream(events_visible(user=user)) if e["time"] < until]
+    log = [e for e in owner_log(user) if e["time"] < until]
     offline = list(run_offline(parse_query(query), log, now=DAY.replace(hour=10)))
     assert body["notifications"] + ([{"end": True}] if end else []) == offline
     assert Subscription.objects.count() == 0  # nothing is registered
