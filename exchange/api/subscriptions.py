@@ -19,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from exchange.api.parameters import KnownParameters
 from exchange.errors import InvalidInput
 from exchange.http import query_whole_number, whole_number
 from exchange.models import Subscription
@@ -117,7 +118,7 @@ def _own(request: Request, subscription_id: str) -> Subscription:
     return subscription
 
 
-class SubscriptionList(generics.ListAPIView):
+class SubscriptionList(KnownParameters, generics.ListAPIView):
     """Your subscriptions, newest first; POST registers one (SPEC 8.3)."""
 
     serializer_class = SubscriptionSerializer
@@ -137,7 +138,7 @@ class SubscriptionList(generics.ListAPIView):
         return Response(SubscriptionSerializer(subscription).data, status=status.HTTP_201_CREATED)
 
 
-class SubscriptionDetail(APIView):
+class SubscriptionDetail(KnownParameters, APIView):
     permission_classes = [permissions.IsAuthenticated]
 
     @extend_schema(responses=SubscriptionSerializer)
@@ -153,19 +154,17 @@ class SubscriptionDetail(APIView):
         return Response(SubscriptionSerializer(subscription).data)
 
 
-class SubscriptionNotifications(APIView):
+class SubscriptionNotifications(KnownParameters, APIView):
     """The subscription's notifications after ``n`` = ``after``, in ``n`` order; ``next``
     repeats the query after the page's last ``n``."""
 
     permission_classes = [permissions.IsAuthenticated]
-
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("after", int, description="only notifications with a greater n"),
-            OpenApiParameter("limit", int, description=f"page size, at most {MAX_LIMIT}"),
-        ],
-        responses=NotificationPage,
+    query_parameters = (
+        OpenApiParameter("after", int, description="only notifications with a greater n"),
+        OpenApiParameter("limit", int, description=f"page size, at most {MAX_LIMIT}"),
     )
+
+    @extend_schema(responses=NotificationPage)
     def get(self, request: Request, subscription_id: str) -> Response:
         subscription = _own(request, subscription_id)
         params = request.query_params
@@ -190,7 +189,7 @@ def _time(data: dict, name: str, default: dt.datetime | None = None) -> dt.datet
         raise InvalidInput(f"invalid_{name}", exc.message, field=name) from None
 
 
-class SubscriptionBacktest(APIView):
+class SubscriptionBacktest(KnownParameters, APIView):
     """Run a query over history only and return what it would have sent (SPEC 8.3): as if
     registered at ``since``, over the events you may see before ``until``; bounded in
     events read, notifications and time (``truncated`` says it stopped early)."""

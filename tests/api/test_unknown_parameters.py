@@ -11,6 +11,7 @@ from drf_spectacular.generators import SchemaGenerator
 
 from exchange.api import urls as api_urls
 from exchange.api.parameters import accepted_parameters
+from exchange.services.subscriptions import subscription_create
 
 pytestmark = pytest.mark.django_db
 
@@ -47,6 +48,11 @@ def _url(pattern: URLPattern, world) -> str:
         "offer_id": world["offer"].pk,
         "bid_id": world["bid"].pk,
     }
+    if "subscription_id" in pattern.pattern.converters:
+        buyer = world["bid"].buyer
+        values["subscription_id"] = subscription_create(
+            owner=buyer, query="SELECT price WHERE type = 'trade'"
+        ).pk
     kwargs = {name: values[name] for name in pattern.pattern.converters}
     return reverse(f"api:{pattern.name}", kwargs=kwargs)
 
