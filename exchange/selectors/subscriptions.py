@@ -16,6 +16,7 @@ from exchange.models import Event, Subscription, SubscriptionNotification
 from exchange.selectors.events import EVENT_COLUMNS, event_row_json, events_log_end, events_visible
 from matching.subscriptions import Query, run_offline
 from matching.subscriptions import Subscription as Evaluator
+from matching.subscriptions.atomic import AtomicEngine
 from matching.subscriptions.automaton import PatternEngine
 from matching.subscriptions.composite import CompositeEngine
 
@@ -104,13 +105,16 @@ def log_seq_before(*, time: Any) -> int | None:
 
 def evaluator_start(evaluator: Evaluator) -> dt.datetime:
     """The earliest time an event can take part in (earlier events only pass through):
-    form 1's start, the earliest of form 2's aliases, ``NOW`` for a pattern."""
+    form 1's start, the earliest of form 2's aliases, ``NOW`` for a pattern. Any other
+    engine (a form added later) is given the whole log: slower, never wrong."""
     engine = evaluator.engine
     if isinstance(engine, PatternEngine):
         return evaluator.now
     if isinstance(engine, CompositeEngine):
         return min(start for start, _ in engine.ranges.values())
-    return engine.start
+    if isinstance(engine, AtomicEngine):
+        return engine.start
+    return dt.datetime.min.replace(tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
