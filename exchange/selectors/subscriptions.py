@@ -17,9 +17,9 @@ from exchange.selectors.events import events_log_end
 from exchange.selectors.history import history_events
 from matching.subscriptions import Query, run_offline
 from matching.subscriptions import Subscription as Evaluator
+from matching.subscriptions.atomic import AtomicEngine
 from matching.subscriptions.automaton import PatternEngine
 from matching.subscriptions.composite import CompositeEngine
-from matching.subscriptions.watches import WatchEngine
 
 # A backtest reads at most this many log events, spends at most this many seconds and
 # returns at most this many notifications (SPEC 8.3: "bounded in events and time"); it
@@ -106,15 +106,16 @@ def log_seq_before(*, time: Any) -> int | None:
 def evaluator_start(evaluator: Evaluator) -> dt.datetime:
     """The earliest time an event can take part in (earlier events only pass through):
     form 1's start, the earliest of form 2's aliases, ``NOW`` for a pattern, and the log's
-    beginning for a watch (form 4), whose open offers are built from every offer event."""
+    beginning for a watch (form 4), whose open offers are built from every offer event, as
+    for any other engine (a form added later): slower, never wrong."""
     engine = evaluator.engine
     if isinstance(engine, PatternEngine):
         return evaluator.now
-    if isinstance(engine, WatchEngine):
-        return dt.datetime.min.replace(tzinfo=dt.UTC)
     if isinstance(engine, CompositeEngine):
         return min(start for start, _ in engine.ranges.values())
-    return engine.start
+    if isinstance(engine, AtomicEngine):
+        return engine.start
+    return dt.datetime.min.replace(tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)

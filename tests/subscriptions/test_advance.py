@@ -4,12 +4,15 @@ failures; the seam between history and live events."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exchange.models import Subscription, SubscriptionNotification
+from exchange.selectors.subscriptions import evaluator_start
 from exchange.services import subscriptions as service
 from exchange.services.subscriptions import subscription_create, subscriptions_advance
 from matching.subscriptions import Subscription as Evaluator
@@ -396,3 +399,9 @@ def test_a_division_by_zero_in_a_pattern_is_false_not_a_failure():
     # a = 1.00 divides by zero against every later b; a = 1.10: 2.00 / 0.10 = 20 > 1
     assert outbox(sub) == [{"n": 1, "seq": 3, "data": {"a.price": "1.10", "b.price": "2.00"}}]
     assert outbox(sub) == offline(sub)
+
+
+def test_an_engine_the_exchange_does_not_know_is_given_the_whole_log():
+    evaluator = Evaluator(parse_query("SELECT price"), now=DAY)
+    evaluator.engine = object()  # a form added to the evaluator later
+    assert evaluator_start(evaluator) == dt.datetime.min.replace(tzinfo=dt.UTC)

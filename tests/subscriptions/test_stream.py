@@ -16,7 +16,7 @@ from exchange.services import subscriptions as service
 from exchange.services.tokens import token_issue
 from tests.factories import UserFactory
 from tests.realtime.client import ask, connect
-from tests.subscriptions.log import advance, append, trade
+from tests.subscriptions.log import advance, append, append_at, trade
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -195,3 +195,28 @@ def test_a_bad_after_is_an_error_frame_and_the_connection_stays_usable(alice, af
     bad, good = asyncio.run(scenario())
     assert (bad["type"], bad["code"], bad["stream"]) == ("error", "bad_frame", stream)
     assert good == {"type": "subscribed", "stream": stream}
+
+
+def test_a_subscription_that_completes_live_sends_its_last_notifications_then_end(alice):
+    user, key = alice
+    sub = service.subscription_create(owner=user, query=f"{QUERY}, end_time = NOW + 1h")
+    stream = f"sub:{sub.pk}"
+    later = sub.now.replace(year=sub.now.year + 1)
+
+    async def scenario():
+        ws = await connect(f"/ws/?token={key}")
+        await ask(ws, {"action": "subscribe", "stream": stream})
+        await database_sync_to_async(prices)("1.00")
+        # an event past the end completes it (and is not delivered)
+        await database_sync_to_async(append_at)([trade("2.00")], later)
+        await database_sync_to_async(advance)(sub)
+        got = await take(ws, 2)
+        quiet = await ws.receive_nothing(timeout=0.5)
+        await ws.disconnect()
+        return got, quiet
+
+    got, quiet = asyncio.run(scenario())
+    assert got == [*frames_of(stream, [(1, 1, "1.00")]), {"type": "end", "stream": stream}]
+    assert quiet
+    sub.refresh_from_db()
+    assert (sub.state, sub.reason) == ("done", "completed")
