@@ -33,12 +33,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.db import connections
+from django.db import DatabaseError, connections
 
 from exchange.models.events import EVENT_TABLE
 from matching import Interval, Type, Wildcard
@@ -49,6 +51,10 @@ from matching.subscriptions.schema import EVENT_TYPES
 # Rows gathered into one part of the output: a part is a few hundred kilobytes, so a
 # consumer (an HTTP response, a WebSocket replay) makes few large writes.
 PART_ROWS = 2000
+# How long a read waits for the replica to reach its end before reading the primary, and
+# how often it looks meanwhile (``history_source``).
+REPLICA_WAIT = 1.0
+REPLICA_POLL = 0.01
 # Lines one query reads (see ``_pages``).
 PAGE_ROWS = 20_000
 # The start of every line as SQL writes it (a respelled one begins with a space).
@@ -260,17 +266,20 @@ def history_lines(
     after: int,
     upto: int,
     where: HistoryWhere | None = None,
-    using: str = "default",
+    using: str | None = None,
 ) -> Iterator[bytes]:
     """The JSON lines (each ending in a newline) of the events ``user`` may see with
     ``after`` < ``seq`` <= ``upto`` that pass ``where``, in ``seq`` order, as parts of at
     most ``PART_ROWS`` lines: exactly what ``json.dumps(event_row_json(...),
-    separators=(",", ":"))`` writes for each. Read from the database ``using`` in pages of
+    separators=(",", ":"))`` writes for each. Read from the database ``using`` (by
+    default the one ``history_source`` picks for ``upto``) in pages of
     ``PAGE_ROWS`` (see ``_pages``), each streamed as it arrives, so memory does not grow
     with the read; closing the iterator early cancels the page being read. A bad subject
     pattern raises ``SubjectError`` here, before anything is read."""
     where = where or HistoryWhere()
     history_sql(user=user, after=after, upto=upto, where=where)  # checks the filters now
+    if using is None:
+        using = history_source(upto=upto)
     return _pages(user=user, after=after, upto=upto, where=where, using=using)
 
 
@@ -332,18 +341,45 @@ def history_end(*, using: str = "default") -> int:
     return int(row[0])
 
 
+def history_source(*, upto: int, wait: float | None = None) -> str:
+    """The database to read the events up to ``upto`` from: ``settings.HISTORY_DATABASE``
+    (the replica) once it holds ``upto``, else ``"default"`` (the primary).
+
+    Why comparing the replica's last ``seq`` with ``upto`` is enough: ``seq`` has no holes
+    in commit order, and a hot standby applies commits in the primary's order, so a replica
+    that shows event ``upto`` shows every event before it, now and later. It is given
+    ``wait`` seconds (``REPLICA_WAIT``) to get there; a replica that lags more, or does not
+    answer, leaves the read to the primary, which has every committed event. Either way
+    nothing up to ``upto`` is missed, and a read never waits long on a replica that is
+    paused or far behind."""
+    alias = settings.HISTORY_DATABASE
+    if alias == "default":
+        return alias
+    deadline = time.monotonic() + (REPLICA_WAIT if wait is None else wait)
+    while True:
+        try:
+            if history_end(using=alias) >= upto:
+                return alias
+        except DatabaseError:
+            return "default"
+        if time.monotonic() >= deadline:
+            return "default"
+        time.sleep(REPLICA_POLL)
+
+
 def history_events(
     *,
     user: User | AnonymousUser,
     after: int,
     upto: int,
     where: HistoryWhere | None = None,
-    using: str = "default",
+    using: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The events ``user`` may see (SPEC 5.6) with ``after`` < ``seq`` <= ``upto`` that
     pass ``where``, in ``seq`` order, each as SPEC 8.1 writes it (``event_row_json``:
     the envelope, then the attributes; decimals and timestamps as strings), in constant
     memory (``history_lines``). ``upto`` is the caller's seam: a live part takes over
-    after it."""
+    after it. Read from ``using``, by default the replica when it holds ``upto`` and the
+    primary otherwise (``history_source``): nothing up to ``upto`` is missed either way."""
     lines = history_lines(user=user, after=after, upto=upto, where=where, using=using)
     return (json.loads(line) for part in lines for line in part.splitlines())
