@@ -267,24 +267,32 @@ def history_lines(
     upto: int,
     where: HistoryWhere | None = None,
     using: str | None = None,
+    limit: int | None = None,
 ) -> Iterator[bytes]:
     """The JSON lines (each ending in a newline) of the events ``user`` may see with
     ``after`` < ``seq`` <= ``upto`` that pass ``where``, in ``seq`` order, as parts of at
     most ``PART_ROWS`` lines: exactly what ``json.dumps(event_row_json(...),
     separators=(",", ":"))`` writes for each. Read from the database ``using`` (by
     default the one ``history_source`` picks for ``upto``) in pages of
-    ``PAGE_ROWS`` (see ``_pages``), each streamed as it arrives, so memory does not grow
+    ``PAGE_ROWS`` (see ``_pages``), the first ``limit`` lines only if given, each
+    streamed as it arrives, so memory does not grow
     with the read; closing the iterator early cancels the page being read. A bad subject
     pattern raises ``SubjectError`` here, before anything is read."""
     where = where or HistoryWhere()
     history_sql(user=user, after=after, upto=upto, where=where)  # checks the filters now
     if using is None:
         using = history_source(upto=upto)
-    return _pages(user=user, after=after, upto=upto, where=where, using=using)
+    return _pages(user=user, after=after, upto=upto, where=where, using=using, limit=limit)
 
 
 def _pages(
-    *, user: User | AnonymousUser, after: int, upto: int, where: HistoryWhere, using: str
+    *,
+    user: User | AnonymousUser,
+    after: int,
+    upto: int,
+    where: HistoryWhere,
+    using: str,
+    limit: int | None,
 ) -> Iterator[bytes]:
     """Keyset pages by ``seq``, each one ``COPY`` of at most ``PAGE_ROWS`` lines.
 
@@ -296,10 +304,10 @@ def _pages(
     ``seq`` (the writer's rule), so that bound drops nothing and prunes the partitions of
     the earlier days."""
     connection = connections[using]
-    while after < upto:
-        select, params = history_sql(
-            user=user, after=after, upto=upto, where=where, limit=PAGE_ROWS
-        )
+    left = limit
+    while after < upto and left != 0:
+        page = PAGE_ROWS if left is None else min(PAGE_ROWS, left)
+        select, params = history_sql(user=user, after=after, upto=upto, where=where, limit=page)
         # CSV with a delimiter and a quote character that JSON text never holds raw (it
         # escapes every control character), so each line comes out verbatim.
         copy = f"COPY ({select}) TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x01', QUOTE E'\\x02')"
@@ -320,8 +328,10 @@ def _pages(
                 count += len(part)
                 last = bytes(part[-1])
                 yield _exact(b"".join(part))
-        if count < PAGE_ROWS:
+        if count < page:
             return
+        if left is not None:
+            left -= count
         # From the envelope SQL wrote (a stray "seq" key in the data would win in JSON).
         head = _HEAD.match(last)
         assert head is not None, last
@@ -374,12 +384,14 @@ def history_events(
     upto: int,
     where: HistoryWhere | None = None,
     using: str | None = None,
+    limit: int | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The events ``user`` may see (SPEC 5.6) with ``after`` < ``seq`` <= ``upto`` that
     pass ``where``, in ``seq`` order, each as SPEC 8.1 writes it (``event_row_json``:
     the envelope, then the attributes; decimals and timestamps as strings), in constant
     memory (``history_lines``). ``upto`` is the caller's seam: a live part takes over
     after it. Read from ``using``, by default the replica when it holds ``upto`` and the
-    primary otherwise (``history_source``): nothing up to ``upto`` is missed either way."""
-    lines = history_lines(user=user, after=after, upto=upto, where=where, using=using)
+    primary otherwise (``history_source``): nothing up to ``upto`` is missed either way.
+    ``limit``: the first that many events only."""
+    lines = history_lines(user=user, after=after, upto=upto, where=where, using=using, limit=limit)
     return (json.loads(line) for part in lines for line in part.splitlines())
