@@ -1,6 +1,7 @@
 """SPEC 9's historic-read benchmark: 1,000,000 events over 30 days read back as
 ``GET /api/v1/events/?format=jsonl`` from uvicorn on loopback, in events per second, and the
-plan of a one-day read (which partitions it touches).
+plan of a one-day read (which partitions it touches), and the ``events:`` WebSocket
+stream's resume (the log replayed to a client) in events per second.
 
     ops/bench --history-only [--quick]    this benchmark alone (``--quick``: 50,000 events
                                           over 3 days); its section of docs/benchmarks.md
@@ -129,6 +130,36 @@ def read_jsonl(base_url: str, query: str) -> dict[str, Any]:
     }
 
 
+def read_resume(ws_url: str, origin: str, events: int) -> dict[str, Any]:
+    """``events:office.>`` resumed from the log's start over one WebSocket, resuming again
+    after each ``replay_limit`` (20,000 events a request), until ``events`` have arrived."""
+    from websockets.sync.client import connect
+
+    load = _load()
+    got = 0
+    after = 0
+    started = time.perf_counter()
+    with connect(ws_url, origin=origin, max_size=None) as ws:  # type: ignore[arg-type]
+        while got < events:
+            ws.send(json.dumps({"action": "resume", "stream": "events:office.>", "after": after}))
+            while got < events:
+                frame = json.loads(ws.recv())
+                if frame.get("type") == "event":
+                    got += 1
+                    after = frame["seq"]
+                elif frame.get("code") == "replay_limit":
+                    break
+    seconds = time.perf_counter() - started
+    return {
+        "query": "events:office.> resume",
+        "events": got,
+        "seconds": round(seconds, 3),
+        "events_per_s": round(got / seconds),
+        "load_before": load,
+        "load_after": _load(),
+    }
+
+
 def one_day_plan(database_url: str, size: dict[str, int]) -> dict[str, Any]:
     """EXPLAIN ANALYZE of the first page of a read naming the second day."""
     import datetime as dt
@@ -173,6 +204,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
                 "format=jsonl&since=2026-01-02T00:00:00Z&until=2026-01-03T00:00:00Z",
             )
         )
+        resume = read_resume(stack.ws_url, stack.url, events=min(100_000, size["events"]))
     finally:
         stack.stop()
     plan = subprocess.run(
@@ -187,6 +219,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
         "quick": quick,
         "size": size,
         "reads": reads,
+        "resume": resume,
         "one_day": json.loads(plan.stdout),
         "seconds": round(time.perf_counter() - started),
     }

@@ -35,6 +35,14 @@ def section(r: dict[str, Any]) -> str:
         f"| {x['load_before']:.1f} / {x['load_after']:.1f} |"
         for x in r["reads"]
     )
+    resume = r.get("resume")
+    if resume:
+        rows += (
+            f"\n| the `events:office.>` WebSocket resume (20,000 events a request, resumed "
+            f"after each) | `resume` | {resume['events']:,} | | {resume['seconds']:,.2f} s | "
+            f"| **{resume['events_per_s']:,}** | {resume['load_before']:.1f} / "
+            f"{resume['load_after']:.1f} |"
+        )
     plan = r["one_day"]["plan"]
     touched = sorted(set(re.findall(r"on (exchange_event_(?:p\d{8}|default))", plan)))
     return f"""{TITLE}
