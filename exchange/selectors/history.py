@@ -78,8 +78,8 @@ def _line_sql() -> str:
         """'{"seq":' || e.seq || ',"time":"' """
         """|| replace(to_char(e.time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), """
         """'.000000', '') """
-        """|| 'Z","type":' || to_json(e.type::text)::text """
-        """|| ',"subject":' || to_json(e.subject::text)::text"""
+        # A type is one of EVENT_TYPES' names (a check constraint), which need no escaping.
+        """|| 'Z","type":"' || e.type || '","subject":' || to_json(e.subject::text)::text"""
     )
     known = []
     compact = []
