@@ -26,6 +26,9 @@ days' partitions), event types, subject equality and patterns (``matching.subjec
 regex, which PostgreSQL's ``~`` reads the same way), and those of a subscription's
 conditions built only of such tests (``history_pushdown``). Everything else is the
 evaluator's.
+
+Reads go to the replica (``settings.HISTORY_DATABASE``) once it holds the read's end, else
+to the primary (``history_source``), so a lagging replica never hides an event.
 """
 
 from __future__ import annotations
