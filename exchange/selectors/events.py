@@ -9,6 +9,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Q, QuerySet
 
 from exchange.models import Event, EventCounter, Market
+from exchange.selectors.history import HistoryWhere, history_events
 from matching.subjects import compile_pattern
 from matching.values import format_timestamp_body
 
@@ -98,6 +99,6 @@ def events_page(
 ) -> list[dict[str, Any]]:
     """At most ``limit`` of the events ``user`` may see about subjects matching the
     pattern ``subject`` with ``after`` < ``seq`` <= ``upto``, in ``seq`` order, each as
-    ``event_row_json`` writes it."""
-    events = events_read(user=user, subject=subject, after=after).filter(seq__lte=upto)
-    return [event_row_json(*row) for row in events.values_list(*EVENT_COLUMNS)[:limit]]
+    ``event_row_json`` writes it (a historic read in SQL, ``selectors/history.py``)."""
+    where = HistoryWhere(subject=subject)
+    return list(history_events(user=user, after=after, upto=upto, where=where, limit=limit))

@@ -26,6 +26,9 @@ days' partitions), event types, subject equality and patterns (``matching.subjec
 regex, which PostgreSQL's ``~`` reads the same way), and those of a subscription's
 conditions built only of such tests (``history_pushdown``). Everything else is the
 evaluator's.
+
+Reads go to the replica (``settings.HISTORY_DATABASE``) once it holds the read's end, else
+to the primary (``history_source``), so a lagging replica never hides an event.
 """
 
 from __future__ import annotations
@@ -33,12 +36,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.db import connections
+from django.db import DatabaseError, connections
 
 from exchange.models.events import EVENT_TABLE
 from matching import Interval, Type, Wildcard
@@ -49,6 +54,10 @@ from matching.subscriptions.schema import EVENT_TYPES
 # Rows gathered into one part of the output: a part is a few hundred kilobytes, so a
 # consumer (an HTTP response, a WebSocket replay) makes few large writes.
 PART_ROWS = 2000
+# How long a read waits for the replica to reach its end before reading the primary, and
+# how often it looks meanwhile (``history_source``).
+REPLICA_WAIT = 1.0
+REPLICA_POLL = 0.01
 # Lines one query reads (see ``_pages``).
 PAGE_ROWS = 20_000
 # The start of every line as SQL writes it (a respelled one begins with a space).
@@ -72,8 +81,8 @@ def _line_sql() -> str:
         """'{"seq":' || e.seq || ',"time":"' """
         """|| replace(to_char(e.time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), """
         """'.000000', '') """
-        """|| 'Z","type":' || to_json(e.type::text)::text """
-        """|| ',"subject":' || to_json(e.subject::text)::text"""
+        # A type is one of EVENT_TYPES' names (a check constraint), which need no escaping.
+        """|| 'Z","type":"' || e.type || '","subject":' || to_json(e.subject::text)::text"""
     )
     known = []
     compact = []
@@ -260,22 +269,33 @@ def history_lines(
     after: int,
     upto: int,
     where: HistoryWhere | None = None,
-    using: str = "default",
+    using: str | None = None,
+    limit: int | None = None,
 ) -> Iterator[bytes]:
     """The JSON lines (each ending in a newline) of the events ``user`` may see with
     ``after`` < ``seq`` <= ``upto`` that pass ``where``, in ``seq`` order, as parts of at
     most ``PART_ROWS`` lines: exactly what ``json.dumps(event_row_json(...),
-    separators=(",", ":"))`` writes for each. Read from the database ``using`` in pages of
-    ``PAGE_ROWS`` (see ``_pages``), each streamed as it arrives, so memory does not grow
+    separators=(",", ":"))`` writes for each. Read from the database ``using`` (by
+    default the one ``history_source`` picks for ``upto``) in pages of
+    ``PAGE_ROWS`` (see ``_pages``), the first ``limit`` lines only if given, each
+    streamed as it arrives, so memory does not grow
     with the read; closing the iterator early cancels the page being read. A bad subject
     pattern raises ``SubjectError`` here, before anything is read."""
     where = where or HistoryWhere()
     history_sql(user=user, after=after, upto=upto, where=where)  # checks the filters now
-    return _pages(user=user, after=after, upto=upto, where=where, using=using)
+    if using is None:
+        using = history_source(upto=upto)
+    return _pages(user=user, after=after, upto=upto, where=where, using=using, limit=limit)
 
 
 def _pages(
-    *, user: User | AnonymousUser, after: int, upto: int, where: HistoryWhere, using: str
+    *,
+    user: User | AnonymousUser,
+    after: int,
+    upto: int,
+    where: HistoryWhere,
+    using: str,
+    limit: int | None,
 ) -> Iterator[bytes]:
     """Keyset pages by ``seq``, each one ``COPY`` of at most ``PAGE_ROWS`` lines.
 
@@ -287,10 +307,10 @@ def _pages(
     ``seq`` (the writer's rule), so that bound drops nothing and prunes the partitions of
     the earlier days."""
     connection = connections[using]
-    while after < upto:
-        select, params = history_sql(
-            user=user, after=after, upto=upto, where=where, limit=PAGE_ROWS
-        )
+    left = limit
+    while after < upto and left != 0:
+        page = PAGE_ROWS if left is None else min(PAGE_ROWS, left)
+        select, params = history_sql(user=user, after=after, upto=upto, where=where, limit=page)
         # CSV with a delimiter and a quote character that JSON text never holds raw (it
         # escapes every control character), so each line comes out verbatim.
         copy = f"COPY ({select}) TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x01', QUOTE E'\\x02')"
@@ -311,8 +331,10 @@ def _pages(
                 count += len(part)
                 last = bytes(part[-1])
                 yield _exact(b"".join(part))
-        if count < PAGE_ROWS:
+        if count < page:
             return
+        if left is not None:
+            left -= count
         # From the envelope SQL wrote (a stray "seq" key in the data would win in JSON).
         head = _HEAD.match(last)
         assert head is not None, last
@@ -332,18 +354,47 @@ def history_end(*, using: str = "default") -> int:
     return int(row[0])
 
 
+def history_source(*, upto: int, wait: float | None = None) -> str:
+    """The database to read the events up to ``upto`` from: ``settings.HISTORY_DATABASE``
+    (the replica) once it holds ``upto``, else ``"default"`` (the primary).
+
+    Why comparing the replica's last ``seq`` with ``upto`` is enough: ``seq`` has no holes
+    in commit order, and a hot standby applies commits in the primary's order, so a replica
+    that shows event ``upto`` shows every event before it, now and later. It is given
+    ``wait`` seconds (``REPLICA_WAIT``) to get there; a replica that lags more, or does not
+    answer, leaves the read to the primary, which has every committed event. Either way
+    nothing up to ``upto`` is missed, and a read never waits long on a replica that is
+    paused or far behind."""
+    alias = settings.HISTORY_DATABASE
+    if alias == "default":
+        return alias
+    deadline = time.monotonic() + (REPLICA_WAIT if wait is None else wait)
+    while True:
+        try:
+            if history_end(using=alias) >= upto:
+                return alias
+        except DatabaseError:
+            return "default"
+        if time.monotonic() >= deadline:
+            return "default"
+        time.sleep(REPLICA_POLL)
+
+
 def history_events(
     *,
     user: User | AnonymousUser,
     after: int,
     upto: int,
     where: HistoryWhere | None = None,
-    using: str = "default",
+    using: str | None = None,
+    limit: int | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The events ``user`` may see (SPEC 5.6) with ``after`` < ``seq`` <= ``upto`` that
     pass ``where``, in ``seq`` order, each as SPEC 8.1 writes it (``event_row_json``:
     the envelope, then the attributes; decimals and timestamps as strings), in constant
     memory (``history_lines``). ``upto`` is the caller's seam: a live part takes over
-    after it."""
-    lines = history_lines(user=user, after=after, upto=upto, where=where, using=using)
+    after it. Read from ``using``, by default the replica when it holds ``upto`` and the
+    primary otherwise (``history_source``): nothing up to ``upto`` is missed either way.
+    ``limit``: the first that many events only."""
+    lines = history_lines(user=user, after=after, upto=upto, where=where, using=using, limit=limit)
     return (json.loads(line) for part in lines for line in part.splitlines())

@@ -8,6 +8,7 @@ needs no variables at all.
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import Any, overload
 from urllib.parse import urlsplit, urlunsplit
@@ -117,6 +118,36 @@ DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 5
 # jit_above_cost pays the compilation on every run (counting a market's 100,000 bids took
 # 160-210 ms with JIT and 48-73 ms without on the live benchmark's book; issue 17).
 DATABASES["default"]["OPTIONS"]["options"] = "-c jit=off"
+
+
+def _answers(url: str) -> bool:
+    """Whether something listens at ``url``'s host and port (a refused port answers at once)."""
+    parts = dj_database_url.parse(url)
+    try:
+        socket.create_connection((parts["HOST"], int(parts["PORT"])), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
+
+
+# Historic reads of the event log (SPEC 8.1) go to HISTORY_DATABASE_URL, by default the
+# streaming replica ops/services runs beside the local cluster when it is up; without one,
+# to the primary. selectors/history.py decides per read whether the replica has the events
+# yet (docs/events.md).
+_LOCAL_REPLICAS = {
+    ports.DEV_DATABASE_URL: ports.DEV_HISTORY_DATABASE_URL,
+    ports.TEST_DATABASE_URL: ports.TEST_HISTORY_DATABASE_URL,
+}
+HISTORY_DATABASE_URL: str | None = env("HISTORY_DATABASE_URL") or (
+    _LOCAL_REPLICAS[DATABASE_URL]
+    if DATABASE_URL in _LOCAL_REPLICAS and _answers(_LOCAL_REPLICAS[DATABASE_URL])
+    else None
+)
+HISTORY_DATABASE = "default"
+if HISTORY_DATABASE_URL and HISTORY_DATABASE_URL != DATABASE_URL:
+    HISTORY_DATABASE = "history"
+    DATABASES["history"] = dj_database_url.parse(HISTORY_DATABASE_URL)
+    DATABASES["history"]["OPTIONS"] = dict(DATABASES["default"]["OPTIONS"])
 
 REDIS_URL: str = env("REDIS_URL") or ports.DEV_REDIS_URL
 

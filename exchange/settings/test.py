@@ -35,6 +35,14 @@ DATABASES["default"]["OPTIONS"].pop("pool", None)  # noqa: F405 - nor are they p
 # (uvicorn, the Celery worker, beat) inherit the run id through the environment.
 TEST_RUN = os.environ.setdefault("INTERSECT_TEST_RUN", str(os.getpid()))
 DATABASES["default"]["TEST"] = {"NAME": f"test_intersect_{TEST_RUN}"}  # noqa: F405
+# The replica copies the run's database from the primary, so it only takes its name; tests
+# read history from the primary (their rows are not committed) unless they ask for the
+# replica (tests/history/test_replica.py).
+HISTORY_DATABASE = "default"
+if "history" in DATABASES:  # noqa: F405
+    DATABASES["history"]["TEST"] = {"MIRROR": "default"}  # noqa: F405
+    DATABASES["history"]["CONN_MAX_AGE"] = 0  # noqa: F405
+    DATABASES["history"]["OPTIONS"].pop("pool", None)  # noqa: F405
 CELERY_TASK_DEFAULT_QUEUE = f"intersect-{TEST_RUN}"
 MATCHING_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}.matching"
 CELERY_TASK_ROUTES = {"exchange.matching_cycle": {"queue": MATCHING_QUEUE}}

@@ -1,6 +1,9 @@
 """SPEC 9's historic-read benchmark: 1,000,000 events over 30 days read back as
 ``GET /api/v1/events/?format=jsonl`` from uvicorn on loopback, in events per second, and the
-plan of a one-day read (which partitions it touches).
+plan of a one-day read (which partitions it touches), the ``events:`` WebSocket
+stream's resume (the log replayed to a client) in events per second, and what the log's
+writer adds to a matching cycle (SPEC 9: at most 10%) on a book of 2,000 offers and 6,000
+bids (``manage.py bench_book``), the writer switched off in every other cycle.
 
     ops/bench --history-only [--quick]    this benchmark alone (``--quick``: 50,000 events
                                           over 3 days); its section of docs/benchmarks.md
@@ -129,6 +132,36 @@ def read_jsonl(base_url: str, query: str) -> dict[str, Any]:
     }
 
 
+def read_resume(ws_url: str, origin: str, events: int) -> dict[str, Any]:
+    """``events:office.>`` resumed from the log's start over one WebSocket, resuming again
+    after each ``replay_limit`` (20,000 events a request), until ``events`` have arrived."""
+    from websockets.sync.client import connect
+
+    load = _load()
+    got = 0
+    after = 0
+    started = time.perf_counter()
+    with connect(ws_url, origin=origin, max_size=None) as ws:  # type: ignore[arg-type]
+        while got < events:
+            ws.send(json.dumps({"action": "resume", "stream": "events:office.>", "after": after}))
+            while got < events:
+                frame = json.loads(ws.recv())
+                if frame.get("type") == "event":
+                    got += 1
+                    after = frame["seq"]
+                elif frame.get("code") == "replay_limit":
+                    break
+    seconds = time.perf_counter() - started
+    return {
+        "query": "events:office.> resume",
+        "events": got,
+        "seconds": round(seconds, 3),
+        "events_per_s": round(got / seconds),
+        "load_before": load,
+        "load_after": _load(),
+    }
+
+
 def one_day_plan(database_url: str, size: dict[str, int]) -> dict[str, Any]:
     """EXPLAIN ANALYZE of the first page of a read naming the second day."""
     import datetime as dt
@@ -149,6 +182,57 @@ def one_day_plan(database_url: str, size: dict[str, int]) -> dict[str, Any]:
         cur.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS off) " + select, params)
         text = "\n".join(row[0] for row in cur.fetchall())
     return {"day": day.date().isoformat(), "plan": text}
+
+
+CYCLE_BOOK = {"offers": 2_000, "bids": 6_000}
+QUICK_CYCLE_BOOK = {"offers": 200, "bids": 600}
+
+
+def cycle_cost(cycles: int) -> dict[str, Any]:
+    """Matching cycles on the bench book, each over 40 bids and 10 offers placed through the
+    services, the log's writer (``events_append``) switched off in every other cycle;
+    milliseconds per cycle with and without it. Runs in the bench database's settings."""
+    import random
+    import statistics
+
+    from django.contrib.auth.models import User
+
+    from exchange.management.commands.bench_book import SUBJECT, bid_text, offer_text
+    from exchange.models import Market, Offer
+    from exchange.services import matching, orders
+
+    orders.matching_cycle_request = lambda: None  # the cycles run here
+    writer = matching.events_append
+    market = Market.objects.get(subject=SUBJECT)
+    seller = User.objects.create_user("bench-log-seller", password="bench-pass-1")
+    buyer = User.objects.create_user("bench-log-buyer", password="bench-pass-1")
+    rng = random.Random(7)
+    offers = Offer.objects.count()
+    matching.matching_cycle_run()  # the book's first cycle (its rebuild's best offers)
+    times: dict[str, list[float]] = {"with": [], "without": []}
+    load = _load()
+    for n in range(cycles):
+        for i in range(10):
+            orders.offer_publish(
+                seller=seller, market=market, constraint=offer_text(offers + n * 10 + i)
+            )
+        for _ in range(40):
+            orders.bid_place(buyer=buyer, market=market, constraint=bid_text(rng, offers))
+        on = n % 2 == 0
+        matching.events_append = writer if on else (lambda **_: 0)
+        started = time.perf_counter()
+        matching.matching_cycle_run()
+        times["with" if on else "without"].append(1000 * (time.perf_counter() - started))
+    matching.events_append = writer
+    median = {k: statistics.median(v) for k, v in times.items()}
+    return {
+        "cycles": cycles,
+        "ms_with": round(median["with"], 1),
+        "ms_without": round(median["without"], 1),
+        "added": round(median["with"] / median["without"] - 1, 3),
+        "load_before": load,
+        "load_after": _load(),
+    }
 
 
 def measure(quick: bool = False) -> dict[str, Any]:
@@ -173,6 +257,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
                 "format=jsonl&since=2026-01-02T00:00:00Z&until=2026-01-03T00:00:00Z",
             )
         )
+        resume = read_resume(stack.ws_url, stack.url, events=min(100_000, size["events"]))
     finally:
         stack.stop()
     plan = subprocess.run(
@@ -183,11 +268,29 @@ def measure(quick: bool = False) -> dict[str, Any]:
         capture_output=True,
         text=True,
     )
+    book = QUICK_CYCLE_BOOK if quick else CYCLE_BOOK
+    subprocess.run(
+        [sys.executable, "manage.py", "bench_book", "--offers", str(book["offers"])]
+        + ["--bids", str(book["bids"]), "--seed", "1"],
+        cwd=ROOT,
+        env=_env(url),
+        check=True,
+    )
+    cycles = subprocess.run(
+        [sys.executable, __file__, "--cycles", "6" if quick else "24"],
+        cwd=ROOT,
+        env=_env(url),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return machine.host() | {
         "quick": quick,
         "size": size,
         "reads": reads,
+        "resume": resume,
         "one_day": json.loads(plan.stdout),
+        "cycle": json.loads(cycles.stdout.strip().splitlines()[-1]) | book,
         "seconds": round(time.perf_counter() - started),
     }
 
@@ -196,15 +299,19 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--plan", help="(internal) print the one-day plan of this database as JSON")
     ap.add_argument("--events", type=int)
+    ap.add_argument("--cycles", type=int, help="(internal) time this many cycles, print JSON")
     args = ap.parse_args()
-    if args.plan:
-        import django
+    if not (args.plan or args.cycles):
+        return 2
+    import django
 
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "exchange.settings.development")
-        django.setup()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "exchange.settings.development")
+    django.setup()
+    if args.plan:
         print(json.dumps(one_day_plan(args.plan, {"events": args.events})))
-        return 0
-    return 2
+    else:
+        print(json.dumps(cycle_cost(args.cycles)))
+    return 0
 
 
 if __name__ == "__main__":

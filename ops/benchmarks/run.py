@@ -312,21 +312,27 @@ def measure_live() -> dict[str, Any]:
         return json.loads(path.read_text())
 
 
+def _alone(args: argparse.Namespace, key: str, measure: Any) -> tuple[Path, Path, dict[str, Any]]:
+    """A benchmark run alone: where its report goes, where its raw results were written,
+    and its results (``{key: ...}``), measured now or taken from ``--from-json``."""
+    out = args.out or ROOT / "docs"
+    out.mkdir(parents=True, exist_ok=True)
+    raw = ROOT / "test-artifacts" / "bench" / f"{key}.json"
+    if args.from_json:
+        return out, raw, json.loads(args.from_json.read_text())
+    results = {key: measure(quick=args.quick)}
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    raw.write_text(json.dumps(results, indent=1) + "\n")
+    return out, raw, results
+
+
 def index_only(args: argparse.Namespace) -> int:
     """The matching-index benchmark alone (or, with ``--from-json``, the ``index`` entry of
     an earlier result), its section spliced into the existing report."""
     from ops.benchmarks.index import measure as measure_index
     from ops.benchmarks.report.index import plot, splice
 
-    out = args.out or ROOT / "docs"
-    out.mkdir(parents=True, exist_ok=True)
-    raw = ROOT / "test-artifacts" / "bench" / "index.json"
-    if args.from_json:
-        results = json.loads(args.from_json.read_text())
-    else:
-        results = {"index": measure_index(quick=args.quick)}
-        raw.parent.mkdir(parents=True, exist_ok=True)
-        raw.write_text(json.dumps(results, indent=1) + "\n")
+    out, raw, results = _alone(args, "index", measure_index)
     plot(results, out / "img" / "bench-index.png")
     print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['index'])}")
     return 0
@@ -338,15 +344,7 @@ def history_only(args: argparse.Namespace) -> int:
     from ops.benchmarks.history import measure as measure_history
     from ops.benchmarks.report.history import splice
 
-    out = args.out or ROOT / "docs"
-    out.mkdir(parents=True, exist_ok=True)
-    raw = ROOT / "test-artifacts" / "bench" / "history.json"
-    if args.from_json:
-        results = json.loads(args.from_json.read_text())
-    else:
-        results = {"history": measure_history(quick=args.quick)}
-        raw.parent.mkdir(parents=True, exist_ok=True)
-        raw.write_text(json.dumps(results, indent=1) + "\n")
+    out, raw, results = _alone(args, "history", measure_history)
     print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['history'])}")
     return 0
 

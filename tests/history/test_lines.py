@@ -223,3 +223,21 @@ def test_a_bad_subject_pattern_fails_before_reading(people):
     with pytest.raises(SubjectError) as caught:
         history_lines(user=people["staff"], after=0, upto=5, where=HistoryWhere(subject="office."))
     assert caught.value.position == 7
+
+
+def test_a_limit_reads_the_first_events_only(people, small_pages):
+    at = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
+    upto = log_write(
+        [(("offer_withdrawn", SUBJECTS[0], None, {"offer": i}), at) for i in range(10)]
+    )
+    staff = people["staff"]
+    for limit, expected in [
+        (0, []),
+        (1, [1]),
+        (3, [1, 2, 3]),
+        (7, list(range(1, 8))),
+        (50, list(range(1, 11))),
+    ]:
+        got = [e["seq"] for e in history_events(user=staff, after=0, upto=upto, limit=limit)]
+        assert got == expected, limit
+    assert [e["seq"] for e in history_events(user=staff, after=4, upto=9, limit=4)] == [5, 6, 7, 8]

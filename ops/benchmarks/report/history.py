@@ -35,6 +35,26 @@ def section(r: dict[str, Any]) -> str:
         f"| {x['load_before']:.1f} / {x['load_after']:.1f} |"
         for x in r["reads"]
     )
+    resume = r.get("resume")
+    if resume:
+        rows += (
+            f"\n| the `events:office.>` WebSocket resume (20,000 events a request, resumed "
+            f"after each) | `resume` | {resume['events']:,} | | {resume['seconds']:,.2f} s | "
+            f"| **{resume['events_per_s']:,}** | {resume['load_before']:.1f} / "
+            f"{resume['load_after']:.1f} |"
+        )
+    cycle = r.get("cycle")
+    cost = ""
+    if cycle:
+        cost = (
+            f"\nThe log's writer in the matching cycle, on a book of {cycle['offers']:,} offers "
+            f"and {cycle['bids']:,} bids, {cycle['cycles']} cycles of 40 bids and 10 offers "
+            f"placed through the services, the writer off in every other one: median "
+            f"{cycle['ms_with']:,.1f} ms with it, {cycle['ms_without']:,.1f} ms without, "
+            f"**{100 * cycle['added']:+.1f}%** (SPEC 9: at most 10%; load "
+            f"{cycle['load_before']:.1f} / {cycle['load_after']:.1f}, so single cycles "
+            f"vary more than that on this machine).\n"
+        )
     plan = r["one_day"]["plan"]
     touched = sorted(set(re.findall(r"on (exchange_event_(?:p\d{8}|default))", plan)))
     return f"""{TITLE}
@@ -49,7 +69,7 @@ events/s or more over 1,000,000 events: {verdict}.
 | read | query | events | size | time | first byte | events/s | load before / after |
 |---|---|---|---|---|---|---|---|
 {rows}
-
+{cost}
 A one-day read ({r["one_day"]["day"]}, `since` and `until` on that day) touches
 {", ".join(f"`{t}`" for t in touched) or "no partition"}; its first page's plan
 (`EXPLAIN (ANALYZE, BUFFERS)`, the line's expression left out of the output):
