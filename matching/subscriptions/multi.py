@@ -281,12 +281,14 @@ class SubscriptionSet:
                 source_id = held.steps[(automaton.side, node)]
                 source = self._sources[source_id]
                 want = node == 0 or bool(automaton.nodes[node - 1].waiting)
-                if want and not source.active:
+                if want == source.active:
+                    continue
+                if want:
                     self.index.add(
                         source_id, subject=source.split.subject, tests=source.split.tests
                     )
                     source.active = True
-                elif source.active and not want:
+                else:
                     self._deactivate(source_id, source)
 
     def _deactivate(self, source_id: int, source: _Source) -> None:

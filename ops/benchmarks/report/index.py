@@ -4,14 +4,13 @@ benchmark runs alone."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from ops.benchmarks.plots import _pyplot
 
 from . import fmt
-from .doc import Doc
+from .doc import Doc, splice_section
 
 TITLE = "## The matching index"
 RATE = 20_000
@@ -109,20 +108,8 @@ def plot(results: dict[str, Any], path: Path) -> bool:
 
 
 def splice(report: Path, results: dict[str, Any]) -> Path:
-    """Put the section into ``report`` (a whole run's ``benchmarks.md``), replacing the one
-    there or, if none, before *Where the missed targets lose their time*, else at the end."""
+    """Put the section into ``report`` (a whole run's ``benchmarks.md``; see
+    ``splice_section``)."""
     doc = Doc({"index": results})
     index(doc)
-    section = doc.text()
-    text = report.read_text() if report.exists() else ""
-    found = re.search(rf"^{re.escape(TITLE)}.*?(?=^## |\Z)", text, flags=re.M | re.S)
-    if found:
-        text = text[: found.start()] + section + "\n" + text[found.end() :]
-    else:
-        anchor = text.find("\n## Where the missed targets")
-        if anchor < 0:
-            text = text.rstrip("\n") + "\n\n" + section
-        else:
-            text = text[: anchor + 1] + section + "\n" + text[anchor + 1 :]
-    report.write_text(text)
-    return report
+    return splice_section(report, TITLE, doc.text())
