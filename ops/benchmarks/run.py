@@ -320,44 +320,39 @@ def measure_live() -> dict[str, Any]:
         return json.loads(path.read_text())
 
 
+def _alone(
+    args: argparse.Namespace, key: str, measure_it: Any, plot: Any, plot_path: str, splice: Any
+) -> int:
+    """One in-process benchmark alone (or, with ``--from-json``, the ``key`` entry of an
+    earlier result), its plot written and its section spliced into the existing report."""
+    out = args.out or ROOT / "docs"
+    out.mkdir(parents=True, exist_ok=True)
+    raw = ROOT / "test-artifacts" / "bench" / f"{key}.json"
+    if args.from_json:
+        results = json.loads(args.from_json.read_text())
+    else:
+        results = {key: measure_it(quick=args.quick)}
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(json.dumps(results, indent=1) + "\n")
+    plot(results, out / plot_path)
+    print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results[key])}")
+    return 0
+
+
 def index_only(args: argparse.Namespace) -> int:
-    """The matching-index benchmark alone (or, with ``--from-json``, the ``index`` entry of
-    an earlier result), its section spliced into the existing report."""
+    """The matching-index benchmark alone (``ops/benchmarks/index.py``)."""
     from ops.benchmarks.index import measure as measure_index
     from ops.benchmarks.report.index import plot, splice
 
-    out = args.out or ROOT / "docs"
-    out.mkdir(parents=True, exist_ok=True)
-    raw = ROOT / "test-artifacts" / "bench" / "index.json"
-    if args.from_json:
-        results = json.loads(args.from_json.read_text())
-    else:
-        results = {"index": measure_index(quick=args.quick)}
-        raw.parent.mkdir(parents=True, exist_ok=True)
-        raw.write_text(json.dumps(results, indent=1) + "\n")
-    plot(results, out / "img" / "bench-index.png")
-    print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['index'])}")
-    return 0
+    return _alone(args, "index", measure_index, plot, "img/bench-index.png", splice)
 
 
 def patterns_only(args: argparse.Namespace) -> int:
-    """The patterns benchmark alone (or, with ``--from-json``, the ``patterns`` entry of an
-    earlier result), its section spliced into the existing report."""
+    """The patterns benchmark alone (``ops/benchmarks/patterns.py``)."""
     from ops.benchmarks.patterns import measure as measure_patterns
     from ops.benchmarks.report.patterns import PLOT, plot, splice
 
-    out = args.out or ROOT / "docs"
-    out.mkdir(parents=True, exist_ok=True)
-    raw = ROOT / "test-artifacts" / "bench" / "patterns.json"
-    if args.from_json:
-        results = json.loads(args.from_json.read_text())
-    else:
-        results = {"patterns": measure_patterns(quick=args.quick)}
-        raw.parent.mkdir(parents=True, exist_ok=True)
-        raw.write_text(json.dumps(results, indent=1) + "\n")
-    plot(results, out / PLOT)
-    print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['patterns'])}")
-    return 0
+    return _alone(args, "patterns", measure_patterns, plot, PLOT, splice)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from ops.benchmarks.patterns import FACTOR, RATE
-from ops.benchmarks.plots import _pyplot
 
 from . import fmt
 from .doc import Doc, splice_section
+from .index import cost_plot, verdict
 
 TITLE = "## Patterns: many form 3 subscriptions in one process"
 PLOT = "img/bench-patterns.png"
@@ -71,41 +71,20 @@ def patterns(doc: Doc) -> None:
 
 
 def _verdict(met: bool, full: bool) -> str:
-    if not full:
-        return "not measured at 100,000 (a quick run)"
-    return "**met**" if met else "**missed**"
+    return verdict(met, full, "100,000")
 
 
 def plot(results: dict[str, Any], path: Path) -> bool:
     r = results.get("patterns")
     if not r:
         return False
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    sizes = [p["patterns"] for p in r["points"]]
-    ax.loglog(sizes, [p["us_per_event"] for p in r["points"]], "o-", label="multi.py")
-    ax.loglog(
-        sizes,
-        [p["naive_us_per_event_extrapolated"] for p in r["points"]],
-        ":",
-        color="#c0504d",
-        label="naive evaluator, extrapolated (linear)",
+    cost_plot(
+        path,
+        r,
+        "patterns",
+        labels=("multi.py", "naive evaluator, extrapolated (linear)"),
+        axes=("live patterns", "Patterns"),
     )
-    ax.loglog(
-        [p["patterns"] for p in r["naive"]],
-        [p["us_per_event"] for p in r["naive"]],
-        "s",
-        color="#c0504d",
-        label="naive evaluator, measured",
-    )
-    ax.set_xlabel("live patterns")
-    ax.set_ylabel("CPU µs per event")
-    ax.set_title(f"Patterns: cost per event (exponent {r['exponent']:.2f})")
-    ax.legend()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
     return True
 
 
