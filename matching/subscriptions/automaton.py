@@ -186,6 +186,13 @@ class _Compiler:
 
             return matches
         parts = [self.cond(p) for p in c.parts]
+        if len(parts) == 2:
+            # The common case spelled out: a generator per evaluation costs more than the
+            # comparisons themselves when many patterns run (multi.py's benchmark).
+            first, second = parts
+            if isinstance(c, All):
+                return lambda inst, cand: first(inst, cand) and second(inst, cand)
+            return lambda inst, cand: first(inst, cand) or second(inst, cand)
         if isinstance(c, All):
             return lambda inst, cand: all(p(inst, cand) for p in parts)
         assert isinstance(c, Any_)

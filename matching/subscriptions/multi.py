@@ -46,7 +46,7 @@ from matching.index import MatchingIndex, split_conditions
 from matching.index.tree import IndexTest
 from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_pattern
 
-from .automaton import Automaton, PatternEngine
+from .automaton import Automaton, Node, PatternEngine
 from .evaluator import Output, Subscription
 from .events import Event, event_from_dict
 from .model import AtomicQuery
@@ -172,7 +172,9 @@ class _Held:
     kind: str  # "atomic", "pattern" or "every" (pushed every event)
     rank: int  # evaluated in the order added
     sources: list[int] = field(default_factory=list)
-    steps: dict[tuple[int, int], int] = field(default_factory=dict)  # (side, node) -> source id
+    # a pattern's sources with the node whose waiting instances keep each one in the index
+    # (None for a first source, always in it)
+    watch: list[tuple[Node | None, int, _Source]] = field(default_factory=list)
 
 
 class SubscriptionSet:
@@ -263,7 +265,8 @@ class SubscriptionSet:
                 source = _Source(
                     held, automaton.side, node, None if split.exact else automaton, split
                 )
-                held.steps[(automaton.side, node)] = self._new_source(held, source)
+                waiting = None if node == 0 else automaton.nodes[node - 1]
+                held.watch.append((waiting, self._new_source(held, source), source))
         self._reconcile(held)
 
     def _new_source(self, held: _Held, source: _Source) -> int:
@@ -274,20 +277,15 @@ class SubscriptionSet:
 
     def _reconcile(self, held: _Held) -> None:
         """A pattern's step sources are in the index exactly while instances wait there."""
-        engine = held.sub.engine
-        assert isinstance(engine, PatternEngine)
-        for automaton in engine.sides:
-            for node in (0, *(n.index for n in automaton.nodes)):
-                source_id = held.steps[(automaton.side, node)]
-                source = self._sources[source_id]
-                want = node == 0 or bool(automaton.nodes[node - 1].waiting)
-                if want and not source.active:
-                    self.index.add(
-                        source_id, subject=source.split.subject, tests=source.split.tests
-                    )
-                    source.active = True
-                elif source.active and not want:
-                    self._deactivate(source_id, source)
+        for node, source_id, source in held.watch:
+            want = node is None or bool(node.waiting)
+            if want == source.active:
+                continue
+            if want:
+                self.index.add(source_id, subject=source.split.subject, tests=source.split.tests)
+                source.active = True
+            else:
+                self._deactivate(source_id, source)
 
     def _deactivate(self, source_id: int, source: _Source) -> None:
         if source.active:

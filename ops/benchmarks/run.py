@@ -7,6 +7,8 @@ and the Spark batch matcher on the same workloads and batches.
     ops/bench --from-json FILE [--out DIR]    re-render a report from a previous run
     ops/bench --index-only [--quick] [--out DIR]    the matching-index benchmark alone
                               (ops/benchmarks/index.py), its section put into DIR's report
+    ops/bench --patterns-only [--quick] [--out DIR]    the patterns benchmark alone
+                              (ops/benchmarks/patterns.py), its section put into DIR's report
 
 The database is ``--dsn``, else ``BENCH_DATABASE_URL``, else ``DATABASE_URL``, else the
 development cluster of ``ops/services``. The stores live in the schemas
@@ -122,6 +124,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         dest="index",
         action="store_false",
         help="leave out the matching-index benchmark (by default part of every run)",
+    )
+    ap.add_argument(
+        "--patterns-only",
+        action="store_true",
+        help="run only the patterns benchmark (ops/benchmarks/patterns.py) and put its "
+        "section into the report already in --out (default docs/)",
+    )
+    ap.add_argument(
+        "--no-patterns",
+        dest="patterns",
+        action="store_false",
+        help="leave out the patterns benchmark (by default part of every run)",
     )
     ap.add_argument(
         "--limit",
@@ -349,6 +363,18 @@ def history_only(args: argparse.Namespace) -> int:
     return 0
 
 
+def patterns_only(args: argparse.Namespace) -> int:
+    """The patterns benchmark alone (``ops/benchmarks/patterns.py``), its plot written and
+    its section spliced into the existing report."""
+    from ops.benchmarks.patterns import measure as measure_patterns
+    from ops.benchmarks.report.patterns import PLOT, plot, splice
+
+    out, raw, results = _alone(args, "patterns", measure_patterns)
+    plot(results, out / PLOT)
+    print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['patterns'])}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from ops.benchmarks.report import write_report
@@ -357,11 +383,17 @@ def main(argv: list[str] | None = None) -> int:
         return index_only(args)
     if args.history_only:
         return history_only(args)
+    if args.patterns_only:
+        return patterns_only(args)
     results = json.loads(args.from_json.read_text()) if args.from_json else measure(args)
     if args.index and not args.from_json:
         from ops.benchmarks.index import measure as measure_index
 
         results["index"] = measure_index(quick=args.quick)
+    if args.patterns and not args.from_json:
+        from ops.benchmarks.patterns import measure as measure_patterns
+
+        results["patterns"] = measure_patterns(quick=args.quick)
     if args.live_json:
         results["live"] = json.loads(args.live_json.read_text())
     elif args.live and not args.quick and not args.from_json:

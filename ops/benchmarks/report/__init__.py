@@ -1,5 +1,5 @@
 """The Markdown report of a run: targets, Figures 4 to 7 beside the paper, the Spark batch
-matcher beside ``range``, the live runs, the matching index, plans, method. Each section is a function of a
+matcher beside ``range``, the live runs, the matching index, the patterns, plans, method. Each section is a function of a
 :class:`Doc` in its own module; the prose is in ``ops/benchmarks/templates/report/``, every
 number comes from the run's results (or, for the paper, ``ops/benchmarks/paper.py``)."""
 
@@ -17,6 +17,9 @@ from .header import header, method
 from .index import index
 from .index import plot as plot_index
 from .live import live
+from .patterns import PLOT as PATTERNS_PLOT
+from .patterns import patterns
+from .patterns import plot as plot_patterns
 from .spark import spark
 from .targets import misses_explained, targets
 
@@ -30,6 +33,7 @@ SECTIONS = (
     spark,
     live,
     index,
+    patterns,
     misses_explained,
     plans,
     method,
@@ -49,6 +53,7 @@ def write_report(results: dict[str, Any], out: Path) -> Path:
     if sweep:
         live_sweep_plot(sweep, out / SWEEP_PLOT)
     plot_index(results, out / "img" / "bench-index.png")
+    plot_patterns(results, out / PATTERNS_PLOT)
     path = out / "benchmarks.md"
     path.write_text(render(results))
     return path

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ops.benchmarks.templates import render
@@ -27,3 +29,22 @@ class Doc:
 
     def text(self) -> str:
         return "\n".join(self.lines).rstrip() + "\n"
+
+
+def splice_section(report: Path, title: str, section: str) -> Path:
+    """Put ``section`` (whose first line starts with ``title``) into ``report``, replacing
+    the section there with that title or, if none, before *Where the missed targets lose
+    their time*, else at the end: a benchmark run alone updates its part of a whole run's
+    report."""
+    text = report.read_text() if report.exists() else ""
+    found = re.search(rf"^{re.escape(title)}.*?(?=^## |\Z)", text, flags=re.M | re.S)
+    if found:
+        text = text[: found.start()] + section + "\n" + text[found.end() :]
+    else:
+        anchor = text.find("\n## Where the missed targets")
+        if anchor < 0:
+            text = text.rstrip("\n") + "\n\n" + section
+        else:
+            text = text[: anchor + 1] + section + "\n" + text[anchor + 1 :]
+    report.write_text(text)
+    return report

@@ -4,14 +4,13 @@ benchmark runs alone."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from ops.benchmarks.plots import _pyplot
 
 from . import fmt
-from .doc import Doc
+from .doc import Doc, splice_section
 
 TITLE = "## The matching index"
 RATE = 20_000
@@ -70,8 +69,13 @@ def index(doc: Doc) -> None:
 
 
 def _verdict(met: bool, full: bool) -> str:
+    return verdict(met, full, "1,000,000")
+
+
+def verdict(met: bool, full: bool, size: str) -> str:
+    """A target's verdict, or why a quick run gives none."""
     if not full:
-        return "not measured at 1,000,000 (a quick run)"
+        return f"not measured at {size} (a quick run)"
     return "**met**" if met else "**missed**"
 
 
@@ -79,50 +83,53 @@ def plot(results: dict[str, Any], path: Path) -> bool:
     r = results.get("index")
     if not r:
         return False
+    cost_plot(
+        path,
+        r,
+        "subscriptions",
+        labels=("matching tree", f"naive loop, extrapolated (exponent {r['naive_exponent']:.2f})"),
+        axes=("stateless subscriptions", "Matching index"),
+    )
+    return True
+
+
+def cost_plot(
+    path: Path, r: dict[str, Any], size: str, *, labels: tuple[str, str], axes: tuple[str, str]
+) -> None:
+    """CPU time per event against size (``r["points"]``, keyed by ``size``), log-log, the
+    naive side measured (``r["naive"]``) and extrapolated beside it. ``labels``: the
+    measured line's and the extrapolation's; ``axes``: the x label and the title's start."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    sizes = [p["subscriptions"] for p in r["points"]]
-    ax.loglog(sizes, [p["us_per_event"] for p in r["points"]], "o-", label="matching tree")
+    sizes = [p[size] for p in r["points"]]
+    ax.loglog(sizes, [p["us_per_event"] for p in r["points"]], "o-", label=labels[0])
     ax.loglog(
         sizes,
         [p["naive_us_per_event_extrapolated"] for p in r["points"]],
         ":",
         color="#c0504d",
-        label=f"naive loop, extrapolated (exponent {r['naive_exponent']:.2f})",
+        label=labels[1],
     )
     ax.loglog(
-        [p["subscriptions"] for p in r["naive"]],
+        [p[size] for p in r["naive"]],
         [p["us_per_event"] for p in r["naive"]],
         "s",
         color="#c0504d",
-        label="naive loop, measured",
+        label="naive, measured",
     )
-    ax.set_xlabel("stateless subscriptions")
+    ax.set_xlabel(axes[0])
     ax.set_ylabel("CPU µs per event")
-    ax.set_title(f"Matching index: cost per event (exponent {r['exponent']:.2f})")
+    ax.set_title(f"{axes[1]}: cost per event (exponent {r['exponent']:.2f})")
     ax.legend()
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return True
 
 
 def splice(report: Path, results: dict[str, Any]) -> Path:
-    """Put the section into ``report`` (a whole run's ``benchmarks.md``), replacing the one
-    there or, if none, before *Where the missed targets lose their time*, else at the end."""
+    """Put the section into ``report`` (a whole run's ``benchmarks.md``; see
+    ``splice_section``)."""
     doc = Doc({"index": results})
     index(doc)
-    section = doc.text()
-    text = report.read_text() if report.exists() else ""
-    found = re.search(rf"^{re.escape(TITLE)}.*?(?=^## |\Z)", text, flags=re.M | re.S)
-    if found:
-        text = text[: found.start()] + section + "\n" + text[found.end() :]
-    else:
-        anchor = text.find("\n## Where the missed targets")
-        if anchor < 0:
-            text = text.rstrip("\n") + "\n\n" + section
-        else:
-            text = text[: anchor + 1] + section + "\n" + text[anchor + 1 :]
-    report.write_text(text)
-    return report
+    return splice_section(report, TITLE, doc.text())
