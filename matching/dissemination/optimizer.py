@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -64,6 +65,7 @@ class Optimizer:
     costs: Costs = field(default_factory=Costs)
     log_size: int = 1000
     smoothing: float = 0.2  # weight of a new measurement in the moving average
+    sink: Callable[[dict[str, Any]], None] | None = None  # also told every choice (Redis)
 
     def __post_init__(self) -> None:
         self.log: deque[dict[str, Any]] = deque(maxlen=self.log_size)
@@ -106,14 +108,15 @@ class Optimizer:
         """The cheapest strategy (ties in the order enumerate, relax, reformulate), logged."""
         estimates = self.estimate(plan)
         choice = min(estimates, key=lambda s: estimates[s].seconds)
-        self.log.append(
-            {
-                "at": dt.datetime.now(dt.UTC).isoformat(),
-                "seq": seq,
-                "choice": choice,
-                "estimates": {s: asdict(e) for s, e in estimates.items()},
-            }
-        )
+        entry = {
+            "at": dt.datetime.now(dt.UTC).isoformat(),
+            "seq": seq,
+            "choice": choice,
+            "estimates": {s: asdict(e) for s, e in estimates.items()},
+        }
+        self.log.append(entry)
+        if self.sink is not None:
+            self.sink(entry)
         return choice
 
     def observe(self, cost: str, seconds: float, units: float) -> None:
