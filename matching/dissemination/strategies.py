@@ -33,9 +33,10 @@ from typing import Any
 
 import msgpack
 
+from matching.index.intervals import Span
 from matching.subscriptions import parse_query
 from matching.subscriptions.events import Event
-from matching.subscriptions.model import WatchQuery
+from matching.subscriptions.model import Threshold, WatchQuery
 from matching.subscriptions.watches import Answer, answer_data, changed
 
 from .offers import Delta, Entry, Family, FamilyName, Gain, Loss, OfferBook
@@ -135,17 +136,21 @@ class Producer:
         self.cursor: dict[tuple[int, FamilyName], int] = {}  # relax replicas' place in a log
         self.last_choice: str | None = None
 
-    def register(self, watch: Hashable, text: str, consumer: int) -> dict[str, Any]:
-        """Adds a range watch held by ``consumer``; the message that tells it so, with the
-        watch's answer now (its first notification)."""
-        q = parse_query(text)
+    def register(self, watch: Hashable, query: str | WatchQuery, consumer: int) -> dict[str, Any]:
+        """Adds a range watch held by ``consumer``; the message that tells it so: the
+        watch's family, key range and threshold (the consumer parses nothing) and its
+        answer now, its first notification. Messages of several registrations for one
+        consumer may be sent as one by joining their ``register`` lists."""
+        q = parse_query(query) if isinstance(query, str) else query
         if not isinstance(q, WatchQuery):
             raise ValueError("only form 4 watches are disseminated")
         name, span = self.watches.add(watch, q)
         self.home[watch] = consumer
         self.holders[name][consumer] += 1
         answer = self.book.family(name).best_in(span)
-        return {"register": [watch, text, encode_answer(answer)]}
+        threshold = None if q.threshold is None else [str(q.threshold.amount), q.threshold.percent]
+        spanned = [_num(span.lo), span.lo_closed, _num(span.hi), span.hi_closed]
+        return {"register": [[watch, str(name), spanned, threshold, encode_answer(answer)]]}
 
     def change(self, e: Event) -> list[tuple[int, dict[str, Any]]]:
         """The messages for one event, ``(consumer, message)`` in consumer order."""
@@ -229,7 +234,7 @@ class Consumer:
 
     def __init__(self) -> None:
         self.watches = WatchSet()
-        self.queries: dict[Hashable, WatchQuery] = {}
+        self.thresholds: dict[Hashable, Threshold | None] = {}
         self.last: dict[Hashable, Answer | None] = {}
         self.replicas: dict[FamilyName, Family] = {}
         self.work: Counter[str] = Counter()
@@ -237,13 +242,18 @@ class Consumer:
     def handle(self, message: dict[str, Any]) -> list[Notification]:
         self.work = Counter()
         if "register" in message:
-            watch, text, answer = message["register"]
-            q = parse_query(text)
-            assert isinstance(q, WatchQuery)
-            self.watches.add(watch, q)
-            self.queries[watch] = q
-            self.last[watch] = decode_answer(answer)
-            return [Notification(watch, None, answer_data(self.last[watch]))]
+            out = []
+            for watch, name, (lo, lo_closed, hi, hi_closed), threshold, answer in message[
+                "register"
+            ]:
+                span = Span(_dec(lo), lo_closed, _dec(hi), hi_closed)
+                self.watches.add_span(watch, FamilyName.parse(name), span)
+                self.thresholds[watch] = (
+                    None if threshold is None else Threshold(Decimal(threshold[0]), threshold[1])
+                )
+                self.last[watch] = decode_answer(answer)
+                out.append(Notification(watch, None, answer_data(self.last[watch])))
+            return out
         seq = message["seq"]
         found: dict[Hashable, Answer | None] = {}
         started = time.perf_counter()
@@ -281,7 +291,7 @@ class Consumer:
         out = []
         for watch in sorted(found, key=str):
             new = found[watch]
-            if changed(self.last[watch], new, self.queries[watch].threshold):
+            if changed(self.last[watch], new, self.thresholds[watch]):
                 self.last[watch] = new
                 out.append(Notification(watch, seq, answer_data(new)))
         return out

@@ -46,6 +46,10 @@ class WatchSet:
     def add(self, watch: Hashable, q: WatchQuery) -> tuple[FamilyName, Span]:
         """Holds ``watch`` (``ValueError`` from ``family_of`` if it is not a range watch)."""
         name, span = family_of(q)
+        self.add_span(watch, name, span)
+        return name, span
+
+    def add_span(self, watch: Hashable, name: FamilyName, span: Span) -> None:
         if watch in self.spans:
             self.remove(watch)
         members = self._families.setdefault(name, _Members())
@@ -54,7 +58,6 @@ class WatchSet:
             members.sample.add(watch, span)
         self.spans[watch] = span
         self.family[watch] = name
-        return name, span
 
     def remove(self, watch: Hashable) -> None:
         name = self.family.pop(watch)
