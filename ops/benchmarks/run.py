@@ -7,6 +7,8 @@ and the Spark batch matcher on the same workloads and batches.
     ops/bench --from-json FILE [--out DIR]    re-render a report from a previous run
     ops/bench --index-only [--quick] [--out DIR]    the matching-index benchmark alone
                               (ops/benchmarks/index.py), its section put into DIR's report
+    ops/bench --dissemination-only [--quick] [--watches N] [--out DIR]    the dissemination
+                              benchmark alone (ops/benchmarks/dissemination.py)
 
 The database is ``--dsn``, else ``BENCH_DATABASE_URL``, else ``DATABASE_URL``, else the
 development cluster of ``ops/services``. The stores live in the schemas
@@ -117,6 +119,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="run only the historic-read benchmark (ops/benchmarks/history.py) and put its "
         "section into the report",
     )
+    ap.add_argument(
+        "--dissemination-only",
+        action="store_true",
+        help="run only the dissemination benchmark (ops/benchmarks/dissemination.py) and put "
+        "its section into the report",
+    )
+    ap.add_argument("--watches", type=int, help="range watches for --dissemination-only")
     ap.add_argument(
         "--no-index",
         dest="index",
@@ -351,6 +360,24 @@ def history_only(args: argparse.Namespace) -> int:
     return 0
 
 
+def dissemination_only(args: argparse.Namespace) -> int:
+    """The dissemination benchmark alone, its section spliced into the existing report."""
+    from ops.benchmarks.dissemination import measure as measure_dissemination
+    from ops.benchmarks.report.dissemination import splice
+
+    out = args.out or ROOT / "docs"
+    out.mkdir(parents=True, exist_ok=True)
+    raw = ROOT / "test-artifacts" / "bench" / "dissemination.json"
+    if args.from_json:
+        results = json.loads(args.from_json.read_text())
+    else:
+        results = {"dissemination": measure_dissemination(quick=args.quick, watches=args.watches)}
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['dissemination'])}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from ops.benchmarks.report import write_report
@@ -359,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
         return index_only(args)
     if args.history_only:
         return history_only(args)
+    if args.dissemination_only:
+        return dissemination_only(args)
     results = json.loads(args.from_json.read_text()) if args.from_json else measure(args)
     if args.index and not args.from_json:
         from ops.benchmarks.index import measure as measure_index
