@@ -210,8 +210,24 @@ async def run_workload(
     }
 
 
+REPLY_WAIT = 300  # seconds without a reply before a consumer is taken for dead
+
+
 async def _replies(cluster: Any, count: int) -> list[dict[str, Any]]:
-    return [await cluster.layer.receive(f"{cluster.run}.out") for _ in range(count)]
+    """``count`` replies; ``RuntimeError`` when none comes for ``REPLY_WAIT`` seconds (a
+    consumer died, or Redis went away), instead of waiting for ever."""
+    out = []
+    for _ in range(count):
+        try:
+            out.append(
+                await asyncio.wait_for(cluster.layer.receive(f"{cluster.run}.out"), REPLY_WAIT)
+            )
+        except TimeoutError:
+            alive = [p.is_alive() for p in cluster.processes]
+            raise RuntimeError(
+                f"no consumer reply for {REPLY_WAIT} s; consumers alive: {alive}"
+            ) from None
+    return out
 
 
 def _observe(optimizer: Optimizer, replies: list[dict[str, Any]]) -> None:
