@@ -9,6 +9,8 @@ and the Spark batch matcher on the same workloads and batches.
                               (ops/benchmarks/index.py), its section put into DIR's report
     ops/bench --patterns-only [--quick] [--out DIR]    the patterns benchmark alone
                               (ops/benchmarks/patterns.py), its section put into DIR's report
+    ops/bench --dissemination-only [--quick] [--watches N] [--out DIR]    the dissemination
+                              benchmark alone (ops/benchmarks/dissemination.py)
 
 The database is ``--dsn``, else ``BENCH_DATABASE_URL``, else ``DATABASE_URL``, else the
 development cluster of ``ops/services``. The stores live in the schemas
@@ -119,6 +121,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="run only the historic-read benchmark (ops/benchmarks/history.py) and put its "
         "section into the report",
     )
+    ap.add_argument(
+        "--dissemination-only",
+        action="store_true",
+        help="run only the dissemination benchmark (ops/benchmarks/dissemination.py) and put "
+        "its section into the report",
+    )
+    ap.add_argument("--watches", type=int, help="range watches for --dissemination-only")
     ap.add_argument(
         "--no-index",
         dest="index",
@@ -372,6 +381,23 @@ def patterns_only(args: argparse.Namespace) -> int:
     out, raw, results = _alone(args, "patterns", measure_patterns)
     plot(results, out / PLOT)
     print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['patterns'])}")
+
+
+def dissemination_only(args: argparse.Namespace) -> int:
+    """The dissemination benchmark alone, its section spliced into the existing report."""
+    from ops.benchmarks.dissemination import measure as measure_dissemination
+    from ops.benchmarks.report.dissemination import splice
+
+    out = args.out or ROOT / "docs"
+    out.mkdir(parents=True, exist_ok=True)
+    raw = ROOT / "test-artifacts" / "bench" / "dissemination.json"
+    if args.from_json:
+        results = json.loads(args.from_json.read_text())
+    else:
+        results = {"dissemination": measure_dissemination(quick=args.quick, watches=args.watches)}
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['dissemination'])}")
     return 0
 
 
@@ -385,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
         return history_only(args)
     if args.patterns_only:
         return patterns_only(args)
+    if args.dissemination_only:
+        return dissemination_only(args)
     results = json.loads(args.from_json.read_text()) if args.from_json else measure(args)
     if args.index and not args.from_json:
         from ops.benchmarks.index import measure as measure_index

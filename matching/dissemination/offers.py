@@ -1,0 +1,296 @@
+"""What a change to the open offers does to a family of range watches.
+
+A *family* is every range watch with the same function, selected attribute, subject test
+and key (``FamilyName``); its members differ only in their key range. Within a family each
+qualifying offer is an ``Entry``: a point on the key line with a *rank*, lower being
+better (``(value, offer)`` for ``MIN``, ``(-value, offer)`` for ``MAX``, so ties go to the
+lower offer id as SPEC 8.3 wants). A watch's answer is the best entry inside its range.
+
+A change moves one offer from an old entry to a new one (either may be absent). What it
+does to the family is a ``Delta`` in ProSem's terms (seed 002):
+
+* ``Gain``: the new entry is now the answer of exactly the watches whose range holds its
+  key and lies strictly inside ``(lo, hi)``, the keys of the nearest better entries to
+  either side (``None``: there is none). That is ProSem's ``NEW_MIN, INNER_L = INNER_R =
+  key, OUTER_L = lo, OUTER_R = hi`` message for a decrease of the minimum.
+* ``Loss``: the watches whose answer was the old entry are those whose range holds its
+  key inside ``(lo, hi)`` computed against the old rank. Each needs the best remaining
+  entry of *its own* range, which a stateless filter cannot know; the loss therefore
+  carries the two *staircases* of the remaining entries inside ``(lo, hi)``: walking away
+  from the key on either side, every entry better than all those nearer the key. The best
+  entry of a range holding the key is the last left step inside the range or the last
+  right step inside it, whichever is better. With random ranks a staircase has a
+  logarithmic number of steps; its worst case (ranks sorted by distance) is every entry
+  in ``(lo, hi)``, which the optimizer sees in the message's size.
+
+A decrease in place (same key, a rank no worse) carries no loss: every watch that had the
+offer keeps it and is covered by the gain.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from sortedcontainers import SortedList
+
+from matching.index.intervals import Span, key_span
+from matching.subjects import SubjectPattern, compile_pattern
+from matching.subscriptions.events import Event
+from matching.subscriptions.model import SubjectTest, WatchQuery
+from matching.subscriptions.offers import OpenOffer, OpenOffers
+from matching.subscriptions.watches import Answer
+
+Rank = tuple[Any, int]
+# Sort-key sentinels around every (key, rank) pair of one key value.
+_TOP = (math.inf, math.inf)
+_BOTTOM = (-math.inf, -math.inf)
+
+
+@dataclass(frozen=True)
+class FamilyName:
+    """Watches that share all but their key range (``key`` ``None``: no key test)."""
+
+    func: str
+    attribute: str
+    subject: str
+    key: str | None
+
+    def __str__(self) -> str:
+        return f"{self.func}|{self.attribute}|{self.subject}|{self.key or ''}"
+
+    @classmethod
+    def parse(cls, text: str) -> FamilyName:
+        func, attribute, subject, key = text.split("|")
+        return cls(func, attribute, subject, key or None)
+
+
+def family_of(q: WatchQuery) -> tuple[FamilyName, Span]:
+    """A range watch's family and key range; ``ValueError`` for a single-offer watch, which
+    follows one offer and is not disseminated by range."""
+    if q.func is None:
+        raise ValueError("only MIN/MAX watches over a key range are disseminated by range")
+    # ``subject = 's'`` reads as a one-point interval, ``MATCHES`` as a pattern; a literal
+    # pattern matches exactly its subject, so both become a pattern here
+    subjects = [
+        t.pattern if isinstance(t, SubjectTest) else t.predicate.lo
+        for t in q.tests
+        if isinstance(t, SubjectTest) or t.attribute == "subject"
+    ]
+    if len(subjects) != 1 or not isinstance(subjects[0], str):
+        raise ValueError("a range watch has exactly one subject test")
+    span = key_span(q)
+    return FamilyName(q.func, q.attribute, subjects[0], q.key), span or Span()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One offer in a family: its key value (0 without a key), rank and answer."""
+
+    key: Any
+    rank: Rank
+    answer: Answer
+
+
+@dataclass(frozen=True)
+class Gain:
+    entry: Entry
+    lo: Any
+    hi: Any
+
+
+@dataclass(frozen=True)
+class Loss:
+    at: Any
+    lo: Any
+    hi: Any
+    left: tuple[Entry, ...]  # steps at or below ``at``, nearest first
+    right: tuple[Entry, ...]  # steps at or above ``at``, nearest first
+
+    def answer_for(self, span: Span) -> Answer | None:
+        """The best remaining entry of a range that holds ``at`` and lies inside (lo, hi)."""
+        best: Entry | None = None
+        for step in self.left:
+            if (step.key, 0) < span.lower:
+                break
+            best = step
+        for step in self.right:
+            if (step.key, 0) > span.upper:
+                break
+            if best is None or step.rank < best.rank:
+                best = step
+        return None if best is None else best.answer
+
+
+@dataclass(frozen=True)
+class Delta:
+    family: FamilyName
+    offer: int
+    loss: Loss | None
+    gain: Gain | None
+
+
+def outer(lo: Any, hi: Any) -> Span:
+    """The open range between the nearest better entries."""
+    return Span(lo, False, hi, False)
+
+
+class Family:
+    """The entries of one family, sorted by key, with the changes applied so far in ``log``
+    (what a replica that fell behind is sent to catch up)."""
+
+    def __init__(self, name: FamilyName) -> None:
+        self.name = name
+        self.entries: dict[int, Entry] = {}
+        self.by_key: SortedList = SortedList()
+        self.log: list[tuple[int, Entry | None]] = []
+
+    def entry(self, offer: int, row: OpenOffer | None) -> Entry | None:
+        """The offer's entry, ``None`` when it does not qualify for the family."""
+        name = self.name
+        if row is None or name.attribute not in row.values:
+            return None
+        subject = row.values.get("subject")
+        if not isinstance(subject, str) or not _pattern(name.subject).matches(subject):
+            return None
+        if name.key is None:
+            key: Any = 0
+        elif name.key in row.values:
+            key = row.values[name.key]
+        else:
+            return None
+        value = row.values[name.attribute]
+        rank = (value if name.func == "MIN" else -value, offer)
+        return Entry(key, rank, Answer(offer, value, row.shown[name.attribute]))
+
+    def put(self, offer: int, new: Entry | None) -> Delta | None:
+        """Moves ``offer`` to ``new``; what that does to the family's watches."""
+        old = self.entries.get(offer)
+        if old == new:
+            return None
+        self.log.append((offer, new))
+        if old is not None:
+            self.by_key.remove((old.key, old.rank))
+            del self.entries[offer]
+        if new is not None:
+            self.by_key.add((new.key, new.rank))
+            self.entries[offer] = new
+        loss = None
+        if old is not None and not (
+            new is not None and new.key == old.key and new.rank <= old.rank
+        ):
+            lo, hi = self._nearest_better(old.key, old.rank, offer)
+            loss = Loss(old.key, lo, hi, *self._staircases(old.key, lo, hi))
+        gain = None
+        if new is not None:
+            gain = Gain(new, *self._nearest_better(new.key, new.rank, offer))
+        return Delta(self.name, offer, loss, gain)
+
+    def best_in(self, span: Span) -> Answer | None:
+        """The best entry inside ``span`` (a scan of the entries in it: registration only)."""
+        best: Entry | None = None
+        for key, rank in self.by_key.irange(
+            minimum=(span.lo, _BOTTOM) if span.lo is not None else None
+        ):
+            if (key, 0) > span.upper:
+                break
+            if (key, 0) >= span.lower and (best is None or rank < best.rank):
+                best = self.entries[rank[1]]
+        return None if best is None else best.answer
+
+    def _nearest_better(self, at: Any, rank: Rank, offer: int) -> tuple[Any, Any]:
+        lo = hi = None
+        for key, r in self.by_key.irange(maximum=(at, _TOP), reverse=True):
+            if r < rank and r[1] != offer:
+                lo = key
+                break
+        for key, r in self.by_key.irange(minimum=(at, _BOTTOM)):
+            if r < rank and r[1] != offer:
+                hi = key
+                break
+        return lo, hi
+
+    def _staircases(self, at: Any, lo: Any, hi: Any) -> tuple[tuple[Entry, ...], tuple[Entry, ...]]:
+        left = self._steps(
+            self.by_key.irange(
+                minimum=None if lo is None else (lo, _TOP), maximum=(at, _TOP), reverse=True
+            )
+        )
+        right = self._steps(
+            self.by_key.irange(minimum=(at, _BOTTOM), maximum=None if hi is None else (hi, _BOTTOM))
+        )
+        return left, right
+
+    def _steps(self, pairs: Any) -> tuple[Entry, ...]:
+        steps: list[Entry] = []
+        for _, rank in pairs:
+            if not steps or rank < steps[-1].rank:
+                steps.append(self.entries[rank[1]])
+        return tuple(steps)
+
+
+_PATTERNS: dict[str, SubjectPattern] = {}
+
+
+def _pattern(text: str) -> SubjectPattern:
+    compiled = _PATTERNS.get(text)
+    if compiled is None:
+        compiled = _PATTERNS[text] = compile_pattern(text)
+    return compiled
+
+
+class OfferBook:
+    """The open offers and the families built over them. Families are found for a changed
+    offer by its subject (literal subjects through a dict, patterns by a loop: a market
+    has few of them) and by the families that hold the offer already."""
+
+    def __init__(self) -> None:
+        self.offers = OpenOffers()
+        self.families: dict[FamilyName, Family] = {}
+        self._literal: dict[str, list[Family]] = {}
+        self._patterns: list[Family] = []
+        self._member: dict[int, set[FamilyName]] = {}
+
+    def family(self, name: FamilyName) -> Family:
+        """The family, built from the open offers the first time it is asked for."""
+        family = self.families.get(name)
+        if family is None:
+            family = self.families[name] = Family(name)
+            pattern = _pattern(name.subject)
+            if pattern.is_literal:
+                self._literal.setdefault(name.subject, []).append(family)
+            else:
+                self._patterns.append(family)
+            for offer, row in self.offers.offers.items():
+                if (entry := family.entry(offer, row)) is not None:
+                    family.put(offer, entry)
+                    self._member.setdefault(offer, set()).add(name)
+        return family
+
+    def apply(self, e: Event) -> list[Delta]:
+        """Applies one event; the deltas of the families it changed."""
+        offer = self.offers.apply(e)
+        if offer is None:
+            return []
+        row = self.offers.get(offer)
+        candidates = {self.families[n] for n in self._member.get(offer, ())}
+        subject = None if row is None else row.values.get("subject")
+        if isinstance(subject, str):
+            candidates.update(self._literal.get(subject, ()))
+            candidates.update(
+                f for f in self._patterns if _pattern(f.name.subject).matches(subject)
+            )
+        deltas = []
+        members = self._member.setdefault(offer, set())
+        for family in sorted(candidates, key=lambda f: str(f.name)):
+            delta = family.put(offer, family.entry(offer, row))
+            if offer in family.entries:
+                members.add(family.name)
+            else:
+                members.discard(family.name)
+            if delta is not None:
+                deltas.append(delta)
+        if not members:
+            del self._member[offer]
+        return deltas

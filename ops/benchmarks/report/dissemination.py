@@ -1,0 +1,82 @@
+"""The dissemination section (``ops/benchmarks/dissemination.py``'s results under
+``dissemination``) and the splice that puts it into an existing report."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+TITLE = "## Dissemination of range watches (SPEC 8.3, SPEC 9)"
+RUN_NAMES = ("enumerate", "relax", "reformulate", "optimizer")
+
+
+def _verdict(w: dict[str, Any]) -> str:
+    """SPEC 9: the optimizer within 10% of the best fixed strategy (by total time to the
+    last subscriber's update), and on the mix better than every fixed one."""
+    fixed = {name: w["runs"][name]["total_s"] for name in RUN_NAMES[:3]}
+    best = min(fixed, key=fixed.__getitem__)
+    mine = w["runs"]["optimizer"]["total_s"]
+    ok = mine <= 1.1 * fixed[best]
+    if w["workload"] == "mix":
+        ok = ok and all(mine < t for t in fixed.values())
+    ratio = mine / fixed[best] if fixed[best] else float("nan")
+    return f"best fixed: {best}; optimizer / best = {ratio:.2f}: {'met' if ok else 'missed'}"
+
+
+def section(r: dict[str, Any]) -> str:
+    blocks = []
+    for w in r["workloads"]:
+        rows = "\n".join(
+            f"| {name} | {x['messages']:,} | {x['bytes']:,} | {x['watches']:,} "
+            f"| {x['producer_ms']:,.2f} | {x['delivery_ms']:,.2f} | {x['total_s']:,.2f} "
+            f"| {', '.join(f'{k} {v}' for k, v in sorted(x['choices'].items()))} "
+            f"| {x['load_before']:.1f} / {x['load_after']:.1f} |"
+            for name in RUN_NAMES
+            for x in [w["runs"][name]]
+        )
+        blocks.append(
+            f"""### {w["workload"]}: {w["watches"]:,} watches, {w["offers"]:,} offers, {w["changes"]} changes, {w["consumers"]} consumer processes
+
+Registration took {w["registration_s"]:,.1f} s. {_verdict(w)}.
+
+| strategy | messages / change | bytes / change | watches updated / change | producer ms / change | ms to the last update / change | total s | choices | load before / after |
+|---|---|---|---|---|---|---|---|---|
+{rows}
+"""
+        )
+    full = r["size"]["watches"] >= 100_000
+    scale = (
+        ""
+        if full
+        else f"\nThis run held {r['size']['watches']:,} watches, not SPEC 9's 100,000 "
+        "(a quick or reduced run).\n"
+    )
+    return f"""{TITLE}
+
+`ops/bench --dissemination-only{" --quick" if r["quick"] else ""}`, {r["date"]}, commit
+{r["commit"]}, {r["cpu"]} ({r["cores"]} cores, shared with other runs: the load average
+before and after each run is beside it). Range-min watches of one family over consumer
+processes on channels-redis; each change is sent and waited for alone (the method is in
+`ops/benchmarks/dissemination.py` and `docs/dissemination.md`). Producer time is the deltas,
+the messages and sending them; the time to the last update runs from the change's start to
+the last consumer's reply. The optimizer runs last on each workload, with its costs moved by
+what the fixed runs measured.
+{scale}
+{chr(10).join(blocks)}"""
+
+
+def splice(report: Path, results: dict[str, Any]) -> Path:
+    """Put the section into ``report`` in place of the one there (every level-2 heading
+    starts a section), else at the end."""
+    text = report.read_text() if report.exists() else ""
+    parts = re.split(r"(?m)^(?=## )", text)
+    new = section(results).rstrip("\n") + "\n\n"
+    for i, part in enumerate(parts):
+        if part.startswith(TITLE):
+            parts[i] = new
+            break
+    else:
+        parts.append(("\n" if text and not text.endswith("\n\n") else "") + new)
+    report.write_text("".join(parts).rstrip("\n") + "\n")
+    return report
