@@ -129,3 +129,24 @@ class ExchangeSchema(AutoSchema):
             statuses.append("429")
         statuses.append("503")  # any request may find the database restarting
         return statuses
+
+
+def shared_error_responses(result: dict[str, Any], **_: Any) -> dict[str, Any]:
+    """drf-spectacular post-processing hook: each error status's response (the same body,
+    description and headers on every operation) is written once under
+    ``components/responses`` as ``Error<status>`` and referenced from the operations, so the
+    committed schema does not repeat it a hundred times. A response a view declared itself
+    for such a status is left where it is."""
+    shared: dict[str, Any] = {}
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            responses = operation.get("responses", {}) if isinstance(operation, dict) else {}
+            for status, response in responses.items():
+                if response.get("description") != ERRORS.get(status):
+                    continue
+                name = f"Error{status}"
+                if shared.setdefault(name, response) == response:
+                    responses[status] = {"$ref": f"#/components/responses/{name}"}
+    if shared:
+        result.setdefault("components", {})["responses"] = dict(sorted(shared.items()))
+    return result
