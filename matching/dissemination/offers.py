@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from decimal import Decimal
+from typing import Any, cast
 
 from sortedcontainers import SortedList
 
 from matching.index.intervals import Span, key_span
+from matching.model import Interval
 from matching.subjects import SubjectPattern, compile_pattern
 from matching.subscriptions.events import Event
 from matching.subscriptions.model import SubjectTest, WatchQuery
@@ -74,7 +76,7 @@ def family_of(q: WatchQuery) -> tuple[FamilyName, Span]:
     # ``subject = 's'`` reads as a one-point interval, ``MATCHES`` as a pattern; a literal
     # pattern matches exactly its subject, so both become a pattern here
     subjects = [
-        t.pattern if isinstance(t, SubjectTest) else t.predicate.lo
+        t.pattern if isinstance(t, SubjectTest) else cast(Interval, t.predicate).lo
         for t in q.tests
         if isinstance(t, SubjectTest) or t.attribute == "subject"
     ]
@@ -161,7 +163,7 @@ class Family:
         else:
             return None
         value = row.values[name.attribute]
-        rank = (value if name.func == "MIN" else -value, offer)
+        rank = (value if name.func == "MIN" else -cast(Decimal, value), offer)
         return Entry(key, rank, Answer(offer, value, row.shown[name.attribute]))
 
     def put(self, offer: int, new: Entry | None) -> Delta | None:

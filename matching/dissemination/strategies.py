@@ -170,7 +170,7 @@ class Producer:
 
     def plan(self, deltas: list[Delta]) -> Plan:
         """What the optimizer needs to price the three strategies for these deltas."""
-        affected: Counter[int] = Counter()
+        affected: dict[int, float] = defaultdict(float)
         lookups: Counter[int] = Counter()
         delta_bytes: Counter[int] = Counter()
         relax_entries: Counter[int] = Counter()
@@ -181,7 +181,10 @@ class Producer:
             encoded = size(encode_delta(d))
             current = d.gain.entry if d.gain is not None else None
             entry_bytes = max(entry_bytes, size(encode_entry(current)) + 8)
-            answer_bytes = max(answer_bytes, size(encode_answer(current and current.answer)) + 8)
+            answer_bytes = max(
+                answer_bytes,
+                size(encode_answer(current.answer if current is not None else None)) + 8,
+            )
             log = len(self.book.families[d.family].log)
             for consumer, held in self.holders[d.family].items():
                 if not held:
@@ -237,10 +240,10 @@ class Consumer:
         self.thresholds: dict[Hashable, Threshold | None] = {}
         self.last: dict[Hashable, Answer | None] = {}
         self.replicas: dict[FamilyName, Family] = {}
-        self.work: Counter[str] = Counter()
+        self.work: defaultdict[str, float] = defaultdict(float)
 
     def handle(self, message: dict[str, Any]) -> list[Notification]:
-        self.work = Counter()
+        self.work = defaultdict(float)
         if "register" in message:
             out = []
             for watch, name, (lo, lo_closed, hi, hi_closed), threshold, answer in message[

@@ -36,7 +36,7 @@ import uuid
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -46,7 +46,7 @@ from matching import Interval  # noqa: E402
 from matching.dissemination import STRATEGIES, Optimizer, Producer  # noqa: E402
 from matching.subscriptions import parse_query  # noqa: E402
 from matching.subscriptions.events import event_from_dict  # noqa: E402
-from matching.subscriptions.model import WatchQuery  # noqa: E402
+from matching.subscriptions.model import AttrTest, WatchQuery  # noqa: E402
 
 SUBJECT = "office.supplies.pencils"
 KEY_MAX = 100_000
@@ -84,7 +84,8 @@ class Book:
 
     def changes(self, count: int, global_share: float) -> list[dict[str, Any]]:
         """``count`` changes and then their inverses, latest first."""
-        forward, undo = [], []
+        forward: list[Any] = []
+        undo: list[tuple[str, int, tuple[str, int] | None]] = []
         first_new = max(self.asks) + 1
         for i in range(count):
             if self.rng.random() < global_share:
@@ -119,7 +120,7 @@ def watch(template: WatchQuery, lo: int, hi: int) -> WatchQuery:
     """The template with the key range ``lo .. hi`` (no parse: 100,000 parses take minutes)."""
     subject, key = template.conditions
     [[test]] = key.disjuncts
-    ranged = replace(test, predicate=Interval(Decimal(lo), True, Decimal(hi), True))
+    ranged = replace(cast(AttrTest, test), predicate=Interval(Decimal(lo), True, Decimal(hi), True))
     return replace(template, conditions=(subject, replace(key, disjuncts=((ranged,),))))
 
 

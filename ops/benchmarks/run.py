@@ -381,6 +381,7 @@ def patterns_only(args: argparse.Namespace) -> int:
     out, raw, results = _alone(args, "patterns", measure_patterns)
     plot(results, out / PLOT)
     print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['patterns'])}")
+    return 0
 
 
 def dissemination_only(args: argparse.Namespace) -> int:
@@ -388,15 +389,10 @@ def dissemination_only(args: argparse.Namespace) -> int:
     from ops.benchmarks.dissemination import measure as measure_dissemination
     from ops.benchmarks.report.dissemination import splice
 
-    out = args.out or ROOT / "docs"
-    out.mkdir(parents=True, exist_ok=True)
-    raw = ROOT / "test-artifacts" / "bench" / "dissemination.json"
-    if args.from_json:
-        results = json.loads(args.from_json.read_text())
-    else:
-        results = {"dissemination": measure_dissemination(quick=args.quick, watches=args.watches)}
-        raw.parent.mkdir(parents=True, exist_ok=True)
-        raw.write_text(json.dumps(results, indent=1) + "\n")
+    def measure(*, quick: bool) -> Any:
+        return measure_dissemination(quick=quick, watches=args.watches)
+
+    out, raw, results = _alone(args, "dissemination", measure)
     print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['dissemination'])}")
     return 0
 
