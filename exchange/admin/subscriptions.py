@@ -6,24 +6,16 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from exchange.admin.readonly import RecordAdmin
 from exchange.models import Subscription
 
 _COLUMNS = ("owner", "name", "kind", "state", "reason", "created_at", "now", "seam", "cursor")
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(admin.ModelAdmin):
+class SubscriptionAdmin(RecordAdmin):
     list_display = ("id", *_COLUMNS, "last_n")
     list_filter = ["kind", "state", "reason"]
     search_fields = ["id", "owner__username", "name", "query"]
     list_select_related = ["owner"]
     fields = readonly_fields = (*_COLUMNS, "last_n", "query")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

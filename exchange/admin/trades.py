@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from exchange.admin.readonly import RecordAdmin, ViewOnlyAdmin
 from exchange.models import MatchingCycle, Notification, Trade
 from exchange.selectors.ui.staff import market_numbers
 
@@ -19,7 +20,7 @@ _TRADE_COLUMNS = (
 
 
 @admin.register(Trade)
-class TradeAdmin(admin.ModelAdmin):
+class TradeAdmin(RecordAdmin):
     """Trades are read-only; their price and quantity are written as the market writes them
     (``1.18 EUR``, ``8000 pencils``), not as stored (``1.1800000000``)."""
 
@@ -43,18 +44,9 @@ class TradeAdmin(admin.ModelAdmin):
     def quantity_shown(self, trade: Trade) -> str:
         return market_numbers(market=trade.market).quantity(trade.quantity)
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(MatchingCycle)
-class MatchingCycleAdmin(admin.ModelAdmin):
+class MatchingCycleAdmin(ViewOnlyAdmin):
     list_display = [
         "id",
         "started_at",
@@ -69,21 +61,9 @@ class MatchingCycleAdmin(admin.ModelAdmin):
     def duration(self, cycle):
         return f"{cycle.duration_ms:.1f}"
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(Notification)
-class NotificationAdmin(admin.ModelAdmin):
+class NotificationAdmin(ViewOnlyAdmin):
     list_display = ["id", "type", "market", "offer", "recipient", "created_at", "delivered_at"]
     list_filter = ["type", "market", ("delivered_at", admin.EmptyFieldListFilter)]
     search_fields = ["recipient__username"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
