@@ -50,9 +50,9 @@ async def drive(
         # A few at a time: each login is a PBKDF2 check of about half a second of CPU, and
         # one after another the 50 of them took longer than the load itself.
         tokens: list[str] = []
-        for start in range(0, BUYERS, 4):
+        for first in range(0, BUYERS, 4):
             tokens += await asyncio.gather(
-                *(login(i) for i in range(start, min(BUYERS, start + 4)))
+                *(login(i) for i in range(first, min(BUYERS, first + 4)))
             )
         async with anon.get(f"{base}/offers/?state=open&limit=1") as r:
             first_offer = (await r.json())["results"][0]["id"]
