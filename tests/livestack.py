@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from ops.stack import ROOT, Process, Stack, free_port
 
-__all__ = ["ROOT", "LiveStack", "Process", "free_port", "process_env"]
+__all__ = ["ROOT", "LiveStack", "Process", "api_tokens", "free_port", "process_env"]
 
 
 def process_env(database_name: str) -> dict[str, str]:
@@ -51,3 +53,14 @@ class LiveStack(Stack):
                 return process
             self.check_alive(process.name)
         raise RuntimeError(f"the Celery {role} worker did not answer:\n" + process.tail())
+
+
+def api_tokens(api: Any, names: Iterable[str]) -> dict[str, str]:
+    """An API token per user name, from the live stack's ``/auth/token/`` (``api`` is an
+    httpx client on ``/api/v1``); the users were made with the factories' test password."""
+    return {
+        name: api.post(
+            "/auth/token/", json={"username": name, "password": "pw-for-tests-1"}
+        ).json()["token"]
+        for name in names
+    }

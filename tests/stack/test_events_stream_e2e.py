@@ -15,6 +15,7 @@ import websockets
 
 from exchange.services.markets import market_create
 from tests.factories import PENCILS_SCHEMA, UserFactory, pencils_market
+from tests.livestack import api_tokens
 
 pytestmark = [pytest.mark.stack, pytest.mark.usefixtures("clean_engine")]
 
@@ -30,12 +31,7 @@ def test_a_cut_and_resumed_event_stream_stitches_to_exactly_the_log(live_stack):
     for name in ("seller", "alice", "bob"):
         UserFactory(username=name)
     api = httpx.Client(base_url=live_stack.url + "/api/v1", timeout=30)
-    keys = {
-        name: api.post(
-            "/auth/token/", json={"username": name, "password": "pw-for-tests-1"}
-        ).json()["token"]
-        for name in ("seller", "alice", "bob")
-    }
+    keys = api_tokens(api, ("seller", "alice", "bob"))
 
     def post(path: str, who: str, body: dict) -> None:
         response = api.post(path, json=body, headers={"Authorization": f"Token {keys[who]}"})

@@ -19,6 +19,7 @@ import websockets
 
 from matching.subscriptions import parse_query, parse_timestamp, run_offline
 from tests.factories import UserFactory, pencils_market
+from tests.livestack import api_tokens
 
 pytestmark = [pytest.mark.stack, pytest.mark.usefixtures("clean_engine")]
 
@@ -38,12 +39,7 @@ def test_subscriptions_registered_while_trading_stitch_to_exactly_run_offline(li
     for name in ("seller", "alice", "bob"):
         UserFactory(username=name)
     api = httpx.Client(base_url=live_stack.url + "/api/v1", timeout=30)
-    keys = {
-        name: api.post(
-            "/auth/token/", json={"username": name, "password": "pw-for-tests-1"}
-        ).json()["token"]
-        for name in ("seller", "alice", "bob")
-    }
+    keys = api_tokens(api, ("seller", "alice", "bob"))
     alice = {"Authorization": f"Token {keys['alice']}"}
 
     def post(path: str, who: str, body: dict) -> dict:
