@@ -12,7 +12,9 @@ for a connection and a 25 ms request took seconds (py-spy during ``ops/bench_liv
 request here costs a coroutine, not a thread; requests keep their order; none is refused.
 
 WebSockets and lifespan events pass straight through: a socket lives for hours and takes
-no database connection while it idles. A response sent in several parts (a history read
+no database connection while it idles. The request's body is read before the request
+enters (up to ``BODY_AHEAD`` bytes): a client that sends its body slowly waits outside and
+keeps nobody else out. A response sent in several parts (a history read
 streamed for minutes, a large page) gives its place up with its first part: its view has
 run, and holding the place for the whole transfer would let a few slow downloads keep
 everyone else out.
@@ -24,6 +26,35 @@ import asyncio
 from typing import Any
 
 Scope = dict[str, Any]
+Message = dict[str, Any]
+
+# Bytes of a request body read before the request enters. Orders and queries are a few
+# hundred bytes; a larger upload (a file import) reads the rest inside, as before.
+BODY_AHEAD = 256 * 1024
+
+
+async def read_ahead(receive: Any) -> Any:
+    """Read the request's first messages until its body is complete, the client leaves, or
+    ``BODY_AHEAD`` bytes are in; returns a ``receive`` that gives them again first, then
+    goes on reading from the client."""
+    taken: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        taken.append(message)
+        if message["type"] != "http.request":
+            break  # http.disconnect
+        size += len(message.get("body", b""))
+        if not message.get("more_body") or size >= BODY_AHEAD:
+            break
+    replay = list(taken)
+
+    async def receive_again() -> Message:
+        if replay:
+            return replay.pop(0)
+        return await receive()
+
+    return receive_again
 
 
 class AdmissionGate:
@@ -53,11 +84,12 @@ class AdmissionGate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        receive = await read_ahead(receive)
         gate = self._semaphore()
         await gate.acquire()
         held = True
 
-        async def send_releasing(message: dict[str, Any]) -> None:
+        async def send_releasing(message: Message) -> None:
             nonlocal held
             await send(message)
             if held and message["type"] == "http.response.body" and message.get("more_body"):

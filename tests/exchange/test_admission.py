@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.core.cache import caches
 
-from exchange.admission import AdmissionGate
+from exchange.admission import BODY_AHEAD, AdmissionGate
 from exchange.asgi import application
 from exchange.cache import SharedConnectionPool
 
@@ -132,6 +132,63 @@ def test_a_request_that_fails_gives_its_place_back():
         app.finish("/after")
         await after
         assert gate.in_flight == 0
+
+    asyncio.run(scenario())
+
+
+class BodyReader:
+    """An ASGI application that reads the whole request body and keeps it."""
+
+    def __init__(self) -> None:
+        self.bodies: dict[str, bytes] = {}
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        self.bodies[scope["path"]] = body
+
+
+def test_a_slow_body_is_read_outside_so_others_go_first():
+    async def scenario() -> None:
+        app = BodyReader()
+        gate = AdmissionGate(app, limit=1)
+        second_half = asyncio.Event()
+        parts = [b"first half ", b"second half"]
+
+        async def slow_receive() -> dict[str, Any]:
+            if len(parts) == 1:
+                await second_half.wait()
+            return {"type": "http.request", "body": parts.pop(0), "more_body": bool(parts)}
+
+        slow = asyncio.ensure_future(gate({"type": "http", "path": "/slow"}, slow_receive, _send))
+        await _settle()
+        fast = _start(gate, "/fast")
+        await fast  # admitted while the slow client is still sending
+        assert app.bodies == {"/fast": b""}
+        assert gate.in_flight == 0
+        second_half.set()
+        await slow
+        assert app.bodies["/slow"] == b"first half second half"
+
+    asyncio.run(scenario())
+
+
+def test_a_large_body_reads_its_rest_inside_in_order():
+    async def scenario() -> None:
+        app = BodyReader()
+        gate = AdmissionGate(app, limit=1)
+        chunk = b"x" * (BODY_AHEAD // 2)
+        chunks = [chunk, chunk, b"tail"]
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": chunks.pop(0), "more_body": bool(chunks)}
+
+        await gate({"type": "http", "path": "/upload"}, receive, _send)
+        assert app.bodies["/upload"] == chunk + chunk + b"tail"
 
     asyncio.run(scenario())
 
