@@ -6,18 +6,29 @@ through the subscription API in ``test_shortcuts_api.py``."""
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.utils.html import escape
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from exchange.models import Offer, Subscription
 from exchange.services.closing import offer_close
 from exchange.services.markets import market_create
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_place, offer_publish
-from frontend.shortcuts import best_bid_move_query, cheapest_lot_query, jump_query, price_query
+from frontend.shortcuts import (
+    BestBidMoveForm,
+    JumpAlertForm,
+    PriceAlertForm,
+    best_bid_move_query,
+    cheapest_lot_query,
+    jump_query,
+    price_query,
+)
 from matching.subscriptions import AtomicQuery, PatternQuery, WatchQuery, parse_query, to_text
 from tests.factories import PENCILS_SCHEMA, UserFactory, pencils_market
 
@@ -334,4 +345,67 @@ def test_a_bad_best_bid_threshold_is_explained_and_nothing_is_saved(client, offe
     assert f'<p class="field-error" id="shortcut-move-by-err">{escape(message)}</p>' in html
     assert f'value="{params["by"]}"' in html
     assert f'href="/offers/{offer.pk}/">Back to offer #{offer.pk}</a>' in html
+    assert Subscription.objects.count() == 0
+
+
+# -- the forms' choices and the pages' options agree ----------------------------------------
+
+
+def _options(html: str, select_id: str) -> list[str]:
+    select = html.split(f'<select id="{select_id}"')[1].split("</select>")[0]
+    return re.findall(r'<option value="([^"]*)"', select)
+
+
+@pytest.mark.django_db
+def test_every_select_offers_exactly_its_form_s_choices(client, offer):
+    market_page = client.get(f"/markets/{PENCILS}/").content.decode()
+    offer_page = client.get(f"/offers/{offer.pk}/").content.decode()
+    for html, select_id, form, field in [
+        (market_page, "shortcut-price-direction", PriceAlertForm, "direction"),
+        (market_page, "shortcut-jump-direction", JumpAlertForm, "direction"),
+        (market_page, "shortcut-jump-within", JumpAlertForm, "within"),
+        (offer_page, "shortcut-move-unit", BestBidMoveForm, "unit"),
+    ]:
+        choices = [value for value, _ in form.base_fields[field].choices]
+        assert _options(html, select_id) == choices, select_id
+
+
+# -- whatever is typed: a filled-in alert that parses, or a 400 with a message ---------------
+
+TYPED = st.one_of(
+    st.text(max_size=30),
+    st.decimals(allow_nan=True, allow_infinity=True).map(str),
+    st.sampled_from(["", "0", "-0", "1e999999", "00.50", "1_000", " 5 ", "5%", "٣"]),
+)
+
+
+@pytest.mark.django_db
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    kind=st.sampled_from(["price", "jump", "lot", "move"]),
+    first=TYPED,
+    second=TYPED,
+    choice=st.sampled_from(["above", "below", "rise", "fall", "percent", "price", "1h", "x"]),
+)
+def test_any_typed_values_give_a_parsed_alert_or_a_clear_400(
+    client, offer, kind, first, second, choice
+):
+    if kind == "move":
+        url, params = f"/offers/{offer.pk}/alert/", {"by": first, "unit": choice}
+    else:
+        url = f"/markets/{PENCILS}/alert/"
+        params = {
+            "price": {"shortcut": "price", "direction": choice, "price": first},
+            "jump": {"shortcut": "jump", "direction": choice, "percent": first, "within": second},
+            "lot": {"shortcut": "lot", "low": first, "high": second},
+        }[kind]
+    response = client.get(url, params)
+    if response.status_code == 302:
+        query = parse_qs(urlsplit(response["Location"]).query)["query"][0]
+        parse_query(query)  # never a text the language refuses
+    else:
+        assert response.status_code == 400
+        assert 'class="field-error"' in response.content.decode()
     assert Subscription.objects.count() == 0
