@@ -67,6 +67,10 @@ def _number(value: Decimal) -> str:
     return format_decimal(value.copy_abs() if value == 0 else value)
 
 
+def _named(text: str) -> str:
+    return Truncator(text).chars(MAX_NAME)
+
+
 def _subject_test(subject: str) -> str:
     return f"subject = {quote_string(subject)}"
 
@@ -111,11 +115,21 @@ def best_bid_move_query(*, offer: int, by: Decimal, percent: bool) -> str:
     return f"SELECT best_value FROM offers WHERE offer = {offer} NOTIFY WHEN CHANGED BY {threshold}"
 
 
+def pattern_trades_query(*, pattern: str) -> str:
+    """Form 1: every trade, from now on, on the markets whose subject matches ``pattern``
+    (SPEC 8.2; markets created later included), for the market search's pattern."""
+    return (
+        "SELECT subject, price, quantity WHERE type = 'trade', "
+        f"subject MATCHES {quote_string(pattern)}"
+    )
+
+
+def pattern_trades_alert(pattern: str) -> Alert:
+    """The market search's "alert me on their trades" for a well-formed ``pattern``."""
+    return Alert(pattern_trades_query(pattern=pattern), _named(f"Trades on {pattern}"))
+
+
 # -- the forms ------------------------------------------------------------------------------
-
-
-def _named(text: str) -> str:
-    return Truncator(text).chars(MAX_NAME)
 
 
 def _positive(value: Decimal | None, what: str) -> Decimal:

@@ -25,6 +25,7 @@ from exchange.throttling import client_ident, throttle_wait
 from frontend.daily import daily_figures
 from frontend.posting import PostingForm
 from frontend.readable import readable
+from frontend.shortcuts import alerts_address, pattern_trades_alert
 from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_pattern
 
 from .common import (
@@ -103,6 +104,9 @@ def home(request: HttpRequest) -> HttpResponse:
         "pattern": search.pattern,
         "pattern_error": search.error,
         "matched": _matched(tree),
+        "pattern_alert": (
+            alerts_address(pattern_trades_alert(search.pattern.text)) if search.pattern else None
+        ),
     }
     if is_htmx(request):
         return render(request, "frontend/_market_tree.html", context)

@@ -141,3 +141,15 @@ def test_a_malformed_pattern_is_explained_at_its_character_in_the_search(
     assert f"Not a subject pattern: {message} (character {character})." in html
     assert f"<code>{excerpt}</code>" in html
     assert all(kind == "" for kind in _links(html).values())  # nothing highlighted or dimmed
+
+
+def test_a_pattern_offers_an_alert_on_the_trades_of_its_markets(client, tree):
+    html = client.get("/", {"q": "tools *.tools.>"}).content.decode()
+    href = html.split('<a class="pattern-alert" href="')[1].split('"')[0]
+    assert href == (
+        "/alerts/?query=SELECT+subject%2C+price%2C+quantity+WHERE+type+%3D+%27trade%27%2C+"
+        "subject+MATCHES+%27%2A.tools.%3E%27&amp;name=Trades+on+%2A.tools.%3E"
+    )
+    # words alone or a malformed pattern offer none
+    assert "pattern-alert" not in client.get("/", {"q": "tools"}).content.decode()
+    assert "pattern-alert" not in client.get("/", {"q": "tools.*x"}).content.decode()

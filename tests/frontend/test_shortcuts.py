@@ -27,6 +27,7 @@ from frontend.shortcuts import (
     best_bid_move_query,
     cheapest_lot_query,
     jump_query,
+    pattern_trades_query,
     price_query,
 )
 from matching.subscriptions import AtomicQuery, PatternQuery, WatchQuery, parse_query, to_text
@@ -78,6 +79,11 @@ TEXTS = [
         best_bid_move_query(offer=14, by=Decimal("0.05"), percent=False),
         "SELECT best_value FROM offers WHERE offer = 14 NOTIFY WHEN CHANGED BY 0.05",
         WatchQuery,
+    ),
+    (
+        pattern_trades_query(pattern="*.tools.>"),
+        "SELECT subject, price, quantity WHERE type = 'trade', subject MATCHES '*.tools.>'",
+        AtomicQuery,
     ),
     (
         # an exponent typed by a person is written out in digits, which the language reads

@@ -73,3 +73,18 @@ def test_the_best_bid_watch_registers_as_it_stands(client, params):
     body = _registered(alice, query, name)
 
     assert (body["kind"], body["name"], body["state"]) == ("state", name, "active")
+
+
+def test_the_market_search_s_pattern_alert_registers_as_it_stands(client):
+    pencils_market()
+    html = client.get("/", {"q": "office.>"}).content.decode()
+    href = html.split('<a class="pattern-alert" href="')[1].split('"')[0].replace("&amp;", "&")
+    target = parse_qs(urlsplit(href).query)
+
+    body = _registered(UserFactory(username="alice"), target["query"][0], target["name"][0])
+
+    assert (body["kind"], body["name"], body["query"]) == (
+        "events",
+        "Trades on office.>",
+        "SELECT subject, price, quantity WHERE type = 'trade', subject MATCHES 'office.>'",
+    )
