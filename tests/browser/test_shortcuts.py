@@ -19,6 +19,13 @@ PENCILS = "office.supplies.pencils"
 ALERTS = re.compile(r"/alerts/\?")
 
 
+# Every element of the card inside the card's box (nothing clipped or sticking out).
+OUTSIDE = """card => [...card.querySelectorAll('*')].filter(e => {
+  const c = card.getBoundingClientRect(), r = e.getBoundingClientRect();
+  return r.width > 0 && (r.left < c.left - 0.5 || r.right > c.right + 0.5);
+}).map(e => e.id || e.tagName)"""
+
+
 def _filled_in(page) -> dict[str, list[str]]:
     page.wait_for_url(ALERTS)
     return parse_qs(urlsplit(page.url).query)
@@ -34,6 +41,7 @@ def test_the_market_shortcuts_fill_in_the_alerts_page(new_page, live_stack, widt
     card = page.locator("#alert-shortcuts")
     expect(card.get_by_role("heading")).to_have_text("Alert me when…")
     screenshot(page, f"shortcuts-market-{width}")
+    assert card.evaluate(OUTSIDE) == []
     assert new_page.errors == []
 
     # a price below 0.95
@@ -59,6 +67,7 @@ def test_the_market_shortcuts_fill_in_the_alerts_page(new_page, live_stack, widt
     expect(page.locator("#shortcut-jump-percent")).to_have_value("150")
     expect(page.locator("#shortcut-jump-percent")).to_have_attribute("aria-invalid", "true")
     expect(page.locator("#shortcut-jump-within")).to_have_value("10m")
+    assert page.locator(".shortcut-retry").evaluate(OUTSIDE) == []
     screenshot(page, f"shortcuts-error-{width}")
 
     # corrected there, it goes on
@@ -80,7 +89,8 @@ def test_the_market_shortcuts_fill_in_the_alerts_page(new_page, live_stack, widt
 
 @pytest.mark.stack
 @pytest.mark.usefixtures("clean_engine")
-def test_the_offer_page_watch_fills_in_the_alerts_page(new_page, live_stack):
+@pytest.mark.parametrize("width", [390, 1366])
+def test_the_offer_page_watch_fills_in_the_alerts_page(new_page, live_stack, width):
     def world():
         market = pencils_market()
         return offer_publish(
@@ -88,9 +98,10 @@ def test_the_offer_page_watch_fills_in_the_alerts_page(new_page, live_stack):
         )
 
     offer = off_loop(world)
-    page = new_page()
+    page = new_page(width=width)
     page.goto(f"/offers/{offer.pk}/")
     expect(page.locator("#alert-shortcuts .card-title")).to_have_text("Tell me when…")
+    assert page.locator("#alert-shortcuts").evaluate(OUTSIDE) == []
     page.locator("#shortcut-move-by").fill("2.5")
     page.locator("#shortcut-move-unit").select_option("percent")
     page.locator("#alert-shortcuts").get_by_role("button").click()
