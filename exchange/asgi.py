@@ -2,12 +2,16 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "exchange.settings.development")
 
-# Django must be set up before the consumers (and their models) are imported.
-django_asgi_app = get_asgi_application()
+# Django must be set up before the handler, the consumers (and their models) are imported.
+django.setup(set_prefix=False)
+
+from exchange.handler import SyncChainHandler  # noqa: E402
+
+django_asgi_app = SyncChainHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402

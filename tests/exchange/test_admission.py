@@ -1,6 +1,8 @@
 """The web tier's door (exchange/admission.py): at most ``limit`` HTTP requests inside the
 application per process, the others waiting in arrival order; sockets pass straight through;
-a response sent in parts gives its place up with its first part."""
+a response sent in parts gives its place up with its first part. Behind it, Django's
+middleware chain in sync mode (exchange/handler.py) and one Redis pool per process for the
+cache (exchange/cache.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +11,14 @@ import threading
 from typing import Any
 
 import pytest
+from asgiref.testing import ApplicationCommunicator
+from django.conf import settings as django_settings
 from django.core.cache import caches
 
 from exchange.admission import BODY_AHEAD, AdmissionGate
 from exchange.asgi import application
 from exchange.cache import SharedConnectionPool
+from exchange.handler import SyncChainHandler
 
 
 class Recorder:
@@ -220,3 +225,74 @@ def test_request_threads_share_one_redis_pool_for_the_cache():
     assert len(pools) == 3
     assert pools[0] is pools[1] is pools[2]
     assert not isinstance(pools[0], SharedConnectionPool)  # a plain redis-py pool, shared
+
+
+def test_the_middleware_chain_is_synchronous_and_whole():
+    """``SyncChainHandler`` (exchange/handler.py) builds every middleware in sync mode, so a
+    request's middleware, view and rendering run in one call on one thread."""
+    handler = SyncChainHandler()
+    assert not asyncio.iscoroutinefunction(handler._middleware_chain)
+    modes = [getattr(m, "async_mode", False) for m in _chain_instances(handler)]
+    assert len(modes) == len(django_settings.MIDDLEWARE)
+    assert not any(modes)
+
+
+def _chain_instances(handler: SyncChainHandler) -> list[Any]:
+    """The middleware instances of ``handler``'s chain, outermost first."""
+    found = []
+    node: Any = handler._middleware_chain
+    while node is not None:
+        inner = next(
+            (
+                c.cell_contents
+                for c in (getattr(node, "__closure__", None) or ())
+                if callable(c.cell_contents)
+            ),
+            None,
+        )
+        if inner is None or inner is handler._get_response:
+            break
+        if not hasattr(inner, "get_response"):
+            break
+        found.append(inner)
+        node = inner.get_response
+    return found
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_page_through_the_served_application_keeps_its_middleware_effects():
+    """The login page through the real ASGI application: Django's middleware still does its
+    work in sync mode (the CSRF cookie, the page's Content-Security-Policy, clickjacking)."""
+
+    async def scenario() -> tuple[dict[str, Any], bytes]:
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": "/login/",
+            "raw_path": b"/login/",
+            "query_string": b"",
+            "headers": [(b"host", b"127.0.0.1")],
+            "client": ("127.0.0.1", 5000),
+            "server": ("127.0.0.1", 8000),
+        }
+        talk = ApplicationCommunicator(application, scope)
+        await talk.send_input({"type": "http.request", "body": b"", "more_body": False})
+        start = await talk.receive_output(10)
+        body = b""
+        while True:
+            part = await talk.receive_output(10)
+            body += part.get("body", b"")
+            if not part.get("more_body"):
+                break
+        return start, body
+
+    start, body = asyncio.run(scenario())
+    assert start["status"] == 200
+    headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
+    assert "csrftoken=" in headers["set-cookie"]
+    assert headers["x-frame-options"] == "DENY"
+    assert "nonce-" in headers["content-security-policy"]
+    assert b"<form" in body
