@@ -171,32 +171,32 @@ ENDED = OpenApiResponse(
 )
 
 
-class SubscriptionPause(KnownParameters, APIView):
+class _StateMove(KnownParameters, APIView):
+    """A POST that moves the caller's subscription with ``move`` (a service)."""
+
+    permission_classes = [permissions.IsAuthenticated]
+    move = staticmethod(subscription_pause)
+
+    @extend_schema(request=None, responses={200: SubscriptionSerializer, 409: ENDED})
+    def post(self, request: Request, subscription_id: str) -> Response:
+        subscription = self.move(
+            owner=_user(request), subscription_id=_own(request, subscription_id).pk
+        )
+        return Response(SubscriptionSerializer(subscription).data)
+
+
+class SubscriptionPause(_StateMove):
     """Pause the subscription: it keeps its place in the log and sends nothing until it is
     resumed. 409 (``subscription_done``, ``subscription_suspended``) once it has ended."""
 
-    permission_classes = [permissions.IsAuthenticated]
-
-    @extend_schema(request=None, responses={200: SubscriptionSerializer, 409: ENDED})
-    def post(self, request: Request, subscription_id: str) -> Response:
-        subscription = subscription_pause(
-            owner=_user(request), subscription_id=_own(request, subscription_id).pk
-        )
-        return Response(SubscriptionSerializer(subscription).data)
+    move = staticmethod(subscription_pause)
 
 
-class SubscriptionResume(KnownParameters, APIView):
+class SubscriptionResume(_StateMove):
     """Resume a paused subscription: it reads on from where it stopped, so the events of
     the pause arrive then, each once, numbered on. 409 as for pause once it has ended."""
 
-    permission_classes = [permissions.IsAuthenticated]
-
-    @extend_schema(request=None, responses={200: SubscriptionSerializer, 409: ENDED})
-    def post(self, request: Request, subscription_id: str) -> Response:
-        subscription = subscription_resume(
-            owner=_user(request), subscription_id=_own(request, subscription_id).pk
-        )
-        return Response(SubscriptionSerializer(subscription).data)
+    move = staticmethod(subscription_resume)
 
 
 class SubscriptionNotifications(KnownParameters, APIView):

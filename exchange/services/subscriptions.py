@@ -150,27 +150,6 @@ def subscription_create(*, owner: User, query: str, name: str = "") -> Subscript
     return subscription
 
 
-def subscription_delete(*, owner: User, subscription_id: int) -> Subscription:
-    """End ``owner``'s subscription (``NotFound`` for anyone else's), active or paused: it
-    becomes ``done``
-    (reason ``deleted``) and sends nothing more; its outbox stays readable. Ending one that
-    has ended already changes nothing."""
-    with transaction.atomic():
-        subscription = (
-            Subscription.objects.select_for_update().filter(owner=owner, id=subscription_id).first()
-        )
-        if subscription is None:
-            raise NotFound("not_found", f"You have no subscription {subscription_id}.")
-        if subscription.state in (Subscription.State.ACTIVE, Subscription.State.PAUSED):
-            subscription.state = Subscription.State.DONE
-            subscription.reason = "deleted"
-            subscription.evaluator = None
-            subscription.save(update_fields=["state", "reason", "evaluator"])
-            messages = _messages(subscription.pk, [], end=True)
-            after_commit("ending a subscription's stream", lambda: group_send_all(messages))
-    return subscription
-
-
 def _owned_locked(*, owner: User, subscription_id: int) -> Subscription:
     """``owner``'s subscription, locked until commit; ``NotFound`` for anyone else's. The
     lock waits for a worker's step on it, so a pause never lands inside a step."""
@@ -187,8 +166,40 @@ def _not_ended(subscription: Subscription, verb: str) -> None:
         raise Conflict(
             f"subscription_{subscription.state}",
             f"Subscription {subscription.pk} is {subscription.state} "
-            f"({subscription.reason or 'no reason'}); only an active or paused subscription can be {verb}.",
+            f"({subscription.reason or 'no reason'}); "
+            f"only an active or paused subscription can be {verb}.",
         )
+
+
+def subscription_delete(*, owner: User, subscription_id: int) -> Subscription:
+    """End ``owner``'s subscription (``NotFound`` for anyone else's), active or paused: it
+    becomes ``done``
+    (reason ``deleted``) and sends nothing more; its outbox stays readable. Ending one that
+    has ended already changes nothing."""
+    with transaction.atomic():
+        subscription = _owned_locked(owner=owner, subscription_id=subscription_id)
+        if subscription.state in (Subscription.State.ACTIVE, Subscription.State.PAUSED):
+            subscription.state = Subscription.State.DONE
+            subscription.reason = "deleted"
+            subscription.evaluator = None
+            subscription.save(update_fields=["state", "reason", "evaluator"])
+            messages = _messages(subscription.pk, [], end=True)
+            after_commit("ending a subscription's stream", lambda: group_send_all(messages))
+    return subscription
+
+
+def _state_move(*, owner: User, subscription_id: int, to: str, verb: str) -> Subscription:
+    """Move ``owner``'s subscription between active and paused (to ``to``); already there,
+    nothing changes; an ended one is a ``Conflict``. Reactivated, it asks for an advance."""
+    with transaction.atomic():
+        subscription = _owned_locked(owner=owner, subscription_id=subscription_id)
+        _not_ended(subscription, verb)
+        if subscription.state != to:
+            subscription.state = to
+            subscription.save(update_fields=["state"])
+            if to == Subscription.State.ACTIVE:
+                after_commit("advancing a resumed subscription", subscriptions_advance_request)
+    return subscription
 
 
 def subscription_pause(*, owner: User, subscription_id: int) -> Subscription:
@@ -196,13 +207,9 @@ def subscription_pause(*, owner: User, subscription_id: int) -> Subscription:
     cursor, its evaluator and its outbox, so ``subscription_resume`` goes on exactly where
     it stopped. Pausing a paused one changes nothing; a done or suspended one is a
     ``Conflict`` (``subscription_done``, ``subscription_suspended``) and stays as it is."""
-    with transaction.atomic():
-        subscription = _owned_locked(owner=owner, subscription_id=subscription_id)
-        _not_ended(subscription, "paused")
-        if subscription.state == Subscription.State.ACTIVE:
-            subscription.state = Subscription.State.PAUSED
-            subscription.save(update_fields=["state"])
-    return subscription
+    return _state_move(
+        owner=owner, subscription_id=subscription_id, to=Subscription.State.PAUSED, verb="paused"
+    )
 
 
 def subscription_resume(*, owner: User, subscription_id: int) -> Subscription:
@@ -210,14 +217,9 @@ def subscription_resume(*, owner: User, subscription_id: int) -> Subscription:
     while it was paused are read in ``seq`` order as live ones, each once (numbered on from
     its last ``n``). Resuming an active one changes nothing; a done or suspended one is a
     ``Conflict`` as for ``subscription_pause``."""
-    with transaction.atomic():
-        subscription = _owned_locked(owner=owner, subscription_id=subscription_id)
-        _not_ended(subscription, "resumed")
-        if subscription.state == Subscription.State.PAUSED:
-            subscription.state = Subscription.State.ACTIVE
-            subscription.save(update_fields=["state"])
-            after_commit("advancing a resumed subscription", subscriptions_advance_request)
-    return subscription
+    return _state_move(
+        owner=owner, subscription_id=subscription_id, to=Subscription.State.ACTIVE, verb="resumed"
+    )
 
 
 @dataclass(frozen=True)
