@@ -43,6 +43,7 @@ from exchange.services.subscriptions import (
     subscription_pause,
     subscription_resume,
 )
+from exchange.throttling import throttle_wait
 from matching.subscriptions import to_text
 
 from .common import (
@@ -99,6 +100,10 @@ REASONS = {
 }
 # Rows (and markers) a backtest shows at most; the rest is counted.
 BACKTEST_SHOWN = 500
+
+
+class BacktestThrottled(ExchangeError):
+    status = 429
 
 
 @dataclass(frozen=True)
@@ -303,15 +308,23 @@ def _chart(
 def alerts_backtest(request: AuthenticatedRequest) -> HttpResponse:
     """Run the editor's query over the last hour, day or week (``range``) with the backtest's
     one evaluator, as if registered at the range's start: what it would have sent, as a
-    table and on the price chart of the market most of it is about. htmx gets the result's
-    fragment (an error in it, status 200 so that it is shown); a plain post the whole page."""
+    table and on the price chart of the market most of it is about. Throttled per user on
+    the API's ``backtest`` rate. htmx gets the result's fragment (an error in it, status 200
+    so that it is shown); a plain post the whole page, with the error's status."""
     editor = Editor(
         query=request.POST.get("query", ""),
         name=request.POST.get("name", "")[:MAX_NAME],
         range=request.POST.get("range", ""),
     )
     result: dict[str, Any]
+    status = 200
     try:
+        # The API's backtest rate, on the same counter (DRF keys a user's scope by their id).
+        wait = throttle_wait(request, [("backtest", str(request.user.pk))])
+        if wait is not None:
+            raise BacktestThrottled(
+                "throttled", f"Too many backtests; try again in {wait} seconds."
+            )
         if editor.range not in RANGES:
             raise InvalidInput("invalid_range", "Choose the last hour, day or week.", field="range")
         query = subscription_query_parsed(text=editor.query)
@@ -332,12 +345,12 @@ def alerts_backtest(request: AuthenticatedRequest) -> HttpResponse:
         }
     except ExchangeError as exc:
         result = {"error": exc.as_dict(), "query": editor.query}
+        status = exc.status
     if is_htmx(request):
         return render(request, "frontend/_alert_backtest.html", {"backtest": result})
-    failed = "error" in result
     return _page(
         request,
-        editor=Editor(editor.query, editor.name, editor.range if not failed else "day"),
+        editor=Editor(editor.query, editor.name, editor.range if status == 200 else "day"),
         backtest=result,
-        status=400 if failed else 200,
+        status=status,
     )

@@ -7,11 +7,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import uuid
 
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
+from rest_framework.settings import api_settings
+from rest_framework.test import APIClient
+from rest_framework.throttling import SimpleRateThrottle
 
 from exchange.models import Subscription
 from exchange.services.subscriptions import subscription_create, subscription_pause
@@ -352,3 +356,68 @@ def test_a_backtest_without_htmx_shows_the_whole_page_with_the_result(client, al
     html = response.content.decode()
     assert 'data-backtest-count="1"' in html
     assert '<option value="day" selected>the last day</option>' in html
+
+
+@pytest.fixture
+def rates(monkeypatch, settings):
+    """Throttle rates of this test, on counters of its own (a key prefix in Redis)."""
+    settings.CACHES = {
+        "default": {**settings.CACHES["default"], "KEY_PREFIX": f"test-{uuid.uuid4().hex}"}
+    }
+
+    def set_rates(**overrides: str) -> None:
+        monkeypatch.setattr(
+            SimpleRateThrottle,
+            "THROTTLE_RATES",
+            {**api_settings.DEFAULT_THROTTLE_RATES, **overrides},
+        )
+
+    return set_rates
+
+
+def test_check_and_backtest_are_throttled_the_backtest_with_the_apis_counter(client, alice, rates):
+    rates(check="2/min", backtest="2/min")
+    checks = [
+        client.post(CHECK, {"query": QUERY}, content_type="application/json").status_code
+        for _ in range(3)
+    ]
+    assert checks == [200, 200, 429]
+
+    # One backtest through the API and one through the page use the user's two
+    api = APIClient()
+    api.force_authenticate(alice)
+    since = (timezone.now() - dt.timedelta(hours=1)).isoformat()
+    answer = api.post(
+        "/api/v1/subscriptions/test/", {"query": QUERY, "since": since}, format="json"
+    )
+    assert answer.status_code == 200
+    assert 'data-backtest-count="0"' in _backtest(client, QUERY).content.decode()
+    refused = _backtest(client, QUERY)
+    assert 'data-backtest-error="throttled"' in refused.content.decode()
+    assert "Too many backtests; try again in" in refused.content.decode()
+    assert _backtest(client, QUERY, htmx=False).status_code == 429
+
+
+def test_a_backtest_of_a_watch_and_of_a_composite_shows_their_rows(client, alice):
+    # A watch's first answer has no event (seq null): a row without time or market
+    watch = _backtest(client, "SELECT MIN(ask) FROM offers WHERE subject = 'office.supplies.pens'")
+    html = watch.content.decode()
+    assert 'data-backtest-count="1"' in html
+    assert (
+        re.findall(r'<tr data-n="1">.*?</tr>', html, re.S)[0].count("—") == 3
+    )  # time, market, offer
+    assert '<span class="alert-k">offer</span> <span class="alert-v">—</span>' in html
+    assert "backtest-data" not in html  # no market to draw it on
+
+    # A composite's data is nested by alias: shown as alias.attr
+    append([trade("1.10", trade_id=1)])
+    append([trade("1.20", trade_id=2)])
+    pair = _backtest(
+        client,
+        "SELECT a.price, b.price FROM a AND b WHERE a.type = 'trade', b.type = 'trade', "
+        "a.start_time = NOW - 1h, b.start_time = NOW - 1h, b.price > a.price",
+    )
+    html = pair.content.decode()
+    assert 'data-backtest-count="1"' in html
+    assert '<span class="alert-k">a.price</span> <span class="alert-v">1.10</span>' in html
+    assert '<span class="alert-k">b.price</span> <span class="alert-v">1.20</span>' in html
