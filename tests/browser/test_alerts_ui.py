@@ -23,7 +23,7 @@ from tests.factories import UserFactory
 from tests.livestack import ROOT
 
 from .conftest import WAIT_MS, login, off_loop, screenshot
-from .test_trading_ui import SUBJECT, pencils, trading_history
+from .test_trading_ui import EXTERNAL_JS, SUBJECT, UNLABELLED_JS, pencils, trading_history
 
 pytestmark = [pytest.mark.stack, pytest.mark.usefixtures("clean_engine")]
 
@@ -246,8 +246,11 @@ def test_a_backtest_is_drawn_on_the_chart_and_as_a_table_and_fits(new_page, live
     expect(chart.locator("canvas").first).to_be_visible()
     assert Subscription.objects.filter(owner=alice).count() == 1
 
-    # Nothing overflows its card, at a phone's width too
+    # Nothing overflows its card, at a phone's width too; nothing comes from outside and
+    # every field has a label
     expect(page.locator(f"#feed-{Subscription.objects.get(owner=alice).pk} > li")).to_have_count(1)
     assert page.evaluate(OVERFLOW_JS) == []
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+    assert page.evaluate(EXTERNAL_JS) == []
+    assert page.evaluate(UNLABELLED_JS) == []
     docs_shot(page, "#backtest", f"alerts-backtest-{width}")
