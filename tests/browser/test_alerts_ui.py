@@ -21,6 +21,7 @@ from exchange.services.orders import bid_place
 from exchange.services.subscriptions import subscription_create
 from tests.factories import UserFactory
 from tests.livestack import ROOT
+from tests.subscriptions.log import append, trade
 
 from .conftest import WAIT_MS, login, off_loop, screenshot
 from .test_trading_ui import EXTERNAL_JS, SUBJECT, UNLABELLED_JS, pencils, trading_history
@@ -213,6 +214,25 @@ def test_pause_resume_and_delete(new_page, live_stack):
     # Its feed stays readable
     assert feed_ns(page, sub.pk) == [1]
     assert Subscription.objects.get(pk=sub.pk).state == "done"
+
+
+def test_older_notifications_are_shown_on_request_each_once(new_page, live_stack):
+    alice = UserFactory(username="alice")
+    sub = off_loop(subscription_create, owner=alice, query="SELECT price WHERE type = 'trade'")
+    off_loop(append, [trade(f"1.{i:02d}", trade_id=i) for i in range(1, 36)])
+    wait_for(lambda: Subscription.objects.get(pk=sub.pk).last_n == 35, "35 notifications")
+    page = new_page(width=1366, height=900)
+    login(page, "alice")
+    page.goto("/alerts/")
+
+    # The feed shows the newest 30; the older five come a page at a time, under them
+    expect(page.locator(f"#feed-{sub.pk} > li")).to_have_count(30)
+    assert feed_ns(page, sub.pk) == list(range(35, 5, -1))
+    page.locator(f"#sub-{sub.pk}").get_by_role("button", name="Show older").click()
+    expect(page.locator(f"#feed-{sub.pk} > li")).to_have_count(35)
+    assert feed_ns(page, sub.pk) == list(range(35, 0, -1))
+    expect(page.locator(f"#feed-{sub.pk} > li[data-n='1']")).to_contain_text("price 1.01")
+    expect(page.get_by_role("button", name="Show older")).to_have_count(0)
 
 
 @pytest.mark.parametrize("width", [390, 1366])

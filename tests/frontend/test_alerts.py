@@ -226,6 +226,12 @@ def test_the_list_shows_each_state_and_the_newest_notifications_of_each_feed(
         "data-follow" in html
     )
     assert '<span class="alert-k">price</span> <span class="alert-v">1.04</span>' in html
+    # with a button for the older ones in the outbox (shown by the script)
+    assert (
+        f'data-older="/api/v1/subscriptions/{active.pk}/notifications/" data-feed="feed-{active.pk}"'
+        in html
+    )
+    assert html.count("data-older=") == 1
     assert _feed(html, paused.pk) == []
     assert (
         f'data-stream="sub:{deleted.pk}" data-subscription="{deleted.pk}" data-after="0">' in html

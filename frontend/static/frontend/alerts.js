@@ -74,10 +74,10 @@ function dataItems(data, prefix = "") {
   return items;
 }
 
-function noteItem(frame) {
+function noteItem(frame, fresh = true) {
   const item = document.createElement("li");
   const failed = frame.data && typeof frame.data === "object" && "error" in frame.data;
-  item.className = `alert-note alert-note-${failed ? "bad" : "info"} alert-note-new`;
+  item.className = `alert-note alert-note-${failed ? "bad" : "info"}${fresh ? " alert-note-new" : ""}`;
   item.dataset.n = String(frame.n);
   const n = document.createElement("span");
   n.className = "alert-n";
@@ -168,6 +168,39 @@ function followFeeds(lists) {
   return live;
 }
 
+// "Show older": the outbox before the oldest notification a feed shows, a page at a time
+// (GET .../notifications/?after=&limit=, the API's outbox, on the page's session), added
+// under it; gone once the feed reaches n = 1.
+const OLDER_PAGE = 30;
+
+function setupOlder() {
+  for (const button of document.querySelectorAll("[data-older]")) {
+    const list = document.getElementById(button.dataset.feed);
+    if (!list) continue;
+    button.hidden = false;
+    button.addEventListener("click", async () => {
+      const items = list.querySelectorAll("[data-n]");
+      const oldest = Number(items[items.length - 1]?.dataset.n || 1);
+      const after = Math.max(0, oldest - 1 - OLDER_PAGE);
+      button.disabled = true;
+      try {
+        const response = await fetch(`${button.dataset.older}?after=${after}&limit=${oldest - 1 - after}`, {
+          credentials: "same-origin",
+          headers: { Accept: "application/json" },
+        });
+        if (!response.ok) return;
+        const { results } = await response.json();
+        for (const note of results.filter((r) => r.n < oldest).reverse()) list.append(noteItem(note, false));
+        if (after === 0) button.remove();
+      } catch {
+        // offline: the button stays for another try
+      } finally {
+        button.disabled = false;
+      }
+    });
+  }
+}
+
 // -- the backtest's chart ----------------------------------------------------------------
 
 async function drawBacktest(root = document) {
@@ -209,6 +242,7 @@ async function drawBacktest(root = document) {
 const editor = setupEditor();
 setupGallery(editor);
 const live = followFeeds([...document.querySelectorAll("ol.alert-feed[data-stream]")]);
+setupOlder();
 drawBacktest();
 document.addEventListener("htmx:afterSwap", (event) => {
   if (event.target.id === "backtest-result") drawBacktest(event.target);
