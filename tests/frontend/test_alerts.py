@@ -13,14 +13,13 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
-from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
-from rest_framework.throttling import SimpleRateThrottle
 
 from exchange.models import Subscription
 from exchange.services.subscriptions import subscription_create, subscription_pause
 from frontend.views.alerts import GALLERY, data_items, gallery
 from matching.subscriptions import parse_query, to_text
+from tests.api.test_throttling import rates  # noqa: F401 - the fixture that sets rates
 from tests.factories import UserFactory, pencils_market
 from tests.subscriptions.log import PENCILS, advance, append, append_at, trade
 
@@ -364,25 +363,14 @@ def test_a_backtest_without_htmx_shows_the_whole_page_with_the_result(client, al
     assert '<option value="day" selected>the last day</option>' in html
 
 
-@pytest.fixture
-def rates(monkeypatch, settings):
-    """Throttle rates of this test, on counters of its own (a key prefix in Redis)."""
+def test_check_and_backtest_are_throttled_the_backtest_with_the_apis_counter(
+    client, alice, request, settings
+):
+    # Counters of this test only: a key prefix of its own in the shared Redis cache
     settings.CACHES = {
         "default": {**settings.CACHES["default"], "KEY_PREFIX": f"test-{uuid.uuid4().hex}"}
     }
-
-    def set_rates(**overrides: str) -> None:
-        monkeypatch.setattr(
-            SimpleRateThrottle,
-            "THROTTLE_RATES",
-            {**api_settings.DEFAULT_THROTTLE_RATES, **overrides},
-        )
-
-    return set_rates
-
-
-def test_check_and_backtest_are_throttled_the_backtest_with_the_apis_counter(client, alice, rates):
-    rates(check="2/min", backtest="2/min")
+    request.getfixturevalue("rates")(check="2/min", backtest="2/min")
     checks = [
         client.post(CHECK, {"query": QUERY}, content_type="application/json").status_code
         for _ in range(3)
