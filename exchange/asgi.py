@@ -10,14 +10,16 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "exchange.settings.development")
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
 
+from exchange.admission import AdmissionGate  # noqa: E402
 from exchange.realtime.auth import TokenOrSessionAuthStack  # noqa: E402
 from exchange.realtime.origin import BrowserOriginValidator  # noqa: E402
 from exchange.realtime.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": AdmissionGate(django_asgi_app, settings.WEB_IN_FLIGHT),
         "websocket": BrowserOriginValidator(
             TokenOrSessionAuthStack(URLRouter(websocket_urlpatterns))
         ),
