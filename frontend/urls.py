@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import accounts, amend, guide, markets, orders, shortcuts
+from .views import accounts, alerts, amend, guide, markets, orders, shortcuts
 
 app_name = "frontend"
 urlpatterns = [
@@ -12,6 +12,18 @@ urlpatterns = [
     path("account/", accounts.account, name="account"),
     path("account/token/", accounts.token_create, name="token-create"),
     path("account/token/revoke/", accounts.token_delete, name="token-revoke"),
+    path("alerts/", alerts.alerts, name="alerts"),
+    path("alerts/check/", alerts.alerts_check, name="alerts-check"),
+    path("alerts/backtest/", alerts.alerts_backtest, name="alerts-backtest"),
+    *(
+        path(
+            f"alerts/<str:subscription_id>/{action}/",
+            alerts.alert_action,
+            {"action": action},
+            name=f"alert-{action}",
+        )
+        for action in alerts.ACTIONS
+    ),
     path("markets/<str:subject>/", markets.market_detail, name="market"),
     path("markets/<str:subject>/post/", markets.market_post, name="market-post"),
     path("markets/<str:subject>/check/", markets.market_check, name="market-check"),

@@ -21,7 +21,6 @@ from exchange.models import Market, Offer
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
 from exchange.services.orders import bid_place, offer_publish
-from exchange.throttling import client_ident, throttle_wait
 from frontend.daily import daily_figures
 from frontend.posting import PostingForm
 from frontend.readable import readable
@@ -30,6 +29,7 @@ from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_p
 
 from .common import (
     AuthenticatedRequest,
+    check_throttled,
     is_htmx,
     live_context,
     login_required,
@@ -253,13 +253,9 @@ def market_check(request: HttpRequest, subject: str) -> JsonResponse:
     ``/api/v1/markets/<subject>/check/`` only to add the readable tiers of
     ``frontend.readable``, which the API layer may not import, and to take the page's
     session and CSRF token rather than an API client's."""
-    wait = throttle_wait(request, [("check", client_ident(request))])
-    if wait is not None:
-        response = JsonResponse(
-            error_body("throttled", f"Too many checks; try again in {wait} seconds."), status=429
-        )
-        response["Retry-After"] = str(wait)
-        return response
+    throttled = check_throttled(request)
+    if throttled is not None:
+        return throttled
     market = ui.market_get(subject=subject)
     if market is None:
         return JsonResponse(error_body("not_found", "There is no such market."), status=404)

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from exchange.services.orders import offer_publish
 from tests.factories import UserFactory, pencils_market
 
-from .conftest import off_loop, screenshot
+from .conftest import login, off_loop, screenshot
 
 PENCILS = "office.supplies.pencils"
 ALERTS = re.compile(r"/alerts/\?")
@@ -27,8 +27,12 @@ OUTSIDE = """card => [...card.querySelectorAll('*')].filter(e => {
 
 
 def _filled_in(page) -> dict[str, list[str]]:
+    """Where the shortcut led: the Alerts and feeds page's address, whose query and name
+    its editor shows, unsaved."""
     page.wait_for_url(ALERTS)
-    return parse_qs(urlsplit(page.url).query)
+    filled = parse_qs(urlsplit(page.url).query)
+    expect(page.get_by_label("Query")).to_have_value(filled["query"][0])
+    return filled
 
 
 @pytest.mark.stack
@@ -36,7 +40,9 @@ def _filled_in(page) -> dict[str, list[str]]:
 @pytest.mark.parametrize("width", [390, 1366])
 def test_the_market_shortcuts_fill_in_the_alerts_page(new_page, live_stack, width):
     off_loop(pencils_market)
+    UserFactory(username="watcher")
     page = new_page(width=width)
+    login(page, "watcher")  # the Alerts and feeds page is for signed-in users
     page.goto(f"/markets/{PENCILS}/")
     card = page.locator("#alert-shortcuts")
     expect(card.get_by_role("heading")).to_have_text("Alert me when…")
@@ -98,7 +104,9 @@ def test_the_offer_page_watch_fills_in_the_alerts_page(new_page, live_stack, wid
         )
 
     offer = off_loop(world)
+    UserFactory(username="watcher")
     page = new_page(width=width)
+    login(page, "watcher")
     page.goto(f"/offers/{offer.pk}/")
     expect(page.locator("#alert-shortcuts .card-title")).to_have_text("Tell me when…")
     assert page.locator("#alert-shortcuts").evaluate(OUTSIDE) == []

@@ -15,6 +15,14 @@ from .account_page import (
     user_open_offer_ids,
     user_trades,
 )
+from .alerts_page import (
+    FEED_SHOWN,
+    alerts_chart_subject,
+    alerts_event_places,
+    alerts_feeds,
+    alerts_open_offer,
+    alerts_trade_prices,
+)
 from .amend import (
     Exposure,
     bid_limit,
@@ -39,6 +47,12 @@ from .offer_page import offer_best_history, offer_bids_of_user, offer_depth, off
 from .posting_form import constraint_parsed
 
 __all__ = [
+    "FEED_SHOWN",
+    "alerts_chart_subject",
+    "alerts_event_places",
+    "alerts_feeds",
+    "alerts_open_offer",
+    "alerts_trade_prices",
     "CANDLE_INTERVALS",
     "Exposure",
     "MAX_CANDLES",

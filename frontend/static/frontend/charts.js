@@ -28,12 +28,12 @@ function read(id) {
   }
 }
 
-function priceFormat(data) {
+export function priceFormat(data) {
   const precision = Number.isInteger(data?.precision) ? data.precision : 2;
   return { type: "price", precision, minMove: 10 ** -precision };
 }
 
-function baseChart(el, secondsVisible) {
+export function baseChart(el, secondsVisible) {
   return createChart(el, {
     autoSize: true,
     layout: {
