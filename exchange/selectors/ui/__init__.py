@@ -27,6 +27,7 @@ from .amend import (
 )
 from .market_page import (
     CANDLE_INTERVALS,
+    CANDLE_WIDTHS,
     MAX_CANDLES,
     SubjectNode,
     market_candles,
@@ -40,6 +41,7 @@ from .posting_form import constraint_parsed
 
 __all__ = [
     "CANDLE_INTERVALS",
+    "CANDLE_WIDTHS",
     "Exposure",
     "MAX_CANDLES",
     "SubjectNode",
