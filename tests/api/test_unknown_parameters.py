@@ -69,6 +69,17 @@ def _good_query(names: list[str], world) -> dict[str, str]:
     return {name: values.get(name, world["market"].subject) for name in names}
 
 
+def refused(name: str, taken: str) -> dict:
+    """The 400's body for an unknown parameter ``name`` where ``taken`` are accepted."""
+    return {
+        "error": {
+            "code": "unknown_parameter",
+            "message": f"This endpoint has no query parameter {name!r}; it takes {taken}.",
+            "field": name,
+        }
+    }
+
+
 def test_every_read_of_the_api_is_found():
     names = {p.name for p in _reads()}
     assert {"markets", "market", "offers", "offer", "bids", "bid", "best-offers"} <= names
@@ -85,28 +96,14 @@ def test_a_misspelt_parameter_is_refused_and_named(pattern, world):
     response = client.get(url, {**good, "markte": "office.supplies.pencils"})
 
     assert response.status_code == 400
-    assert response.json() == {
-        "error": {
-            "code": "unknown_parameter",
-            "message": "This endpoint has no query parameter 'markte'; it takes "
-            f"{', '.join(accepted)}.",
-            "field": "markte",
-        }
-    }
+    assert response.json() == refused("markte", ", ".join(accepted))
 
 
 def test_search_on_markets_is_refused_rather_than_ignored(world):
     response = world["clients"]["anonymous"].get("/api/v1/markets/?search=pencil")
 
     assert response.status_code == 400
-    assert response.json() == {
-        "error": {
-            "code": "unknown_parameter",
-            "message": "This endpoint has no query parameter 'search'; it takes subject, "
-            "limit, offset, format.",
-            "field": "search",
-        }
-    }
+    assert response.json() == refused("search", "subject, limit, offset, format")
 
 
 def test_the_first_unknown_parameter_is_named(world):
@@ -172,20 +169,10 @@ def test_the_event_log_refuses_a_misspelt_filter_rather_than_answering_with_ever
         response = client.get(f"/api/v1/events/?{query}")
 
         assert response.status_code == 400
-        assert response.json() == {
-            "error": {
-                "code": "unknown_parameter",
-                "message": f"This endpoint has no query parameter 'subjet'; it takes {taken}.",
-                "field": "subjet",
-            }
-        }
+        assert response.json() == refused("subjet", taken)
     response = client.get("/api/v1/events/types/?type=trade")
     assert response.status_code == 400
-    assert response.json()["error"] == {
-        "code": "unknown_parameter",
-        "message": "This endpoint has no query parameter 'type'; it takes format.",
-        "field": "type",
-    }
+    assert response.json() == refused("type", "format")
 
 
 def test_the_event_log_still_streams_its_own_formats(world):
