@@ -1,11 +1,15 @@
 """The market chart's candle widths in real headless Chromium: the buttons redraw the chart
-in place at 1 minute, 1 hour and 1 day and back to the automatic width, without a reload."""
+in place at 1 minute, 1 hour and 1 day and back to the automatic width, without a reload,
+and a chosen width stays chosen when a live trade redraws the chart."""
 
 from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
 
+from exchange.services.closing import offer_close
+from exchange.services.orders import bid_place, offer_publish
+from tests.factories import StaffFactory, UserFactory
 from tests.frontend.test_candles import pencils_traded
 
 from .conftest import off_loop
@@ -44,6 +48,25 @@ def test_the_width_buttons_switch_the_chart_without_reload(new_page, live_stack)
         expect(pressed).to_have_text(name)
         expect(chart.locator("canvas").first).to_be_visible()
 
+    # When the day width is chosen and a trade closes now, the chart is redrawn live at
+    # that width: a third day
+    widths.get_by_role("button", name="1 day", exact=True).click()
+    expect(chart).to_have_attribute("data-drawn", "2")
+    off_loop(trade_now, pencils)
+    expect(summary).to_have_text("3 candles of 1 day")
+    expect(chart).to_have_attribute("data-drawn", "3")
+    expect(widths.locator('[aria-pressed="true"]')).to_have_text("1 day")
+
     # and the page was never reloaded
     assert page.evaluate("window.sameDocument") is True
     assert new_page.errors == []
+
+
+def trade_now(market) -> None:
+    """An auction closed through the services (a trade at 1.00 now)."""
+    staff = StaffFactory()
+    offer = offer_publish(
+        seller=UserFactory(), market=market, constraint="lot = 500 AND price >= 0.80"
+    )
+    bid_place(buyer=UserFactory(), market=market, constraint="lot = 500 AND price <= 1.00")
+    offer_close(offer_id=offer.pk, staff=staff)
