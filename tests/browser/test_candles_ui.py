@@ -12,7 +12,7 @@ from exchange.services.orders import bid_place, offer_publish
 from tests.factories import StaffFactory, UserFactory
 from tests.frontend.test_candles import pencils_traded
 
-from .conftest import off_loop
+from .conftest import off_loop, screenshot
 
 pytestmark = [pytest.mark.stack, pytest.mark.usefixtures("clean_engine")]
 
@@ -56,6 +56,7 @@ def test_the_width_buttons_switch_the_chart_without_reload(new_page, live_stack)
     expect(summary).to_have_text("3 candles of 1 day")
     expect(chart).to_have_attribute("data-drawn", "3")
     expect(widths.locator('[aria-pressed="true"]')).to_have_text("1 day")
+    screenshot(page, "market-candle-widths", full_page=False)
 
     # and the page was never reloaded
     assert page.evaluate("window.sameDocument") is True
