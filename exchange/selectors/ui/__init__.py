@@ -35,6 +35,7 @@ from .amend import (
 )
 from .market_page import (
     CANDLE_INTERVALS,
+    CANDLE_WIDTHS,
     MAX_CANDLES,
     SubjectNode,
     market_candles,
@@ -54,6 +55,7 @@ __all__ = [
     "alerts_open_offer",
     "alerts_trade_prices",
     "CANDLE_INTERVALS",
+    "CANDLE_WIDTHS",
     "Exposure",
     "MAX_CANDLES",
     "SubjectNode",
