@@ -382,9 +382,7 @@ def test_every_select_offers_exactly_its_form_s_choices(client, offer):
 # its own, tested with the other request checks). So are lone surrogates (category Cs): no
 # browser can put one in an address (it is not UTF-8), and the test client cannot either.
 TYPED = st.one_of(
-    st.text(
-        st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=30
-    ),
+    st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=30),
     st.decimals(allow_nan=True, allow_infinity=True).map(str),
     st.sampled_from(["", "0", "-0", "1e999999", "00.50", "1_000", " 5 ", "5%", "٣"]),
 )
