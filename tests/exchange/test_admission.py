@@ -14,6 +14,7 @@ import pytest
 from asgiref.testing import ApplicationCommunicator
 from django.conf import settings as django_settings
 from django.core.cache import caches
+from django.core.signals import request_started
 
 from exchange.admission import BODY_AHEAD, AdmissionGate
 from exchange.asgi import application
@@ -230,7 +231,7 @@ def test_request_threads_share_one_redis_pool_for_the_cache():
 def test_the_middleware_chain_is_synchronous_and_whole():
     """``SyncChainHandler`` (exchange/handler.py) builds every middleware in sync mode, so a
     request's middleware, view and rendering run in one call on one thread."""
-    handler = SyncChainHandler()
+    handler = SyncChainHandler(lanes=1)
     assert not asyncio.iscoroutinefunction(handler._middleware_chain)
     modes = [getattr(m, "async_mode", False) for m in _chain_instances(handler)]
     assert len(modes) == len(django_settings.MIDDLEWARE)
@@ -259,10 +260,8 @@ def _chain_instances(handler: SyncChainHandler) -> list[Any]:
     return found
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_page_through_the_served_application_keeps_its_middleware_effects():
-    """The login page through the real ASGI application: Django's middleware still does its
-    work in sync mode (the CSRF cookie, the page's Content-Security-Policy, clickjacking)."""
+def _get(app: Any, path: str) -> tuple[dict[str, Any], bytes]:
+    """GET ``path`` through the ASGI application ``app``: the response's start and body."""
 
     async def scenario() -> tuple[dict[str, Any], bytes]:
         scope = {
@@ -271,14 +270,14 @@ def test_a_page_through_the_served_application_keeps_its_middleware_effects():
             "http_version": "1.1",
             "method": "GET",
             "scheme": "http",
-            "path": "/login/",
-            "raw_path": b"/login/",
+            "path": path,
+            "raw_path": path.encode(),
             "query_string": b"",
             "headers": [(b"host", b"127.0.0.1")],
             "client": ("127.0.0.1", 5000),
             "server": ("127.0.0.1", 8000),
         }
-        talk = ApplicationCommunicator(application, scope)
+        talk = ApplicationCommunicator(app, scope)
         await talk.send_input({"type": "http.request", "body": b"", "more_body": False})
         start = await talk.receive_output(10)
         body = b""
@@ -289,10 +288,59 @@ def test_a_page_through_the_served_application_keeps_its_middleware_effects():
                 break
         return start, body
 
-    start, body = asyncio.run(scenario())
+    return asyncio.run(scenario())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_page_through_the_served_application_keeps_its_middleware_effects():
+    """The login page through the real ASGI application: Django's middleware still does its
+    work in sync mode (the CSRF cookie, the page's Content-Security-Policy, clickjacking)."""
+    start, body = _get(application, "/login/")
     assert start["status"] == 200
     headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
     assert "csrftoken=" in headers["set-cookie"]
     assert headers["x-frame-options"] == "DENY"
     assert "nonce-" in headers["content-security-policy"]
     assert b"<form" in body
+
+
+@pytest.fixture
+def request_threads():
+    """The names of the threads that ran each request's start (request_started's sync
+    receivers run on the request's thread)."""
+    names: list[str] = []
+
+    def record(**kwargs: Any) -> None:
+        names.append(threading.current_thread().name)
+
+    request_started.connect(record)
+    yield names
+    request_started.disconnect(record)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_requests_one_after_another_run_on_the_same_kept_thread(request_threads):
+    handler = SyncChainHandler(lanes=2)
+    for _ in range(3):
+        assert _get(handler, "/login/")[0]["status"] == 200
+    assert len(request_threads) == 3
+    assert len(set(request_threads)) == 1
+    assert request_threads[0].startswith("request-lane-")
+    assert len(handler.lanes_free) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_every_lane_taken_a_request_gets_a_thread_of_its_own(request_threads):
+    handler = SyncChainHandler(lanes=1)
+    taken = handler.lanes_free.pop()  # as if a streamed download held it
+    assert _get(handler, "/login/")[0]["status"] == 200
+    assert len(request_threads) == 1
+    assert not request_threads[0].startswith("request-lane-")
+    handler.lanes_free.append(taken)
+    assert _get(handler, "/login/")[0]["status"] == 200
+    assert request_threads[1].startswith("request-lane-")
+
+
+def test_a_handler_without_lanes_is_refused():
+    with pytest.raises(ValueError, match="at least 1 lane, not 0"):
+        SyncChainHandler(lanes=0)
