@@ -1,0 +1,56 @@
+"""The optimizer's count of the watches a change reaches (``WatchSet.estimate``): exact when
+the sample finds few (the few-affected workload), scaled from the sample when it finds many."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from matching.dissemination import Entry, FamilyName, WatchSet
+from matching.dissemination.offers import Family
+from matching.dissemination.watchset import RECOUNT, _reach
+from matching.index.intervals import Span
+from matching.subscriptions.watches import Answer
+
+NAME = FamilyName("MIN", "ask", "office.supplies.pencils", "quantity_max")
+
+
+def entry(offer: int, key: int, ask: str) -> Entry:
+    return Entry(Decimal(key), (Decimal(ask), offer), Answer(offer, Decimal(ask), ask))
+
+
+def book() -> Family:
+    """100 offers at 1.00, offer i with a largest lot of 1,000 i."""
+    family = Family(NAME)
+    for offer in range(1, 101):
+        family.put(offer, entry(offer, offer * 1000, "1.00"))
+    return family
+
+
+def watches(width: int) -> WatchSet:
+    """20,000 watches, watch i on the largest lots from 5 i to 5 i + width."""
+    ws = WatchSet()
+    for i in range(20_000):
+        ws.add_span(i, NAME, Span(Decimal(5 * i), True, Decimal(5 * i + width), True))
+    return ws
+
+
+def test_a_change_reaching_a_handful_is_counted_exactly_not_in_sixteens():
+    ws = watches(20)
+    # Offer 7 (lot 7,000) drops to 0.90: the watches holding 7,000, i = 1396 .. 1400
+    delta = book().put(7, entry(7, 7000, "0.90"))
+    assert delta is not None
+    assert sorted(ws.affected(delta)) == [1396, 1397, 1398, 1399, 1400]
+    assert ws.estimate(delta) == 5.0
+
+
+def test_a_change_reaching_many_is_scaled_from_the_sample():
+    ws = watches(60_000)
+    delta = book().put(50, entry(50, 50_000, "0.90"))
+    assert delta is not None
+    members = ws._families[NAME]
+    sampled = _reach(members.sample, delta)
+    assert sampled >= RECOUNT
+    assert ws.estimate(delta) == sampled * len(members.index) / len(members.sample)
+    # and the scaled figure is near the truth
+    exact = len(ws.affected(delta))
+    assert abs(ws.estimate(delta) - exact) < exact / 4
