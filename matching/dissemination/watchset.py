@@ -96,7 +96,7 @@ class WatchSet:
         return found
 
     def estimate(self, delta: Delta) -> float:
-        """How many watches ``affected`` would return (counting both parts), from the sample
+        """How many watches ``affected`` would return, from the sample
         when the family is large. A sampled count below ``RECOUNT`` is counted again on the
         whole index: one sampled watch stands for ``SAMPLE_RATE`` of them, so a change
         reaching a handful would read as 16 or 32 (the few-affected benchmark's misses),
@@ -113,13 +113,17 @@ class WatchSet:
 
 
 def _reach(index: IntervalIndex, delta: Delta) -> int:
-    count = 0
+    """The watches of ``index`` that ``affected`` would return: each once, as a watch that
+    both parts reach is updated once."""
+    reached: set[Hashable] = set()
     if delta.loss is not None:
-        count += len(index.between(Span.point(delta.loss.at), outer(delta.loss.lo, delta.loss.hi)))
+        reached.update(
+            index.between(Span.point(delta.loss.at), outer(delta.loss.lo, delta.loss.hi))
+        )
     if delta.gain is not None:
         gain = delta.gain
-        count += len(index.between(Span.point(gain.entry.key), outer(gain.lo, gain.hi)))
-    return count
+        reached.update(index.between(Span.point(gain.entry.key), outer(gain.lo, gain.hi)))
+    return len(reached)
 
 
 def _sampled(watch: Hashable) -> bool:

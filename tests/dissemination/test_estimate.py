@@ -54,3 +54,12 @@ def test_a_change_reaching_many_is_scaled_from_the_sample():
     # and the scaled figure is near the truth
     exact = len(ws.affected(delta))
     assert abs(ws.estimate(delta) - exact) < exact / 4
+
+
+def test_a_watch_both_parts_reach_counts_once():
+    ws = watches(20)
+    # Offer 7 gets dearer in place: its loss and its gain both reach the same five watches
+    delta = book().put(7, entry(7, 7000, "1.10"))
+    assert delta is not None and delta.loss is not None and delta.gain is not None
+    assert sorted(ws.affected(delta)) == [1396, 1397, 1398, 1399, 1400]
+    assert ws.estimate(delta) == 5.0
