@@ -100,7 +100,9 @@ def log_partitions() -> list[dict[str, Any]]:
 
 def _primary_senders() -> list[dict[str, Any]]:
     """The standbys streaming from the primary (``pg_stat_replication``), each with how far
-    its replay is behind in bytes of WAL and in seconds (``replay_lag``, None while idle)."""
+    its replay is behind in bytes of WAL and in seconds (``replay_lag``, None while idle).
+    PostgreSQL shows ``state`` and the positions only to a role with ``pg_read_all_stats``;
+    for others they are None."""
     with connection.cursor() as cursor:
         cursor.execute(
             """

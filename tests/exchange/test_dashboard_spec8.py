@@ -10,6 +10,7 @@ import re
 
 import cloudpickle
 import pytest
+from django.conf import settings as django_settings
 from django.db import connection
 from redis.exceptions import RedisError
 
@@ -342,3 +343,18 @@ def test_no_choice_yet(client, choices):
     assert "No choice yet: no change has reached a watch." in _text(
         client.get("/staff/").content.decode()
     )
+
+
+@pytest.mark.skipif(
+    "history" not in django_settings.DATABASES,
+    reason="no replica is running: `ops/services --test start` starts one",
+)
+def test_the_test_clusters_streaming_replica_reports_its_lag():
+    # The settings point HISTORY_DATABASE_URL at the test cluster's standby
+    got = log_status.replica_status()
+    assert (got["configured"], got["reachable"], got["standby"]) == (True, True, True)
+    assert isinstance(got["lag_bytes"], int) and got["lag_bytes"] >= 0
+    assert got["lag_seconds"] is None or got["lag_seconds"] >= 0
+    # and the primary lists the standbys it streams to (their state and lag only for a role
+    # with pg_read_all_stats: None otherwise)
+    assert [s["name"] for s in got["senders"]] == ["walreceiver"]
