@@ -171,24 +171,31 @@ class Shadow:
 
 
 _SHADOW = Shadow()
-_TOKEN = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _token() -> str:
+    """This process's name in ``owner_key``. Read at each call, not at import: Celery's
+    prefork children import this module in their parent, before they fork."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def owner_key() -> str:
     return f"{settings.CELERY_TASK_DEFAULT_QUEUE}:dissemination-shadow"
 
 
-def _owned() -> bool:
+def _ownership() -> str | None:
     """One worker process at a time runs the shadow (each would log the same choices):
     the one whose token is in ``owner_key``, renewed every round, free after ``OWNER_TTL``
-    seconds without one."""
-    client = redis_client()
-    if client.set(owner_key(), _TOKEN, nx=True, ex=OWNER_TTL):
-        return True
-    if client.get(owner_key()) in (_TOKEN, _TOKEN.encode()):
+    seconds without one. ``"taken"`` when this process has just taken it (its shadow, if
+    it ran one before, may have missed what another owner followed since), ``"kept"``
+    when it held it already, None when another process holds it."""
+    client, token = redis_client(), _token()
+    if client.set(owner_key(), token, nx=True, ex=OWNER_TTL):
+        return "taken"
+    if client.get(owner_key()) == token:
         client.expire(owner_key(), OWNER_TTL)
-        return True
-    return False
+        return "kept"
+    return None
 
 
 def dissemination_round() -> bool:
@@ -200,8 +207,11 @@ def dissemination_round() -> bool:
     if not getattr(settings, "DISSEMINATION_SHADOW", True):
         return False
     try:
-        if not _owned():
+        ownership = _ownership()
+        if ownership is None:
             return False
+        if ownership == "taken":
+            _SHADOW = Shadow()  # start where the watches are, not where it stopped
         return _SHADOW.round()
     except Exception:  # noqa: BLE001 - the shadow must never stop the deliveries
         log.warning("the dissemination shadow failed; it starts afresh", exc_info=True)

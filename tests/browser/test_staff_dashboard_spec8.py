@@ -70,6 +70,9 @@ def test_staff_see_the_spec8_panel_with_live_choices(new_page, live_stack):
         time.sleep(0.2)
     last = off_loop(_flow)
     choices = _wait_for_choices(last)
+    # One worker process follows the log: no change is logged twice
+    seqs = [c["seq"] for c in choices]
+    assert len(seqs) == len(set(seqs)), seqs
 
     staff = new_page()
     login(staff, "stella")

@@ -166,21 +166,40 @@ def test_without_range_watches_the_shadow_holds_nothing(clean):
 
 def test_one_worker_process_runs_it_and_a_failure_never_stops_the_task(clean, monkeypatch):
     calls = []
-    monkeypatch.setattr(live._SHADOW, "round", lambda: calls.append(1) or True)
+
+    def follow(self):
+        calls.append(self)
+        return True
+
+    monkeypatch.setattr(live.Shadow, "round", follow)
+    # Taking the key starts a shadow afresh; keeping it goes on with the same one
     assert live.dissemination_round() is True
+    assert live.dissemination_round() is True
+    assert len(calls) == 2 and calls[0] is calls[1] is live._SHADOW
     # Another process holds the key: this one skips
     redis_client().set(live.owner_key(), "elsewhere:1", ex=60)
     assert live.dissemination_round() is False
-    assert calls == [1]
+    assert len(calls) == 2
+    # Once free again, this process takes it with a new shadow: the old one may have missed
+    # what the other owner followed
+    redis_client().delete(live.owner_key())
+    assert live.dissemination_round() is True
+    assert calls[2] is not calls[1]
+    # A process forked from this one after the import (a prefork child) is another owner
+    monkeypatch.setattr(live.os, "getpid", lambda: -1)
+    assert live.dissemination_round() is False
+    assert len(calls) == 3
+    monkeypatch.undo()
     redis_client().delete(live.owner_key())
 
-    def fails():
+    def fails(self):
         raise RuntimeError("boom")
 
+    monkeypatch.setattr(live.Shadow, "round", fails)
+    assert live.dissemination_round() is False  # taken, failed
     broken = live._SHADOW
-    monkeypatch.setattr(broken, "round", fails)
-    assert live.dissemination_round() is False
-    assert live._SHADOW is not broken  # it starts afresh next time
+    assert live.dissemination_round() is False  # kept, failed
+    assert live._SHADOW is not broken  # after a failure it starts afresh
 
 
 def test_the_setting_turns_it_off(clean, settings, monkeypatch):
