@@ -114,16 +114,18 @@ class WatchSet:
 
 def _reach(index: IntervalIndex, delta: Delta) -> int:
     """The watches of ``index`` that ``affected`` would return: each once, as a watch that
-    both parts reach is updated once."""
-    reached: set[Hashable] = set()
+    both parts reach is updated once (a set only then: a wide change's single part may
+    reach thousands)."""
+    parts = []
     if delta.loss is not None:
-        reached.update(
-            index.between(Span.point(delta.loss.at), outer(delta.loss.lo, delta.loss.hi))
-        )
+        loss = delta.loss
+        parts.append(index.between(Span.point(loss.at), outer(loss.lo, loss.hi)))
     if delta.gain is not None:
         gain = delta.gain
-        reached.update(index.between(Span.point(gain.entry.key), outer(gain.lo, gain.hi)))
-    return len(reached)
+        parts.append(index.between(Span.point(gain.entry.key), outer(gain.lo, gain.hi)))
+    if len(parts) < 2:
+        return sum(len(p) for p in parts)
+    return len(set(parts[0]).union(parts[1]))
 
 
 def _sampled(watch: Hashable) -> bool:
