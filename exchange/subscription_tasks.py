@@ -7,6 +7,7 @@ import contextlib
 
 from celery import shared_task
 
+from exchange.dissemination.live import dissemination_round
 from exchange.redis_clients import redis_client
 from exchange.services.subscriptions import (
     ADVANCE_TASK,
@@ -25,8 +26,16 @@ def subscriptions_advance_task() -> bool:
     with contextlib.suppress(Exception):
         redis_client().delete(advance_pending_key())
     more = subscriptions_advance()
+    more = _dissemination_follow() or more
     if more:
         # Without Redis the next round is beat's (every 5 s): the work is in the rows.
         with contextlib.suppress(Exception):
             subscriptions_advance_request()
     return more
+
+
+def _dissemination_follow() -> bool:
+    """After the deliveries, the dissemination optimizer follows the same changes for the
+    range watches (``exchange.dissemination.live``): it chooses, is measured and logs
+    for the staff dashboard, and delivers nothing. True while it is behind the log."""
+    return dissemination_round()

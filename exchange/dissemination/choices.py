@@ -21,7 +21,14 @@ def choices_key() -> str:
 def choice_record(entry: dict[str, Any]) -> None:
     """Keeps ``entry`` (an ``Optimizer`` log entry) and drops all but the newest ``KEPT``;
     a sink for ``Optimizer(sink=...)``."""
+    choices_record([entry])
+
+
+def choices_record(entries: list[dict[str, Any]]) -> None:
+    """Keeps ``entries``, oldest first, in one round trip (the newest ``KEPT`` stay)."""
+    if not entries:
+        return
     pipe = redis_client().pipeline()
-    pipe.lpush(choices_key(), json.dumps(entry))
+    pipe.lpush(choices_key(), *(json.dumps(e) for e in entries))
     pipe.ltrim(choices_key(), 0, KEPT - 1)
     pipe.execute()

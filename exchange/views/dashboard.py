@@ -1,17 +1,27 @@
-"""The staff dashboard at ``/staff/``: cycle health, orders set aside, and every open auction
-with its winner-to-be."""
+"""The staff dashboard at ``/staff/``: cycle health, orders set aside, every open auction
+with its winner-to-be, and SPEC 8's event log, replica, subscriptions and dissemination."""
+
+import logging
+from typing import Any
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from redis.exceptions import RedisError
 
+from exchange.selectors import log_status
 from exchange.selectors.dashboard import cycle_health, open_auctions, orders_set_aside
+from exchange.selectors.dissemination import dissemination_recent
 from exchange.selectors.ui.staff import MarketNumbers, market_numbers
 from exchange.services.closing import Preview, offer_close_previews
 
 # The most open auctions the page lists; past that it says how many more there are and
 # links to the admin's list, so that one request's work stays bounded.
 AUCTIONS_SHOWN = 200
+# The optimizer's latest choices the page shows.
+CHOICES_SHOWN = 20
+
+log = logging.getLogger(__name__)
 
 
 def _auction_row(preview: Preview, numbers: MarketNumbers) -> dict:
@@ -24,6 +34,26 @@ def _auction_row(preview: Preview, numbers: MarketNumbers) -> dict:
         "price": numbers.price(preview.price),
         "quantity": numbers.quantity(preview.quantity),
         "unusable": preview.unusable,
+    }
+
+
+def _spec8() -> dict[str, Any]:
+    """SPEC 8's panel. The choices live in Redis: without it the panel says so (``None``)
+    rather than failing the page; the replica's own failures are ``replica_status``'s."""
+    try:
+        choices = dissemination_recent(limit=CHOICES_SHOWN)
+    except RedisError:
+        log.warning("the dissemination choices could not be read from Redis", exc_info=True)
+        choices = None
+    return {
+        "head": log_status.log_head(),
+        "replica": log_status.replica_status(),
+        "partitions": log_status.log_partitions(),
+        "by_kind": log_status.subscriptions_by_kind(),
+        "states": log_status.STATES,
+        "suspended": log_status.subscriptions_suspended(),
+        "patterns": log_status.pattern_instances(),
+        "choices": choices,
     }
 
 
@@ -45,5 +75,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "set_aside": orders_set_aside(),
             "auctions": rows,
             "more_auctions": auctions.total - len(rows),
+            "spec8": _spec8(),
         },
     )

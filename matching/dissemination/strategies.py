@@ -152,6 +152,16 @@ class Producer:
         spanned = [_num(span.lo), span.lo_closed, _num(span.hi), span.hi_closed]
         return {"register": [[watch, str(name), spanned, threshold, encode_answer(answer)]]}
 
+    def unregister(self, watch: Hashable) -> int:
+        """Drops a watch (``KeyError`` for one it does not hold); the consumer that held it,
+        which is told with ``{"unregister": [watch, ...]}``. The family's entries stay: other
+        watches may join it again."""
+        name = self.watches.family[watch]
+        self.watches.remove(watch)
+        consumer = self.home.pop(watch)
+        self.holders[name][consumer] -= 1
+        return consumer
+
     def change(self, e: Event) -> list[tuple[int, dict[str, Any]]]:
         """The messages for one event, ``(consumer, message)`` in consumer order."""
         deltas = [d for d in self.book.apply(e) if self.watches.size(d.family)]
@@ -244,6 +254,11 @@ class Consumer:
 
     def handle(self, message: dict[str, Any]) -> list[Notification]:
         self.work = defaultdict(float)
+        if "unregister" in message:
+            for watch in message["unregister"]:
+                self.watches.remove(watch)
+                del self.thresholds[watch], self.last[watch]
+            return []
         if "register" in message:
             out = []
             for watch, name, (lo, lo_closed, hi, hi_closed), threshold, answer in message[
