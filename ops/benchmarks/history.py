@@ -220,6 +220,20 @@ def outbox(url: str, notifications: int) -> dict[str, str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def outbox_drop(url: str) -> None:
+    """Remove ``outbox``'s user (its token, subscription and notifications go with it):
+    ``bench_book`` wants a database without users."""
+    import subprocess
+
+    drop = (
+        "from django.contrib.auth.models import User; "
+        'User.objects.filter(username="bench-outbox").delete()'
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", drop], cwd=ROOT, env=_env(url), check=True
+    )
+
+
 def one_day_plan(database_url: str, size: dict[str, int]) -> dict[str, Any]:
     """EXPLAIN ANALYZE of the first page of a read naming the second day."""
     import datetime as dt
@@ -332,6 +346,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
         ]
     finally:
         stack.stop()
+    outbox_drop(url)
     plan = subprocess.run(
         [sys.executable, __file__, "--plan", url, "--events", str(size["events"])],
         cwd=ROOT,
