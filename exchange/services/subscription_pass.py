@@ -28,13 +28,15 @@ redoes it. One subscription's failure suspends it (``runtime_error``) and not th
 
 from __future__ import annotations
 
+import json
 import logging
+import pickle
 from collections.abc import Iterator
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 
-from exchange.models import Subscription, SubscriptionNotification
+from exchange.models import Subscription
 from exchange.realtime.streams import group_send_all
 from exchange.selectors.events import events_log_end
 from exchange.selectors.subscription_log import subscriptions_log_read
@@ -48,12 +50,37 @@ from exchange.services.subscriptions import (
     _state_dump,
     _state_load,
 )
+from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions.multi import Failed, Member, advance_members
 
 log = logging.getLogger(__name__)
 
 # Active subscriptions one pass looks at (SPEC 8.3 allows 100 a user).
 PASS_LIMIT = 20_000
+
+# One statement for all the notifications of a stretch, and one for all its rows: Django's
+# ``bulk_update`` builds a CASE per field and row, which for thousands of rows costs more
+# than the whole evaluation.
+INSERT_NOTIFICATIONS = (
+    "INSERT INTO exchange_subscriptionnotification (subscription_id, n, seq, data, created_at) "
+    "SELECT v.id, v.n, v.seq, v.data::jsonb, now() "
+    "FROM unnest(%s::bigint[], %s::int[], %s::bigint[], %s::text[]) AS v(id, n, seq, data)"
+)
+UPDATE_ROWS = (
+    'UPDATE exchange_subscription AS s SET last_n = v.last_n, "cursor" = v.cursor, '
+    "evaluator = v.evaluator, state = v.state, reason = v.reason "
+    "FROM unnest(%s::bigint[], %s::int[], %s::bigint[], %s::bytea[], %s::text[], %s::text[]) "
+    "AS v(id, last_n, cursor, evaluator, state, reason) WHERE s.id = v.id"
+)
+
+
+def _dump(evaluator: Evaluator) -> bytes:
+    """The evaluator's state as ``_state_load`` reads it: the standard pickle when it can
+    (three times faster), cloudpickle for the closures of a form 3 pattern."""
+    try:
+        return pickle.dumps(evaluator, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return _state_dump(evaluator)
 
 
 def subscriptions_advance_together(*, chunk: int = CHUNK, limit: int = PASS_LIMIT) -> bool:
@@ -122,7 +149,7 @@ def _advance_stretch(ids: list[int], *, log_end: int, chunk: int) -> bool:
         )
         advance_members(members, events, upto=upto)
         by_id = {m.sub_id: m for m in members}
-        notes: list[SubscriptionNotification] = []
+        notes: list[tuple[int, int, int | None, str]] = []
         messages: list[Any] = []
         more = False
         for row in rows:
@@ -147,12 +174,11 @@ def _advance_stretch(ids: list[int], *, log_end: int, chunk: int) -> bool:
                 row.state, row.reason, row.evaluator = Subscription.State.DONE, "completed", None
             else:
                 assert member is not None
-                row.evaluator = _state_dump(member.sub)
+                row.evaluator = _dump(member.sub)
                 more = more or upto < log_end
             first = row.last_n + 1
             notes.extend(
-                SubscriptionNotification(subscription=row, n=n, seq=seq, data=data)
-                for n, (seq, data) in enumerate(found, first)
+                (row.pk, n, seq, json.dumps(data)) for n, (seq, data) in enumerate(found, first)
             )
             row.last_n += len(found)
             row.cursor = upto
@@ -165,10 +191,22 @@ def _advance_stretch(ids: list[int], *, log_end: int, chunk: int) -> bool:
                         end=ended,
                     )
                 )
-        SubscriptionNotification.objects.bulk_create(notes, batch_size=1000)
-        Subscription.objects.bulk_update(
-            rows, ["last_n", "cursor", "evaluator", "state", "reason"], batch_size=500
-        )
+        with connection.cursor() as cursor:
+            if notes:
+                cursor.execute(
+                    INSERT_NOTIFICATIONS, [list(column) for column in zip(*notes, strict=True)]
+                )
+            cursor.execute(
+                UPDATE_ROWS,
+                [
+                    [row.pk for row in rows],
+                    [row.last_n for row in rows],
+                    [row.cursor for row in rows],
+                    [row.evaluator for row in rows],
+                    [row.state for row in rows],
+                    [row.reason for row in rows],
+                ],
+            )
         if messages:
             after_commit("pushing subscription notifications", lambda: group_send_all(messages))
     return more

@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 DATABASE = "intersect_bench_subscriptions"
-FULL = {"subscriptions": 10_000, "cycles": 24, "offers": 2_000, "bids": 6_000}
+FULL = {"subscriptions": 10_000, "cycles": 10, "offers": 2_000, "bids": 6_000}
 QUICK = {"subscriptions": 1_000, "cycles": 6, "offers": 200, "bids": 600}
 # The single-subscription step is timed on this many subscriptions (it is slow).
 SINGLE_SAMPLE = 500
