@@ -63,8 +63,8 @@ def _env(database_url: str) -> dict[str, str]:
     return provision.env() | {"DATABASE_URL": database_url}
 
 
-def provision_log(size: dict[str, int]) -> str:
-    """A fresh bench database with the log of ``size``; returns its URL."""
+def fresh_database(database: str) -> str:
+    """The bench database ``database`` dropped, created again and migrated; its URL."""
     import subprocess
 
     import psycopg
@@ -72,15 +72,25 @@ def provision_log(size: dict[str, int]) -> str:
 
     from ops.benchmarks.live import provision
 
-    url = provision._with_path(provision.SERVER_URL, DATABASE)
+    url = provision._with_path(provision.SERVER_URL, database)
     with psycopg.connect(provision.SERVER_URL, autocommit=True) as conn:
-        name = sql.Identifier(DATABASE)
+        name = sql.Identifier(database)
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
-    env = _env(url)
     subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
+        [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=_env(url), check=True
     )
+    return url
+
+
+def provision_log(size: dict[str, int]) -> str:
+    """A fresh bench database with the log of ``size``; returns its URL."""
+    import subprocess
+
+    import psycopg
+
+    url = fresh_database(DATABASE)
+    env = _env(url)
     days = (
         "import datetime as dt; from exchange.services.event_partitions import "
         "event_partitions_ensure as e; "

@@ -51,35 +51,18 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-def _env(database_url: str) -> dict[str, str]:
-    from ops.benchmarks.live import provision
-
-    return provision.env() | {"DATABASE_URL": database_url}
-
-
 def provision_book(size: dict[str, int]) -> str:
     """A fresh bench database holding the bench book; returns its URL."""
     import subprocess
 
-    import psycopg
-    from psycopg import sql
+    from ops.benchmarks.history import _env, fresh_database
 
-    from ops.benchmarks.live import provision
-
-    url = provision._with_path(provision.SERVER_URL, DATABASE)
-    with psycopg.connect(provision.SERVER_URL, autocommit=True) as conn:
-        name = sql.Identifier(DATABASE)
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
-    env = _env(url)
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
-    )
+    url = fresh_database(DATABASE)
     subprocess.run(
         [sys.executable, "manage.py", "bench_book", "--offers", str(size["offers"])]
         + ["--bids", str(size["bids"]), "--seed", "1"],
         cwd=ROOT,
-        env=env,
+        env=_env(url),
         check=True,
     )
     return url
@@ -238,6 +221,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
     import subprocess
 
     from ops.benchmarks import machine
+    from ops.benchmarks.history import _env
 
     size = QUICK if quick else FULL
     started = time.perf_counter()

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
+
+from .doc import splice_section
 
 TITLE = "## Live subscriptions: many on one market (SPEC 8.3, issue 19)"
 
@@ -60,13 +61,5 @@ evaluator loop, its writes): **{single["ms_per_subscription"]:,.2f} ms a subscri
 
 
 def splice(report: Path, results: dict[str, Any]) -> Path:
-    """Put the section into ``report``, replacing the one there, else at the end."""
-    text = report.read_text() if report.exists() else ""
-    new = section(results)
-    found = re.search(rf"^{re.escape(TITLE)}.*?(?=^## |\Z)", text, flags=re.M | re.S)
-    if found:
-        text = text[: found.start()] + new + "\n" + text[found.end() :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + new
-    report.write_text(text)
-    return report
+    """Put the section into ``report`` (see ``splice_section``)."""
+    return splice_section(report, TITLE, section(results))
