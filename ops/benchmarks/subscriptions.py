@@ -131,7 +131,7 @@ def run(size: dict[str, int]) -> dict[str, Any]:
     subscription_pass.subscriptions_advance_together()  # nothing yet: all at the seam
     timers = {
         name: Timed(subscription_pass, name)
-        for name in ("subscriptions_log_read", "advance_members", "_state_load", "_state_dump")
+        for name in ("subscriptions_log_read", "advance_members", "_state_load", "_dump")
     }
     cycles: dict[str, list[float]] = {"with": [], "without": []}
     passes = []
