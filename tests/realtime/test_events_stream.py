@@ -154,18 +154,25 @@ def test_resume_replays_the_log_after_the_seq_then_goes_on_live_without_duplicat
     assert quiet
 
 
-def test_a_lost_push_is_read_from_the_log_when_the_next_run_skips_ahead(book, monkeypatch):
-    alice = book["users"]["alice"]
-    sent = []
+@pytest.fixture
+def sent():
+    """The log's first push after this is lost (Redis is down); the runs lost, listed."""
+    lost: list = []
+    real_push = event_service.events_push
 
     def lost_once(events):
-        if not sent:
-            sent.append(events)
+        if not lost:
+            lost.append(events)
             raise ConnectionError("Redis is down")
         real_push(events)
 
-    real_push = event_service.events_push
-    monkeypatch.setattr(event_service, "events_push", lost_once)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(event_service, "events_push", lost_once)
+        yield lost
+
+
+def test_a_lost_push_is_read_from_the_log_when_the_next_run_skips_ahead(book, sent):
+    alice = book["users"]["alice"]
 
     async def scenario():
         ws = await connect(f"/ws/?token={book['keys']['alice']}")
@@ -408,18 +415,8 @@ def test_a_batched_replay_stops_at_its_cap_and_says_where_to_resume(book, monkey
     assert rest == batched(log[3:5], 2)
 
 
-def test_a_lost_push_on_a_batched_stream_is_read_from_the_log_in_one_batch(book, monkeypatch):
+def test_a_lost_push_on_a_batched_stream_is_read_from_the_log_in_one_batch(book, sent):
     alice = book["users"]["alice"]
-    sent = []
-
-    def lost_once(events):
-        if not sent:
-            sent.append(events)
-            raise ConnectionError("Redis is down")
-        real_push(events)
-
-    real_push = event_service.events_push
-    monkeypatch.setattr(event_service, "events_push", lost_once)
 
     async def scenario():
         ws = await connect(f"/ws/?token={book['keys']['alice']}")
