@@ -39,6 +39,13 @@ class StaleVersion(ExchangeError):
     status = 409
 
 
+class Conflict(ExchangeError):
+    """The request does not fit the object's current state (a subscription that has
+    ended cannot be paused)."""
+
+    status = 409
+
+
 class NotAllowed(ExchangeError):
     status = 403
 

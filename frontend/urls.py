@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import accounts, amend, guide, markets, orders
+from .views import accounts, alerts, amend, guide, markets, orders, shortcuts
 
 app_name = "frontend"
 urlpatterns = [
@@ -12,11 +12,25 @@ urlpatterns = [
     path("account/", accounts.account, name="account"),
     path("account/token/", accounts.token_create, name="token-create"),
     path("account/token/revoke/", accounts.token_delete, name="token-revoke"),
+    path("alerts/", alerts.alerts, name="alerts"),
+    path("alerts/check/", alerts.alerts_check, name="alerts-check"),
+    path("alerts/backtest/", alerts.alerts_backtest, name="alerts-backtest"),
+    *(
+        path(
+            f"alerts/<str:subscription_id>/{action}/",
+            alerts.alert_action,
+            {"action": action},
+            name=f"alert-{action}",
+        )
+        for action in alerts.ACTIONS
+    ),
     path("markets/<str:subject>/", markets.market_detail, name="market"),
     path("markets/<str:subject>/post/", markets.market_post, name="market-post"),
     path("markets/<str:subject>/check/", markets.market_check, name="market-check"),
     path("markets/<str:subject>/preview/", markets.market_preview, name="market-preview"),
+    path("markets/<str:subject>/alert/", shortcuts.market_alert, name="market-alert"),
     path("offers/<str:offer_id>/", orders.offer_detail, name="offer"),
+    path("offers/<str:offer_id>/alert/", shortcuts.offer_alert, name="offer-alert"),
     path("offers/<str:offer_id>/withdraw/", orders.offer_withdraw_view, name="offer-withdraw"),
     path("bids/<str:bid_id>/withdraw/", orders.bid_withdraw_view, name="bid-withdraw"),
     path("offers/<str:order_id>/edit/", amend.order_edit, {"kind": "offer"}, name="offer-edit"),

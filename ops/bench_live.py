@@ -79,13 +79,15 @@ def sweep_rates(text: str) -> list[float]:
     return rates
 
 
-def drive_rate(args: argparse.Namespace, rate: float) -> dict[str, Any]:
+def drive_rate(args: argparse.Namespace, rate: float, tokens: list[str]) -> dict[str, Any]:
     """One load of ``rate`` bids/s on the running stack; its numbers and the cycles that
     started during it (the best-offer check is left to the caller: it reads every order)."""
     floor = checks.best_value_cents()
     since = time.time()
     result = asyncio.run(
-        load.drive(args.port, args.offers, rate, args.seconds, args.readers, args.seed, floor)
+        load.drive(
+            args.port, args.offers, rate, args.seconds, args.readers, args.seed, floor, tokens
+        )
     )
     time.sleep(3)  # the last cycles and pushes
     stored = checks.stored(result["acknowledged"])
@@ -115,6 +117,7 @@ def main() -> int:
     provision.book_refresh(rebuild=not (args.reuse and args.keep_store))
     checks.outbox_settle()
     book_offers, book_bids = checks.book_size()
+    tokens = provision.tokens([f"buyer{i}" for i in range(load.BUYERS)])
     setup_s = time.perf_counter() - t0
     stack = Stack(env=provision.env(), log_dir=ROOT / ".data" / "bench-live", log_level="WARNING")
     # A SIGTERM (a timeout, say) unwinds through ``finally`` so the stack is stopped.
@@ -128,7 +131,7 @@ def main() -> int:
             port=args.port, workers=args.web_workers, ready_path="/healthz", ready_seconds=120
         )
         for rate in args.sweep or [args.rate]:
-            runs.append(drive_rate(args, rate))
+            runs.append(drive_rate(args, rate, tokens))
             if args.sweep and not report.held(runs[-1]):
                 break  # the first rate that does not hold ends the sweep
         verdict = checks.verified()

@@ -21,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from exchange.api.parameters import KnownParameters
 from exchange.errors import InvalidInput
 from exchange.http import query_whole_number
 from exchange.selectors.events import event_json, events_read
@@ -138,17 +139,17 @@ _EVENT_PARAMETERS = [
 ]
 
 
-class EventList(APIView):
+class EventList(KnownParameters, APIView):
     """The events you may see (SPEC 8.1, 5.6), in ``seq`` order, paginated by ``seq``."""
 
     permission_classes = [permissions.AllowAny]
+    query_parameters = _EVENT_PARAMETERS
 
     def perform_content_negotiation(self, request, force=False):
         # ``format`` names the output here (csv, jsonl), not one of DRF's renderers.
         return super().perform_content_negotiation(request, force=True)
 
     @extend_schema(
-        parameters=_EVENT_PARAMETERS,
         responses=inline_serializer(
             "EventPage",
             {
@@ -196,7 +197,7 @@ class EventList(APIView):
         return PartStreamingResponse(csv_lines(events), content_type="text/csv")
 
 
-class EventTypes(APIView):
+class EventTypes(KnownParameters, APIView):
     """Every event type with its attributes, their SPEC 2.1 types and who may see it."""
 
     permission_classes = [permissions.AllowAny]

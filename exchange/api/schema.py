@@ -84,9 +84,11 @@ class ExchangeSchema(AutoSchema):
     def get_override_parameters(self) -> list[Any]:
         parameters = [*super().get_override_parameters(), *RESPONSE_HEADERS]
         if self.method == "GET":
-            parameters += getattr(self.view, "query_parameters", ())
+            own = list(getattr(self.view, "query_parameters", ()))
+            parameters += own
             fmt = api_settings.URL_FORMAT_OVERRIDE
-            if fmt:
+            # a view that reads ``format`` itself (events: csv, jsonl) documents its values
+            if fmt and fmt not in {p.name for p in own}:
                 formats = [r.format for r in self.view.get_renderers()]
                 parameters.append(
                     OpenApiParameter(fmt, str, enum=formats, description="the answer's format")

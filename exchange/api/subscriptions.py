@@ -2,8 +2,9 @@
 
 ``POST /api/v1/subscriptions/`` with ``{"query", "name"?}``; ``GET`` lists the caller's
 own; ``GET``/``DELETE /api/v1/subscriptions/<id>/``; ``GET /api/v1/subscriptions/<id>/
-notifications/?after=<n>`` pages the outbox by ``n``. Another user's subscription is a
-404, as if it did not exist.
+notifications/?after=<n>`` pages the outbox by ``n``; ``POST /api/v1/subscriptions/<id>/
+pause/`` and ``.../resume/`` stop and restart its advance (an ended one is a 409). Another
+user's subscription is a 404, as if it did not exist.
 """
 
 from __future__ import annotations
@@ -13,13 +14,19 @@ import datetime as dt
 from django.contrib.auth.models import User
 from django.http import Http404
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import generics, permissions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from exchange.api.parameters import KnownParameters
+from exchange.api.serializers import ErrorSerializer
 from exchange.errors import InvalidInput
 from exchange.http import query_whole_number, whole_number
 from exchange.models import Subscription
@@ -28,14 +35,17 @@ from exchange.selectors.subscriptions import (
     subscription_get,
     subscription_list,
     subscription_notifications,
+    subscription_query_parsed,
 )
 from exchange.services.subscriptions import (
     MAX_NAME,
     stream_name,
     subscription_create,
     subscription_delete,
+    subscription_pause,
+    subscription_resume,
 )
-from matching.subscriptions import EventError, QueryError, parse_query, parse_timestamp, to_text
+from matching.subscriptions import EventError, parse_timestamp, to_text
 from matching.values import format_timestamp_body
 
 DEFAULT_LIMIT = 100
@@ -154,6 +164,41 @@ class SubscriptionDetail(KnownParameters, APIView):
         return Response(SubscriptionSerializer(subscription).data)
 
 
+ENDED = OpenApiResponse(
+    ErrorSerializer,
+    description="`subscription_done` or `subscription_suspended`: it has ended and cannot be "
+    "paused or resumed; nothing changed.",
+)
+
+
+class _StateMove(KnownParameters, APIView):
+    """A POST that moves the caller's subscription with ``move`` (a service)."""
+
+    permission_classes = [permissions.IsAuthenticated]
+    move = staticmethod(subscription_pause)
+
+    @extend_schema(request=None, responses={200: SubscriptionSerializer, 409: ENDED})
+    def post(self, request: Request, subscription_id: str) -> Response:
+        subscription = self.move(
+            owner=_user(request), subscription_id=_own(request, subscription_id).pk
+        )
+        return Response(SubscriptionSerializer(subscription).data)
+
+
+class SubscriptionPause(_StateMove):
+    """Pause the subscription: it keeps its place in the log and sends nothing until it is
+    resumed. 409 (``subscription_done``, ``subscription_suspended``) once it has ended."""
+
+    move = staticmethod(subscription_pause)
+
+
+class SubscriptionResume(_StateMove):
+    """Resume a paused subscription: it reads on from where it stopped, so the events of
+    the pause arrive then, each once, numbered on. 409 as for pause once it has ended."""
+
+    move = staticmethod(subscription_resume)
+
+
 class SubscriptionNotifications(KnownParameters, APIView):
     """The subscription's notifications after ``n`` = ``after``, in ``n`` order; ``next``
     repeats the query after the page's last ``n``."""
@@ -202,12 +247,7 @@ class SubscriptionBacktest(KnownParameters, APIView):
         serializer = BacktestRequest(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        try:
-            query = parse_query(data["query"])
-        except QueryError as exc:
-            raise InvalidInput(
-                exc.code, exc.message, field="query", position=exc.position
-            ) from None
+        query = subscription_query_parsed(text=data["query"])
         since = _time(data, "since")
         until = _time(data, "until", default=timezone.now())
         if until <= since:

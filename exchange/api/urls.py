@@ -36,6 +36,16 @@ urlpatterns = [
         name="subscription",
     ),
     path(
+        "subscriptions/<str:subscription_id>/pause/",
+        subscriptions.SubscriptionPause.as_view(),
+        name="subscription-pause",
+    ),
+    path(
+        "subscriptions/<str:subscription_id>/resume/",
+        subscriptions.SubscriptionResume.as_view(),
+        name="subscription-resume",
+    ),
+    path(
         "subscriptions/<str:subscription_id>/notifications/",
         subscriptions.SubscriptionNotifications.as_view(),
         name="subscription-notifications",

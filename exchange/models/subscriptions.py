@@ -24,6 +24,8 @@ class Subscription(models.Model):
 
     class State(models.TextChoices):
         ACTIVE = "active"
+        # Kept as it stands (cursor, evaluator) and not advanced until resumed.
+        PAUSED = "paused"
         DONE = "done"
         SUSPENDED = "suspended"
 
@@ -39,13 +41,14 @@ class Subscription(models.Model):
     seam = models.BigIntegerField()
     cursor = models.BigIntegerField()
     last_n = models.IntegerField(default=0)
-    # The evaluator as a worker left it (cloudpickle); emptied once it is no longer active.
+    # The evaluator as a worker left it (cloudpickle); emptied once it is neither active nor
+    # paused.
     evaluator = models.BinaryField(null=True)
 
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(state__in=["active", "done", "suspended"]),
+                condition=models.Q(state__in=["active", "paused", "done", "suspended"]),
                 name="subscription_state_known",
             ),
             models.CheckConstraint(
@@ -57,7 +60,8 @@ class Subscription(models.Model):
                 name="subscription_counters_not_negative",
             ),
             models.CheckConstraint(
-                condition=~models.Q(state="active") | models.Q(evaluator__isnull=False),
+                condition=~models.Q(state__in=["active", "paused"])
+                | models.Q(evaluator__isnull=False),
                 name="subscription_active_has_evaluator",
             ),
         ]

@@ -7,6 +7,7 @@ each stream maps to a group name here; ``me`` maps to the user's own group.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Mapping
 from typing import Any
@@ -152,12 +153,31 @@ def events_messages(events: list[dict[str, Any]]) -> list[tuple[str, dict]]:
 
 
 def group_send_all(messages: list[tuple[str, dict]]) -> None:
-    """Send messages to groups in order, in one trip to the event loop (call after commit)."""
+    """Send messages to groups, in one trip to the event loop (call after commit): each
+    group's messages in the order given, the groups side by side.
+
+    A channels-redis ``group_send`` is three round trips to Redis; one after another, a
+    cycle's few dozen messages made sending 14% of the matching worker's time (py-spy at 30
+    bids/s). Only the order within a group is seen by anyone (a stream's frames, a user's
+    wake-ups), so the groups need not wait for each other. A failure is raised once the
+    other groups are sent."""
+
+    async def in_order(layer: Any, group: str, batch: list[dict]) -> None:
+        for message in batch:
+            await layer.group_send(group, message)
 
     async def send() -> None:
         layer = get_channel_layer()
+        by_group: dict[str, list[dict]] = {}
         for group, message in messages:
-            await layer.group_send(group, message)
+            by_group.setdefault(group, []).append(message)
+        results = await asyncio.gather(
+            *(in_order(layer, group, batch) for group, batch in by_group.items()),
+            return_exceptions=True,
+        )
+        failed = [r for r in results if isinstance(r, BaseException)]
+        if failed:
+            raise failed[0]
 
     if messages:
         async_to_sync(send)()

@@ -12,10 +12,11 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
+from exchange.errors import InvalidInput
 from exchange.models import Event, Subscription, SubscriptionNotification
 from exchange.selectors.events import events_log_end
 from exchange.selectors.history import history_events
-from matching.subscriptions import Query, run_offline
+from matching.subscriptions import Query, QueryError, parse_query, run_offline
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions.atomic import AtomicEngine
 from matching.subscriptions.automaton import PatternEngine
@@ -30,6 +31,16 @@ BACKTEST_NOTIFICATIONS = 10_000
 BACKTEST_STEP = 5000
 
 
+def subscription_query_parsed(*, text: str) -> Query:
+    """``text`` parsed as a subscription query; a bad one is ``InvalidInput`` with the
+    parser's code, message and 0-based position (field ``query``). Registration, the
+    backtest and the page's check as you type all read a query through here."""
+    try:
+        return parse_query(text)
+    except QueryError as exc:
+        raise InvalidInput(exc.code, exc.message, field="query", position=exc.position) from None
+
+
 def subscription_list(*, owner: User) -> QuerySet[Subscription]:
     """``owner``'s subscriptions, newest first."""
     return Subscription.objects.filter(owner=owner).order_by("-id")
@@ -42,7 +53,10 @@ def subscription_get(*, owner: User, subscription_id: int) -> Subscription | Non
 
 
 def subscription_active_count(*, owner: User) -> int:
-    return Subscription.objects.filter(owner=owner, state=Subscription.State.ACTIVE).count()
+    """``owner``'s active and paused subscriptions: a paused one counts toward the limit,
+    so resuming it never takes a user past it."""
+    live = (Subscription.State.ACTIVE, Subscription.State.PAUSED)
+    return Subscription.objects.filter(owner=owner, state__in=live).count()
 
 
 def notification_json(n: int, seq: int | None, data: Any) -> dict[str, Any]:

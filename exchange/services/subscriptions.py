@@ -36,7 +36,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 
-from exchange.errors import InvalidInput, NotFound
+from exchange.errors import Conflict, InvalidInput, NotFound
 from exchange.models import Subscription, SubscriptionNotification
 from exchange.realtime.streams import group_for, group_send_all
 from exchange.redis_clients import redis_client
@@ -47,11 +47,12 @@ from exchange.selectors.subscriptions import (
     notification_json,
     subscription_active_count,
     subscription_log_read,
+    subscription_query_parsed,
     subscriptions_behind,
 )
 from exchange.services.side_effects import after_commit
 from matching.subscriptions import STATE_LIMIT as EVALUATOR_STATE_LIMIT
-from matching.subscriptions import End, Notification, QueryError, parse_query, to_text
+from matching.subscriptions import End, Notification, to_text
 from matching.subscriptions import Subscription as Evaluator
 
 log = logging.getLogger(__name__)
@@ -106,13 +107,10 @@ def _seam_locked() -> tuple[int, dt.datetime]:
 
 def subscription_create(*, owner: User, query: str, name: str = "") -> Subscription:
     """Register ``query`` for ``owner``: parsed (``InvalidInput`` with the error's code and
-    position, nothing stored), at most ``MAX_ACTIVE`` active per user
+    position, nothing stored), at most ``MAX_ACTIVE`` active or paused per user
     (``too_many_subscriptions``). Its history is replayed by the advance task, asked for
     after commit."""
-    try:
-        parsed = parse_query(query)
-    except QueryError as exc:
-        raise InvalidInput(exc.code, exc.message, field="query", position=exc.position) from None
+    parsed = subscription_query_parsed(text=query)
     if not isinstance(name, str) or len(name) > MAX_NAME:
         raise InvalidInput(
             "invalid_name", f"name is text of at most {MAX_NAME} characters.", field="name"
@@ -123,7 +121,8 @@ def subscription_create(*, owner: User, query: str, name: str = "") -> Subscript
         if subscription_active_count(owner=owner) >= MAX_ACTIVE:
             raise InvalidInput(
                 "too_many_subscriptions",
-                f"A user may have at most {MAX_ACTIVE} active subscriptions; delete one first.",
+                f"A user may have at most {MAX_ACTIVE} active or paused subscriptions; "
+                "delete one first.",
             )
         evaluator = Evaluator(parsed, now=now, state_limit=STATE_LIMIT)
         start = evaluator_start(evaluator)
@@ -151,17 +150,35 @@ def subscription_create(*, owner: User, query: str, name: str = "") -> Subscript
     return subscription
 
 
+def _owned_locked(*, owner: User, subscription_id: int) -> Subscription:
+    """``owner``'s subscription, locked until commit; ``NotFound`` for anyone else's. The
+    lock waits for a worker's step on it, so a pause never lands inside a step."""
+    subscription = (
+        Subscription.objects.select_for_update().filter(owner=owner, id=subscription_id).first()
+    )
+    if subscription is None:
+        raise NotFound("not_found", f"You have no subscription {subscription_id}.")
+    return subscription
+
+
+def _not_ended(subscription: Subscription, verb: str) -> None:
+    if subscription.state in (Subscription.State.DONE, Subscription.State.SUSPENDED):
+        raise Conflict(
+            f"subscription_{subscription.state}",
+            f"Subscription {subscription.pk} is {subscription.state} "
+            f"({subscription.reason or 'no reason'}); "
+            f"only an active or paused subscription can be {verb}.",
+        )
+
+
 def subscription_delete(*, owner: User, subscription_id: int) -> Subscription:
-    """End ``owner``'s subscription (``NotFound`` for anyone else's): it becomes ``done``
+    """End ``owner``'s subscription (``NotFound`` for anyone else's), active or paused: it
+    becomes ``done``
     (reason ``deleted``) and sends nothing more; its outbox stays readable. Ending one that
     has ended already changes nothing."""
     with transaction.atomic():
-        subscription = (
-            Subscription.objects.select_for_update().filter(owner=owner, id=subscription_id).first()
-        )
-        if subscription is None:
-            raise NotFound("not_found", f"You have no subscription {subscription_id}.")
-        if subscription.state == Subscription.State.ACTIVE:
+        subscription = _owned_locked(owner=owner, subscription_id=subscription_id)
+        if subscription.state in (Subscription.State.ACTIVE, Subscription.State.PAUSED):
             subscription.state = Subscription.State.DONE
             subscription.reason = "deleted"
             subscription.evaluator = None
@@ -169,6 +186,40 @@ def subscription_delete(*, owner: User, subscription_id: int) -> Subscription:
             messages = _messages(subscription.pk, [], end=True)
             after_commit("ending a subscription's stream", lambda: group_send_all(messages))
     return subscription
+
+
+def _state_move(*, owner: User, subscription_id: int, to: str, verb: str) -> Subscription:
+    """Move ``owner``'s subscription between active and paused (to ``to``); already there,
+    nothing changes; an ended one is a ``Conflict``. Reactivated, it asks for an advance."""
+    with transaction.atomic():
+        subscription = _owned_locked(owner=owner, subscription_id=subscription_id)
+        _not_ended(subscription, verb)
+        if subscription.state != to:
+            subscription.state = to
+            subscription.save(update_fields=["state"])
+            if to == Subscription.State.ACTIVE:
+                after_commit("advancing a resumed subscription", subscriptions_advance_request)
+    return subscription
+
+
+def subscription_pause(*, owner: User, subscription_id: int) -> Subscription:
+    """Stop advancing ``owner``'s active subscription: it becomes ``paused`` and keeps its
+    cursor, its evaluator and its outbox, so ``subscription_resume`` goes on exactly where
+    it stopped. Pausing a paused one changes nothing; a done or suspended one is a
+    ``Conflict`` (``subscription_done``, ``subscription_suspended``) and stays as it is."""
+    return _state_move(
+        owner=owner, subscription_id=subscription_id, to=Subscription.State.PAUSED, verb="paused"
+    )
+
+
+def subscription_resume(*, owner: User, subscription_id: int) -> Subscription:
+    """Advance ``owner``'s paused subscription again, from its cursor: the events appended
+    while it was paused are read in ``seq`` order as live ones, each once (numbered on from
+    its last ``n``). Resuming an active one changes nothing; a done or suspended one is a
+    ``Conflict`` as for ``subscription_pause``."""
+    return _state_move(
+        owner=owner, subscription_id=subscription_id, to=Subscription.State.ACTIVE, verb="resumed"
+    )
 
 
 @dataclass(frozen=True)

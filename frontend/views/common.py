@@ -6,14 +6,16 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required as django_login_required
 from django.contrib.auth.models import User
-from django.http import HttpRequest
+from django.http import HttpRequest, JsonResponse
 
+from exchange.http import error_body
 from exchange.market_rules import MarketSchema
 from exchange.models import Market, Offer, Trade
 from exchange.numbers import grouped_text, price_quantum, price_text
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
 from exchange.selectors.orders import notification_latest_seq, trade_party
+from exchange.throttling import client_ident, throttle_wait
 from frontend.readable import Readable, readable
 
 LOGIN_URL = "frontend:login"
@@ -32,6 +34,19 @@ def login_required(view):
 
 def is_htmx(request: HttpRequest) -> bool:
     return request.headers.get("HX-Request") == "true"
+
+
+def check_throttled(request: HttpRequest) -> JsonResponse | None:
+    """The 429 for a client past the ``check`` rate of the check-as-you-type endpoints
+    (the constraint box, the subscription editor), with ``Retry-After``; None within it."""
+    wait = throttle_wait(request, [("check", client_ident(request))])
+    if wait is None:
+        return None
+    response = JsonResponse(
+        error_body("throttled", f"Too many checks; try again in {wait} seconds."), status=429
+    )
+    response["Retry-After"] = str(wait)
+    return response
 
 
 def live_context(request: HttpRequest, streams: list[str]) -> dict[str, Any]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
@@ -18,14 +21,15 @@ from exchange.models import Market, Offer
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
 from exchange.services.orders import bid_place, offer_publish
-from exchange.throttling import client_ident, throttle_wait
 from frontend.daily import daily_figures
 from frontend.posting import PostingForm
 from frontend.readable import readable
+from frontend.shortcuts import alerts_address, pattern_trades_alert
 from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_pattern
 
 from .common import (
     AuthenticatedRequest,
+    check_throttled,
     is_htmx,
     live_context,
     login_required,
@@ -35,23 +39,50 @@ from .common import (
 )
 
 
-def _search_pattern(query: str) -> tuple[SubjectPattern | None, dict | None]:
-    """A search with a wildcard (``office.>``, ``*.tools.*``) is a subject pattern (SPEC
-    8.2): the compiled pattern, or the error cut around its position for display."""
+@dataclass(frozen=True)
+class Search:
+    """A search box's text read as words and at most one subject pattern (SPEC 8.2): a
+    token with a wildcard (``office.>``, ``*.tools.*``) is the pattern, the other tokens
+    are words. ``error`` is a malformed pattern cut around its position in the text, for
+    display: ``{"message", "position", "before", "at", "after"}``."""
+
+    words: str = ""
+    pattern: SubjectPattern | None = None
+    error: dict | None = None
+
+
+def _error_at(text: str, at: int, message: str) -> dict:
+    return {
+        "message": message,
+        "position": at,
+        "before": text[:at],
+        "at": text[at : at + 1] or " ",
+        "after": text[at + 1 :],
+    }
+
+
+def search_read(query: str) -> Search:
     text = query.strip()
-    if not any(wildcard in text for wildcard in (ONE, REST)):
-        return None, None
+    words: list[str] = []
+    found: re.Match[str] | None = None
+    for token in re.finditer(r"\S+", text):
+        if not any(wildcard in token.group() for wildcard in (ONE, REST)):
+            words.append(token.group())
+        elif found is not None:
+            message = (
+                f"search with one pattern at a time (this is a second one after {found.group()})"
+            )
+            return Search(" ".join(words), None, _error_at(text, token.start(), message))
+        else:
+            found = token
+    if found is None:
+        return Search(" ".join(words))
     try:
-        return compile_pattern(text), None
+        return Search(" ".join(words), compile_pattern(found.group()))
     except SubjectError as exc:
-        at = exc.position
-        return None, {
-            "message": exc.message,
-            "position": at,
-            "before": text[:at],
-            "at": text[at : at + 1] or " ",
-            "after": text[at + 1 :],
-        }
+        return Search(
+            " ".join(words), None, _error_at(text, found.start() + exc.position, exc.message)
+        )
 
 
 def _matched(nodes: list[ui.SubjectNode]) -> int:
@@ -60,18 +91,22 @@ def _matched(nodes: list[ui.SubjectNode]) -> int:
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    """The subject tree. A plain search narrows it by words; a search with a wildcard is a
-    pattern and highlights the matching markets in the whole tree."""
+    """The subject tree. Words narrow it; a subject pattern among them highlights the
+    markets it matches and dims the others (a malformed one is explained at its position,
+    and the tree stays as the words leave it)."""
     query = request.GET.get("q", "")[:200]
-    pattern, pattern_error = _search_pattern(query)
-    plain = pattern is None and pattern_error is None
-    tree = ui.market_tree(query=query if plain else "", highlight=pattern)
+    search = search_read(query)
+    tree = ui.market_tree(query=search.words, highlight=search.pattern)
     context = {
         "tree": tree,
         "query": query,
-        "pattern": pattern,
-        "pattern_error": pattern_error,
+        "words": search.words,
+        "pattern": search.pattern,
+        "pattern_error": search.error,
         "matched": _matched(tree),
+        "pattern_alert": (
+            alerts_address(pattern_trades_alert(search.pattern.text)) if search.pattern else None
+        ),
     }
     if is_htmx(request):
         return render(request, "frontend/_market_tree.html", context)
@@ -218,13 +253,9 @@ def market_check(request: HttpRequest, subject: str) -> JsonResponse:
     ``/api/v1/markets/<subject>/check/`` only to add the readable tiers of
     ``frontend.readable``, which the API layer may not import, and to take the page's
     session and CSRF token rather than an API client's."""
-    wait = throttle_wait(request, [("check", client_ident(request))])
-    if wait is not None:
-        response = JsonResponse(
-            error_body("throttled", f"Too many checks; try again in {wait} seconds."), status=429
-        )
-        response["Retry-After"] = str(wait)
-        return response
+    throttled = check_throttled(request)
+    if throttled is not None:
+        return throttled
     market = ui.market_get(subject=subject)
     if market is None:
         return JsonResponse(error_body("not_found", "There is no such market."), status=404)

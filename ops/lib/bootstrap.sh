@@ -56,6 +56,12 @@ VENDOR_FILES=(
   "lightweight-charts/dist/lightweight-charts.standalone.production.mjs:lightweight-charts.mjs"
   "lightweight-charts/LICENSE:lightweight-charts.LICENSE.txt"
 )
+# What only the browser tests load (axe-core's accessibility checks, injected by Playwright):
+# copied to frontend/test-vendor/ (gitignored), outside static/, so the app never serves it.
+TEST_VENDOR_FILES=(
+  "axe-core/axe.min.js:axe.min.js"
+  "axe-core/LICENSE:axe-core.LICENSE.txt"
+)
 
 vendor_current() {  # vendor_current STAMP WANT: installed from this lock file, nothing missing
   local item
@@ -63,11 +69,15 @@ vendor_current() {  # vendor_current STAMP WANT: installed from this lock file, 
   for item in "${VENDOR_FILES[@]}"; do
     [ -f "$ROOT/frontend/static/vendor/${item##*:}" ] || return 1
   done
+  for item in "${TEST_VENDOR_FILES[@]}"; do
+    [ -f "$ROOT/frontend/test-vendor/${item##*:}" ] || return 1
+  done
 }
 
 bootstrap_frontend() {
   local dir="$ROOT/frontend" vendor="$ROOT/frontend/static/vendor" stamp want item
-  want="$( { cat "$dir/package-lock.json"; printf '%s\n' "${VENDOR_FILES[@]}"; } | sha256sum | cut -c1-16)"
+  want="$( { cat "$dir/package-lock.json"; printf '%s\n' "${VENDOR_FILES[@]}" "${TEST_VENDOR_FILES[@]}"; } \
+    | sha256sum | cut -c1-16)"
   stamp="$dir/node_modules/.intersect-vendor"
   vendor_current "$stamp" "$want" && return 0
   command -v npm >/dev/null 2>&1 || bootstrap_apt nodejs npm
@@ -78,9 +88,12 @@ bootstrap_frontend() {
     echo "npm ci failed; the whole log is in .data/npm-ci.log" >&2
     return 1
   fi
-  mkdir -p "$vendor"
+  mkdir -p "$vendor" "$dir/test-vendor"
   for item in "${VENDOR_FILES[@]}"; do
     cp "$dir/node_modules/${item%%:*}" "$vendor/${item##*:}"
+  done
+  for item in "${TEST_VENDOR_FILES[@]}"; do
+    cp "$dir/node_modules/${item%%:*}" "$dir/test-vendor/${item##*:}"
   done
   echo "$want" > "$stamp"
 }

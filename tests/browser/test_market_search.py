@@ -84,10 +84,13 @@ def test_typing_a_pattern_highlights_the_matching_markets_in_chromium(new_page, 
 
     search.fill("office.>")
     expect(page.locator(".pattern-summary")).to_have_text(
-        "2 markets match the pattern office.>, highlighted below."
+        "2 markets match the pattern office.>, highlighted below. Alert me on their trades"
     )
     expect(matches).to_have_text(["office.supplies.pencils", "office.tools.staplers"])
     expect(page.locator("#market-tree .market-link")).to_have_count(4)
+    expect(page.locator("#market-tree .market-link.dim .market-subject")).to_have_text(
+        ["garden.tools.spades", "office"]
+    )
     screenshot(page, "market-search-pattern")
 
     search.fill("*.tools.*")

@@ -15,6 +15,14 @@ from .account_page import (
     user_open_offer_ids,
     user_trades,
 )
+from .alerts_page import (
+    FEED_SHOWN,
+    alerts_chart_subject,
+    alerts_event_places,
+    alerts_feeds,
+    alerts_open_offer,
+    alerts_trade_prices,
+)
 from .amend import (
     Exposure,
     bid_limit,
@@ -27,6 +35,7 @@ from .amend import (
 )
 from .market_page import (
     CANDLE_INTERVALS,
+    CANDLE_WIDTHS,
     MAX_CANDLES,
     SubjectNode,
     market_candles,
@@ -39,7 +48,14 @@ from .offer_page import offer_best_history, offer_bids_of_user, offer_depth, off
 from .posting_form import constraint_parsed
 
 __all__ = [
+    "FEED_SHOWN",
+    "alerts_chart_subject",
+    "alerts_event_places",
+    "alerts_feeds",
+    "alerts_open_offer",
+    "alerts_trade_prices",
     "CANDLE_INTERVALS",
+    "CANDLE_WIDTHS",
     "Exposure",
     "MAX_CANDLES",
     "SubjectNode",

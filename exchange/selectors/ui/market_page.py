@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
@@ -15,6 +17,8 @@ from matching.subjects import SubjectPattern
 
 CANDLE_INTERVALS = (1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 86400, 7 * 86400)
 MAX_CANDLES = 60
+# The widths the market chart offers besides the automatic one: 1 minute, 1 hour, 1 day.
+CANDLE_WIDTHS = (60, 3600, 86400)
 
 
 @dataclass
@@ -68,11 +72,12 @@ def market_recent_trades(*, market: Market, limit: int = 50) -> list[Trade]:
 
 
 def market_candles(*, market: Market, limit: int = 2000) -> dict[str, Any]:
-    """OHLC candles and volume of the market's last trades, for the price chart.
-
-    Each candle opens at the previous candle's close. The candle width is the smallest of ``CANDLE_INTERVALS`` that shows the traded span in
-    at most ``MAX_CANDLES`` candles. Times are Unix seconds (UTC); prices are floats for the
-    chart only (the tables show the exact decimals).
+    """OHLC candles and volume of the market's last ``limit`` trades, for the price chart:
+    at the automatic width (``interval``, ``label``, ``candles``: the smallest of
+    ``CANDLE_INTERVALS`` that shows the traded span in at most ``MAX_CANDLES`` candles) and
+    at each of the chart's fixed widths (``widths``: ``{"60": {"interval": 60, "label":
+    "1 min", "candles": [...]}, ...}``, keyed by ``CANDLE_WIDTHS`` as strings, as JSON has
+    them).
     """
     rows = list(
         Trade.objects.filter(market=market)
@@ -80,10 +85,46 @@ def market_candles(*, market: Market, limit: int = 2000) -> dict[str, Any]:
         .values_list("closed_at", "price", "quantity")[:limit]
     )
     rows.reverse()
-    if not rows:
-        return {"interval": 60, "candles": []}
-    span = (rows[-1][0] - rows[0][0]).total_seconds()
-    interval = next((i for i in CANDLE_INTERVALS if span / i <= MAX_CANDLES), CANDLE_INTERVALS[-1])
+    interval = 60
+    if rows:
+        span = (rows[-1][0] - rows[0][0]).total_seconds()
+        interval = next(
+            (i for i in CANDLE_INTERVALS if span / i <= MAX_CANDLES), CANDLE_INTERVALS[-1]
+        )
+    return {
+        **_candle_set(rows, interval),
+        "widths": {str(width): _candle_set(rows, width) for width in CANDLE_WIDTHS},
+    }
+
+
+def _candle_set(rows: list[Any], interval: int) -> dict[str, Any]:
+    return {
+        "interval": interval,
+        "label": width_label(interval),
+        "candles": candles_of(rows, interval),
+    }
+
+
+def width_label(seconds: int) -> str:
+    """A candle width as the chart names it: ``5 s``, ``15 min``, ``4 h``, ``1 day``."""
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'s' if unit == 'day' and count > 1 else ''}"
+    return f"{seconds} s"
+
+
+def candles_of(
+    rows: list[tuple[dt.datetime, Decimal, Decimal | None]], interval: int
+) -> list[dict[str, Any]]:
+    """Candles ``interval`` seconds wide of trades ``(closed_at, price, quantity)`` in time
+    order: a candle per bucket that has trades, buckets starting at whole multiples of
+    ``interval`` in Unix time (so a day runs from midnight to midnight UTC).
+
+    Each candle opens at the previous candle's close: trades are sparse, and a lone trade
+    still shows which way the price moved. Times are Unix seconds; prices and volumes are
+    floats for the chart only (the tables show the exact decimals).
+    """
     candles: list[dict[str, Any]] = []
     for closed_at, price, quantity in rows:
         bucket = int(closed_at.timestamp()) // interval * interval
@@ -95,8 +136,6 @@ def market_candles(*, market: Market, limit: int = 2000) -> dict[str, Any]:
             c["volume"] += volume
             c["trades"] += 1
         else:
-            # A candle opens at the previous close (trades are sparse: a lone trade still
-            # shows which way the price moved).
             start = candles[-1]["close"] if candles else value
             candles.append(
                 {
@@ -109,4 +148,4 @@ def market_candles(*, market: Market, limit: int = 2000) -> dict[str, Any]:
                     "trades": 1,
                 }
             )
-    return {"interval": interval, "candles": candles}
+    return candles

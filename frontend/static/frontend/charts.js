@@ -3,7 +3,9 @@
 // An element [data-chart="candles"|"line"|"lines"][data-source="<json script id>"] draws the
 // data of that <script type="application/json">: candles and volume of a market's trades
 // (or of its days, with the VWAP), an offer's best bid over time, or a market's daily
-// figures as lines. When a live region swaps in fresh data, refresh() redraws.
+// figures as lines. When a live region swaps in fresh data, refresh() redraws. Buttons
+// [data-candle-width="<key of data.widths>"][aria-controls="<chart id>"] switch a candle
+// chart between widths in place ("" is the automatic one).
 
 import {
   CandlestickSeries,
@@ -28,12 +30,12 @@ function read(id) {
   }
 }
 
-function priceFormat(data) {
+export function priceFormat(data) {
   const precision = Number.isInteger(data?.precision) ? data.precision : 2;
   return { type: "price", precision, minMove: 10 ** -precision };
 }
 
-function baseChart(el, secondsVisible) {
+export function baseChart(el, secondsVisible) {
   return createChart(el, {
     autoSize: true,
     layout: {
@@ -77,7 +79,8 @@ function candles(el, data) {
   const entry = { chart, kind: "candles", set: null };
   entry.set = (d) => {
     const rows = d.candles || [];
-    chart.applyOptions({ timeScale: { secondsVisible: (d.interval || 60) < 60 } });
+    const interval = d.interval || 60;
+    chart.applyOptions({ timeScale: { secondsVisible: interval < 60, timeVisible: interval < 86400 } });
     price.setData(rows.map(({ time, open, high, low, close }) => ({ time, open, high, low, close })));
     if (!vwap && rows.some((c) => c.vwap != null)) {
       vwap = chart.addSeries(LineSeries, {
@@ -168,9 +171,44 @@ function points(kind, data) {
   return data?.points?.length || 0;
 }
 
+// What a candle chart shows: its data at the automatic width, or at the width its buttons
+// chose (el.dataset.width, a key of data.widths), which survives live refreshes.
+function shown(el, data) {
+  const width = el.dataset.width && data?.widths?.[el.dataset.width];
+  return width ? { ...data, ...width } : data;
+}
+
+function summarise(el, data) {
+  const summary = el.id && document.querySelector(`[data-candle-summary="${el.id}"]`);
+  const n = data?.candles?.length || 0;
+  if (summary && data?.label) summary.textContent = `${n} candle${n === 1 ? "" : "s"} of ${data.label}`;
+}
+
+function chooseWidth(button) {
+  const el = document.getElementById(button.getAttribute("aria-controls"));
+  if (!el) return;
+  el.dataset.width = button.dataset.candleWidth;
+  for (const other of document.querySelectorAll(`[data-candle-width][aria-controls="${el.id}"]`)) {
+    other.setAttribute("aria-pressed", String(other === button));
+  }
+  draw(el);
+}
+
+let widthsWired = false;
+
+function wireWidths() {
+  if (widthsWired) return;
+  widthsWired = true;
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest?.("[data-candle-width][aria-controls]");
+    if (button) chooseWidth(button);
+  });
+}
+
 function draw(el) {
   const kind = el.dataset.chart;
-  const data = read(el.dataset.source);
+  const data = kind === "candles" ? shown(el, read(el.dataset.source)) : read(el.dataset.source);
+  if (kind === "candles") summarise(el, data);
   const empty = el.querySelector(".chart-empty");
   const count = KINDS[kind] ? points(kind, data) : 0;
   if (!count) {
@@ -188,6 +226,7 @@ function draw(el) {
 }
 
 export function mountCharts(root = document) {
+  wireWidths();
   for (const el of root.querySelectorAll("[data-chart][data-source]")) draw(el);
 }
 

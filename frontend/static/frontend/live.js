@@ -13,8 +13,9 @@ const RETRY_FIRST_MS = 500;
 const RETRY_MAX_MS = 15000;
 
 export class Live {
-  constructor({ streams = [], me = false, after = 0, onFrame, onSynced, onStatus }) {
+  constructor({ streams = [], me = false, after = 0, resumes = null, onFrame, onSynced, onStatus }) {
     this.streams = streams;
+    this.resumes = resumes; // () => [{ stream, after }]: streams resumed on each (re)connect
     this.me = me;
     this.lastSeq = after;
     this.onFrame = onFrame;
@@ -33,7 +34,7 @@ export class Live {
   }
 
   start() {
-    if (!this.streams.length && !this.me) return;
+    if (!this.streams.length && !this.me && !this.resumes) return;
     this.connect();
     window.addEventListener("online", () => this.retryNow());
   }
@@ -55,6 +56,7 @@ export class Live {
       this.awaiting = new Set(this.streams);
       for (const stream of this.streams) this.send({ action: "subscribe", stream });
       if (this.me) this.send({ action: "resume", stream: "me", after: this.lastSeq });
+      for (const { stream, after } of this.resumes?.() || []) this.send({ action: "resume", stream, after });
       this.onStatus?.("open");
       if (!this.awaiting.size) this.onSynced?.();
     });

@@ -130,7 +130,7 @@ function setupTiers(form) {
 
 // -- the advanced box ---------------------------------------------------------------------
 
-function escapeHtml(text) {
+export function escapeHtml(text) {
   return text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 }
 
@@ -151,13 +151,12 @@ function marked(text, position) {
   return escapeHtml(text.slice(0, at)) + `<mark class="err">${escapeHtml(inside)}</mark>` + escapeHtml(text.slice(end));
 }
 
-function setupAdvanced(form) {
-  const area = form.querySelector("[data-constraint]");
-  if (!area) return;
-  const mirror = form.querySelector("[data-mirror]");
-  const status = form.querySelector("[data-check-status]");
-  const url = form.dataset.checkUrl;
-  const side = form.dataset.side;
+// A text box checked as you type, debounced: `request(text, signal)` posts it and gives the
+// fetch's Response; a 2xx body is shown with `okHtml(body)`, an error's message with its
+// line and column (1-based) and its position marked in the `mirror` behind the text (the
+// advanced box here, the subscription editor of alerts.js). Returns { check, paint } for a
+// caller that puts text in the box itself.
+export function checkAsYouType({ area, mirror, status, request, okHtml, invalidText, unknownText }) {
   let timer = null;
   let controller = null;
   let serial = 0;
@@ -187,17 +186,11 @@ function setupAdvanced(form) {
     let response;
     let body;
     try {
-      response = await fetch(url, {
-        method: "POST",
-        credentials: "same-origin",
-        headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
-        body: JSON.stringify({ side, constraint: text }),
-        signal: controller.signal,
-      });
+      response = await request(text, controller.signal);
       body = await response.json();
     } catch (error) {
       if (error.name !== "AbortError" && mine === serial) {
-        show("unknown", '<p class="muted">Could not check right now; the server checks again when you post.</p>');
+        show("unknown", `<p class="muted">${escapeHtml(unknownText)}</p>`);
       }
       return;
     }
@@ -205,16 +198,10 @@ function setupAdvanced(form) {
     if (response.ok) {
       area.removeAttribute("aria-invalid");
       paint(null);
-      const tiers = (body.tiers || []).map((t) => `<li>${escapeHtml(t)}</li>`).join("");
-      show(
-        "ok",
-        `<p class="check-ok"><span aria-hidden="true">✓</span> Valid. It posts as:</p>` +
-          `<pre class="constraint-preview">${escapeHtml(body.constraint)}</pre>` +
-          (tiers ? `<ol class="tiers small">${tiers}</ol>` : ""),
-      );
+      show("ok", okHtml(body));
       return;
     }
-    const error = body.error || { message: "This constraint is not valid." };
+    const error = body.error || { message: invalidText };
     area.setAttribute("aria-invalid", "true");
     paint(error.position);
     let where = "";
@@ -230,10 +217,7 @@ function setupAdvanced(form) {
     );
   };
 
-  const usesText = () => form.classList.toggle("uses-text", area.value.trim() !== "");
-  usesText();
   area.addEventListener("input", () => {
-    usesText();
     paint(null);
     clearTimeout(timer);
     timer = setTimeout(check, CHECK_DELAY_MS);
@@ -241,6 +225,46 @@ function setupAdvanced(form) {
   area.addEventListener("scroll", () => {
     mirror.scrollTop = area.scrollTop;
   });
+  return { check, paint };
+}
+
+// A JSON POST with the page's CSRF token, as the check endpoints take it.
+export function postJson(url, payload, signal) {
+  return fetch(url, {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
+    body: JSON.stringify(payload),
+    signal,
+  });
+}
+
+function setupAdvanced(form) {
+  const area = form.querySelector("[data-constraint]");
+  if (!area) return;
+  const status = form.querySelector("[data-check-status]");
+  const url = form.dataset.checkUrl;
+  const side = form.dataset.side;
+  const box = checkAsYouType({
+    area,
+    mirror: form.querySelector("[data-mirror]"),
+    status,
+    request: (text, signal) => postJson(url, { side, constraint: text }, signal),
+    okHtml: (body) => {
+      const tiers = (body.tiers || []).map((t) => `<li>${escapeHtml(t)}</li>`).join("");
+      return (
+        `<p class="check-ok"><span aria-hidden="true">✓</span> Valid. It posts as:</p>` +
+        `<pre class="constraint-preview">${escapeHtml(body.constraint)}</pre>` +
+        (tiers ? `<ol class="tiers small">${tiers}</ol>` : "")
+      );
+    },
+    invalidText: "This constraint is not valid.",
+    unknownText: "Could not check right now; the server checks again when you post.",
+  });
+
+  const usesText = () => form.classList.toggle("uses-text", area.value.trim() !== "");
+  usesText();
+  area.addEventListener("input", usesText);
   // Copy what the form posts into the box, to go on from there.
   form.addEventListener("click", (event) => {
     if (!event.target.closest("[data-copy-to-advanced]")) return;
@@ -249,12 +273,12 @@ function setupAdvanced(form) {
     usesText();
     area.closest("details").open = true;
     area.focus();
-    paint(null);
-    check();
+    box.paint(null);
+    box.check();
   });
   if (area.value.trim()) {
     // A page shown again after a refused post: keep the server's marks, then check live.
-    if (!status.innerHTML.trim()) check();
+    if (!status.innerHTML.trim()) box.check();
   }
 }
 

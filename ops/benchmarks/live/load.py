@@ -22,7 +22,6 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 
 SUBJECT = "office.supplies.pencils"
-PASSWORD = "bench-pass-1"
 BUYERS = 50
 
 
@@ -33,29 +32,25 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def drive(
-    port: int, offers: int, rate: float, seconds: float, readers: float, seed: int, floor: int
+    port: int,
+    offers: int,
+    rate: float,
+    seconds: float,
+    readers: float,
+    seed: int,
+    floor: int,
+    tokens: list[str],
 ) -> dict[str, Any]:
-    """Run the load; ``floor`` is the best value in the book, in cents, which every bid beats."""
+    """Run the load; ``floor`` is the best value in the book, in cents, which every bid beats;
+    ``tokens`` are the API tokens of the buyers ``buyer0`` to ``buyer{BUYERS - 1}``."""
     base = f"http://127.0.0.1:{port}/api/v1"
     rng = random.Random(seed + 1)
     timeout = aiohttp.ClientTimeout(total=30)
-    async with aiohttp.ClientSession(timeout=timeout) as anon:
-
-        async def login(i: int) -> str:
-            async with anon.post(
-                f"{base}/auth/token/", json={"username": f"buyer{i}", "password": PASSWORD}
-            ) as r:
-                return str((await r.json())["token"])
-
-        # A few at a time: each login is a PBKDF2 check of about half a second of CPU, and
-        # one after another the 50 of them took longer than the load itself.
-        tokens: list[str] = []
-        for first in range(0, BUYERS, 4):
-            tokens += await asyncio.gather(
-                *(login(i) for i in range(first, min(BUYERS, first + 4)))
-            )
-        async with anon.get(f"{base}/offers/?state=open&limit=1") as r:
-            first_offer = (await r.json())["results"][0]["id"]
+    async with (
+        aiohttp.ClientSession(timeout=timeout) as anon,
+        anon.get(f"{base}/offers/?state=open&limit=1") as r,
+    ):
+        first_offer = (await r.json())["results"][0]["id"]
     sent: dict[tuple[int, str], float] = {}
     latencies: list[float] = []
     acknowledged: list[int] = []
@@ -141,7 +136,9 @@ async def drive(
                     await asyncio.sleep(delay)
                 if kind == "bid":
                     tasks.append(
-                        asyncio.create_task(bid(client, tokens[i % BUYERS], rng.randrange(offers)))
+                        asyncio.create_task(
+                            bid(client, tokens[i % len(tokens)], rng.randrange(offers))
+                        )
                     )
                 else:
                     tasks.append(asyncio.create_task(read(client)))

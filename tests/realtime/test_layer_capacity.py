@@ -1,0 +1,79 @@
+"""A socket that falls behind keeps its frames: the channel layer holds up to 1,000 messages
+for one consumer before channels-redis drops any (its default of 100 lost frames on a
+market socket a few seconds behind at 50 bids/s). ``group_send_all`` sends groups side by
+side but each group's messages in order."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from channels.layers import get_channel_layer
+
+
+def test_a_consumer_that_reads_late_gets_every_group_message_in_order():
+    async def scenario() -> list[int]:
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        group = "capacity-test"
+        await layer.group_add(group, channel)
+        try:
+            for n in range(600):
+                await layer.group_send(group, {"type": "stream.frame", "n": n})
+            # A dropped message would leave receive waiting forever: give up on it after 10 s.
+            return [(await asyncio.wait_for(layer.receive(channel), 10))["n"] for _ in range(600)]
+        finally:
+            await layer.group_discard(group, channel)
+            await layer.flush()
+
+    assert asyncio.run(scenario()) == list(range(600))
+
+
+def test_group_send_all_keeps_each_groups_order_and_sends_every_group():
+    from exchange.realtime.streams import group_send_all
+
+    layer = get_channel_layer()
+
+    async def join() -> tuple[str, str]:
+        first, second = await layer.new_channel(), await layer.new_channel()
+        await layer.group_add("order-a", first)
+        await layer.group_add("order-b", second)
+        return first, second
+
+    first, second = asyncio.run(join())
+    messages = []
+    for n in range(40):
+        messages.append(("order-a", {"type": "stream.frame", "n": n}))
+        messages.append(("order-b", {"type": "stream.frame", "n": 100 + n}))
+    group_send_all(messages)
+
+    async def read(channel: str) -> list[int]:
+        return [(await asyncio.wait_for(layer.receive(channel), 10))["n"] for _ in range(40)]
+
+    async def both() -> tuple[list[int], list[int]]:
+        try:
+            return await read(first), await read(second)
+        finally:
+            await layer.flush()
+
+    got_a, got_b = asyncio.run(both())
+    assert got_a == list(range(40))
+    assert got_b == list(range(100, 140))
+
+
+def test_group_send_all_sends_the_other_groups_when_one_fails(monkeypatch):
+    from exchange.realtime import streams
+
+    sent: list[tuple[str, int]] = []
+
+    class Layer:
+        async def group_send(self, group: str, message: dict) -> None:
+            if group == "broken":
+                raise ConnectionError("redis went away")
+            sent.append((group, message["n"]))
+
+    monkeypatch.setattr(streams, "get_channel_layer", lambda: Layer())
+    messages = [("broken", {"n": 0}), ("fine", {"n": 1}), ("fine", {"n": 2})]
+    with pytest.raises(ConnectionError, match="redis went away"):
+        streams.group_send_all(messages)
+    assert sent == [("fine", 1), ("fine", 2)]
