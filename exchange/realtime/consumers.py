@@ -29,7 +29,10 @@ what it has served already and, when a run starts past its position (a push lost
 a message dropped at the channel's capacity), reads the gap from the log first. The consumer
 handles one message at a time, so live messages wait in the channel during a replay. A
 replay sends at most ``REPLAY_CAP`` events for one request: past that the stream is left
-with a ``replay_limit`` error saying the ``seq`` to resume after.
+with a ``replay_limit`` error saying the ``seq`` to resume after. With ``"batch": true`` in
+the ``resume`` (or ``subscribe``) frame, every replay of the stream comes in ``batch`` frames
+``{"stream", "type": "batch", "seq": <the last event's>, "data": [<event>, ...]}`` of many
+events (``replay.py`` says why and how large); live events stay one frame each.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from .presence import (
     presence_leave,
     presence_watchers,
 )
+from .replay import BATCH_USAGE, EventBatch, batch_flag, batch_frame, compact, event_batches
 from .streams import SYSTEM_STREAM, group_for, revocation_groups, user_group
 from .subscriptions import SubscriptionStreams, is_subscription_stream
 
@@ -79,6 +83,8 @@ BACKLOG_BATCH = 500
 # ``REPLAY_CAP`` events for one resume (or one gap) before asking the client to resume.
 REPLAY_BATCH = 500
 REPLAY_CAP = 20_000
+# A batched replay reads the log this many events a query (``replay.py``'s frames).
+REPLAY_READ = 5000
 EVENTS = "events"
 ME = "me"
 # A code in the 4000s (application-defined): the connection's login or token was revoked.
@@ -123,6 +129,7 @@ _latest_seq = database_sync_to_async(notification_latest_seq)
 _presence_who = database_sync_to_async(presence_who)
 _events_log_end = database_sync_to_async(events_log_end)
 _events_page = database_sync_to_async(events_page)
+_event_batches = database_sync_to_async(event_batches)
 
 
 def _events_stream(stream: str) -> bool:
@@ -136,6 +143,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
         self.announced: dict[str, str] = {}  # subject -> the name announced on it
         # Per ``events:<pattern>`` stream, the log's seq up to which it has been served.
         self.event_positions: dict[str, int] = {}
+        # The ``events:<pattern>`` streams whose replays go in ``batch`` frames.
+        self.event_batched: set[str] = set()
         self.subscriptions = SubscriptionStreams(self)  # the ``sub:<id>`` streams
         self.user = self.scope.get("user")
         self.last_seq: int | None = (
@@ -251,8 +260,12 @@ class StreamConsumer(AsyncWebsocketConsumer):
                 data["watchers"] = watchers
             await self._send({"stream": stream, "type": "presence", "seq": None, "data": data})
             return
+        batch = batch_flag(message)
+        if _events_stream(stream) and batch is None:
+            await self._error("bad_frame", f"{BATCH_USAGE} ({stream!r})", stream=stream)
+            return
         if action == "resume" and _events_stream(stream):
-            await self._events_resume(stream, pattern, message.get("after"))
+            await self._events_resume(stream, pattern, message.get("after"), bool(batch))
             return
         if action == "resume":
             after = message.get("after")
@@ -276,13 +289,21 @@ class StreamConsumer(AsyncWebsocketConsumer):
             self.last_seq = await _latest_seq(user=self.user)
         if _events_stream(stream) and stream not in self.event_positions:
             self.event_positions[stream] = await _events_log_end()
+        if _events_stream(stream):
+            self._batched(stream, bool(batch))
         await self._send({"type": "subscribed", "stream": stream})
 
+    def _batched(self, stream: str, batch: bool) -> None:
+        if batch:
+            self.event_batched.add(stream)
+        else:
+            self.event_batched.discard(stream)
+
     async def _events_resume(
-        self, stream: str, pattern: SubjectPattern | None, after: object
+        self, stream: str, pattern: SubjectPattern | None, after: object, batch: bool
     ) -> None:
         """Follow ``stream`` (an ``events:<pattern>``) from the log's event after ``after``:
-        replay, then live."""
+        replay (in ``batch`` frames if ``batch``), then live."""
         start = frame_whole_number(after)
         if start is None:
             await self._error(
@@ -300,12 +321,16 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self._join(stream, pattern)
         await self._send({"type": "subscribed", "stream": stream})
         self.event_positions[stream] = start
+        self._batched(stream, batch)
         await self._events_replay(stream, upto=await _events_log_end())
 
     async def _events_replay(self, stream: str, *, upto: int) -> None:
         """Send ``stream``'s events from the log after its position up to ``upto``, which
         becomes its position; at ``REPLAY_CAP`` events, leave the stream instead with a
         ``replay_limit`` error naming the last ``seq`` sent."""
+        if stream in self.event_batched:
+            await self._events_replay_batched(stream, upto=upto)
+            return
         position = self.event_positions[stream]
         viewer = self.user if self.user is not None else AnonymousUser()
         subject = stream.partition(":")[2]
@@ -323,16 +348,46 @@ class StreamConsumer(AsyncWebsocketConsumer):
             position = rows[-1]["seq"]
             sent += len(rows)
             if sent >= REPLAY_CAP and position < upto:
-                await self._leave(stream)
-                await self._error(
-                    "replay_limit",
-                    f"One resume replays at most {REPLAY_CAP} events: {stream!r} stopped after "
-                    f"{position}; resume it after {position} for the rest.",
-                    stream=stream,
-                    after=position,
-                )
+                await self._events_stop(stream, position)
                 return
         self.event_positions[stream] = upto
+
+    async def _events_replay_batched(self, stream: str, *, upto: int) -> None:
+        """``_events_replay`` in ``batch`` frames: the log read ``REPLAY_READ`` events a
+        query (never past ``REPLAY_CAP`` for the request), each run sent as one frame."""
+        position = self.event_positions[stream]
+        viewer = self.user if self.user is not None else AnonymousUser()
+        subject = stream.partition(":")[2]
+        sent = 0
+        while position < upto:
+            want = min(REPLAY_READ, REPLAY_CAP - sent)
+            batches: list[EventBatch] = await _event_batches(
+                user=viewer, subject=subject, after=position, upto=upto, limit=want
+            )
+            read = 0
+            for batch in batches:
+                envelope = {"stream": stream, "type": "batch", "seq": batch.last}
+                await self._send_text(batch_frame(envelope, "data", batch.texts))
+                read += batch.count
+                position = batch.last
+            sent += read
+            if read < want:
+                break
+            if sent >= REPLAY_CAP and position < upto:
+                await self._events_stop(stream, position)
+                return
+        self.event_positions[stream] = upto
+
+    async def _events_stop(self, stream: str, position: int) -> None:
+        """Leave ``stream``, whose replay reached ``REPLAY_CAP`` at ``position``."""
+        await self._leave(stream)
+        await self._error(
+            "replay_limit",
+            f"One resume replays at most {REPLAY_CAP} events: {stream!r} stopped after "
+            f"{position}; resume it after {position} for the rest.",
+            stream=stream,
+            after=position,
+        )
 
     async def _parse(self, text_data: str | None) -> dict | None:
         if text_data is None:
@@ -396,6 +451,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(pattern_group(kind), self.channel_name)
         self.streams.discard(stream)
         self.event_positions.pop(stream, None)
+        self.event_batched.discard(stream)
         if stream == ME:
             self.last_seq = None
 
@@ -551,4 +607,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self._send({"type": "error", "code": code, "message": message, **detail})
 
     async def _send(self, payload: dict[str, Any]) -> None:
-        await self.send(text_data=json.dumps(payload, separators=(",", ":"), default=str))
+        await self.send(text_data=compact(payload))
+
+    async def _send_text(self, text: str) -> None:
+        """Send a frame already written as JSON text (``replay.batch_frame``)."""
+        await self.send(text_data=text)

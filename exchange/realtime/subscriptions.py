@@ -16,6 +16,11 @@ live. Each live message carries a run ``first``-``last`` of consecutive notifica
 connection skips what it has served and, when a run starts past its position (a push lost
 with Redis), reads the gap from the outbox first. The consumer handles one message at a
 time, so live messages wait in the channel during a replay.
+
+With ``"batch": true`` in the ``resume`` (or ``subscribe``) frame, the stream's replays (the
+resume's and a gap's) come in frames ``{"type": "batch", "stream", "n": <the last one's>,
+"notifications": [{"n", "seq", "data"}, ...]}`` of many notifications (``replay.py``);
+live notifications stay one frame each.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from exchange.selectors.subscriptions import (
     subscription_position,
 )
 
+from .replay import BATCH_USAGE, batch_flag, batch_frame, compact, frame_chunks
 from .streams import group_for
 
 if TYPE_CHECKING:
@@ -44,6 +50,8 @@ MAX_FOLLOWED = 100
 # ``REPLAY_CAP`` for one request before asking the client to resume.
 REPLAY_BATCH = 500
 REPLAY_CAP = 20_000
+# A batched replay reads the outbox this many notifications a query.
+REPLAY_READ = 2000
 
 _owner_id = database_sync_to_async(subscription_owner_id)
 _position = database_sync_to_async(subscription_position)
@@ -66,6 +74,7 @@ class SubscriptionStreams:
         self.consumer = consumer
         self.positions: dict[str, int] = {}
         self.ended: set[str] = set()
+        self.batched: set[str] = set()  # the streams replayed in ``batch`` frames
 
     async def receive(self, action: str, stream: str, message: dict[str, Any]) -> None:
         """A client frame about ``stream``, a ``sub:<id>``."""
@@ -91,6 +100,10 @@ class SubscriptionStreams:
             await consumer._error(
                 "unknown_stream", f"You have no subscription stream {stream!r}.", stream=stream
             )
+            return
+        batch = batch_flag(message)
+        if batch is None:
+            await consumer._error("bad_frame", f"{BATCH_USAGE} ({stream!r})", stream=stream)
             return
         after = message.get("after")
         start = None
@@ -118,6 +131,10 @@ class SubscriptionStreams:
         last_n, state = position
         self.positions[stream] = last_n if start is None else start
         self.ended.discard(stream)
+        if batch:
+            self.batched.add(stream)
+        else:
+            self.batched.discard(stream)
         if await self._replay(stream, upto=last_n) and state == Subscription.State.DONE:
             await self._end(stream)
 
@@ -146,19 +163,24 @@ class SubscriptionStreams:
         """Send the outbox after the stream's position up to ``upto``; False if it stopped
         at ``REPLAY_CAP`` (the stream is left with a ``replay_limit`` error)."""
         subscription_id = int(stream.partition(":")[2])
+        batched = stream in self.batched
         sent = 0
         while self.positions[stream] < upto:
+            want = min(REPLAY_READ, REPLAY_CAP - sent) if batched else REPLAY_BATCH
             notes = await _notifications(
                 subscription_id=subscription_id,
                 after=self.positions[stream],
                 upto=upto,
-                limit=REPLAY_BATCH,
+                limit=want,
             )
+            if batched:
+                await self._send_batches(stream, notes)
             for note in notes:
-                await self.consumer._send(notification_frame(stream, note))
+                if not batched:
+                    await self.consumer._send(notification_frame(stream, note))
                 self.positions[stream] = note["n"]
             sent += len(notes)
-            if len(notes) < REPLAY_BATCH:
+            if len(notes) < want:
                 break
             if sent >= REPLAY_CAP and self.positions[stream] < upto:
                 position = self.positions[stream]
@@ -172,6 +194,15 @@ class SubscriptionStreams:
                 )
                 return False
         return True
+
+    async def _send_batches(self, stream: str, notes: list[dict[str, Any]]) -> None:
+        """``notes`` in ``batch`` frames (``replay.frame_chunks``' runs)."""
+        texts = [compact(note) for note in notes]
+        first = 0
+        for run in frame_chunks(texts):
+            first += len(run)
+            envelope = {"type": "batch", "stream": stream, "n": notes[first - 1]["n"]}
+            await self.consumer._send_text(batch_frame(envelope, "notifications", run))
 
     async def _end(self, stream: str) -> None:
         if stream not in self.ended:
@@ -192,3 +223,4 @@ class SubscriptionStreams:
             )
             del self.positions[stream]
             self.ended.discard(stream)
+            self.batched.discard(stream)

@@ -29,6 +29,15 @@ event.
 
 Outputs are given per subscription in the order its own evaluation makes them; across
 subscriptions in one event, in the order they were evaluated.
+
+Visibility (SPEC 5.6): ``push`` may be told which subscriptions may see the event; the
+others are not pushed it at all, as if it were not in their stream. ``advance_members``
+runs one stretch of the log through many subscriptions that stand at different places in
+it (history or live, each with its own cursor and seam), reading each event once: what the
+live advance does for all active subscriptions together.
+
+A subscription whose evaluation raises is taken out of the set with a ``Failed`` output,
+and the others go on: one subscription's failure must not stop the rest.
 """
 
 from __future__ import annotations
@@ -36,9 +45,10 @@ from __future__ import annotations
 import datetime as dt
 import heapq
 import itertools
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from matching import Interval, Type
@@ -140,6 +150,15 @@ def _interval(op: str, v: Any) -> Interval:
     if op in ("<", "<="):
         return Interval(None, False, v, op == "<=")
     return Interval(v, op == ">=", None, False)
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A subscription's evaluation raised ``error`` on the event ``seq`` (the last one it
+    was given when nothing was being pushed); it is out of the set."""
+
+    seq: int | None
+    error: Exception
 
 
 @dataclass
@@ -294,29 +313,53 @@ class SubscriptionSet:
 
     # -- events ------------------------------------------------------------------------------
 
-    def push(self, event: Event | Mapping[str, Any]) -> list[tuple[Hashable, Output]]:
-        """The outputs one live event causes, as ``(subscription id, output)``."""
+    def push(
+        self,
+        event: Event | Mapping[str, Any],
+        visible: Callable[[Hashable], bool] | None = None,
+    ) -> list[tuple[Hashable, Output | Failed]]:
+        """The outputs one live event causes, as ``(subscription id, output)``. With
+        ``visible``, only the subscriptions it accepts (by id) are pushed the event."""
         e = event if isinstance(event, Event) else event_from_dict(event)
         counts = Counts(events=1)
-        out: list[tuple[Hashable, Output]] = []
+        out: list[tuple[Hashable, Output | Failed]] = []
+        sees = visible or _everyone
 
         def evaluate(held: _Held) -> None:
             counts.evaluated += 1
             before = _touched(held)
-            out.extend((held.sub_id, o) for o in held.sub.push(e, live=True))
+            try:
+                outputs = held.sub.push(e, live=True)
+            except Exception as exc:  # noqa: BLE001 - the others go on (module docstring)
+                self.remove(held.sub_id)
+                out.append((held.sub_id, Failed(e.seq, exc)))
+                return
+            out.extend((held.sub_id, o) for o in outputs)
             counts.instances += _touched(held) - before
             if held.sub.finished:
                 self.remove(held.sub_id)
 
         for held in list(self._every.values()):
-            evaluate(held)
+            if sees(held.sub_id):
+                evaluate(held)
         fresh, self._fresh = self._fresh, {}
-        for held in fresh.values():
-            evaluate(held)  # in full; indexed once the event is done
+        for sub_id, held in list(fresh.items()):
+            if sees(sub_id):
+                evaluate(held)  # in full; indexed once the event is done
+            else:
+                self._fresh[sub_id] = fresh.pop(sub_id)  # its first live event is later
+        unseen = []
         while self._ends and self._ends[0][0] <= e.time:
-            ending = heapq.heappop(self._ends)[2]
-            if self._held.get(ending.sub_id) is ending:
+            entry = heapq.heappop(self._ends)
+            ending = entry[2]
+            if self._held.get(ending.sub_id) is not ending:
+                continue
+            if sees(ending.sub_id):
                 evaluate(ending)  # the event at or after its end completes it
+            else:
+                unseen.append(entry)  # completed by the next event it sees
+        for entry in unseen:
+            heapq.heappush(self._ends, entry)
         found, counts.nodes = self.index.candidates(e.values)
         atomic: list[_Held] = []
         routes: dict[Hashable, tuple[_Held, dict[int, set[int]]]] = {}
@@ -324,6 +367,8 @@ class SubscriptionSet:
         for source_id in found:
             source = self._sources[source_id]  # type: ignore[index]
             held = source.held
+            if not sees(held.sub_id):
+                continue
             if held.kind == "atomic":
                 check = residual(source_id)
                 if check is None or check(e.values):
@@ -357,7 +402,7 @@ class SubscriptionSet:
 
     def push_all(
         self, events: Iterable[Event | Mapping[str, Any]]
-    ) -> list[tuple[Hashable, Output]]:
+    ) -> list[tuple[Hashable, Output | Failed]]:
         return [pair for e in events for pair in self.push(e)]
 
     @property
@@ -368,6 +413,10 @@ class SubscriptionSet:
         )
 
 
+def _everyone(sub_id: Hashable) -> bool:
+    return True
+
+
 def _touched(held: _Held) -> int:
     engine = held.sub.engine
     return engine.touched if isinstance(engine, PatternEngine) else 0
@@ -375,3 +424,91 @@ def _touched(held: _Held) -> int:
 
 def _rank(held: _Held) -> int:
     return held.rank
+
+
+@dataclass(eq=False)
+class Member:
+    """One subscription in ``advance_members``: its evaluator, where it stands in the log
+    (``cursor``: the last ``seq`` it was fed; ``seam``: the last ``seq`` of its history)
+    and what it may see (SPEC 5.6: the public events, those owned by ``viewer``, and every
+    event with ``sees_all``). The pass fills ``outputs`` (in order) and ``failed``."""
+
+    sub_id: Hashable
+    sub: Subscription
+    cursor: int
+    seam: int
+    viewer: Hashable | None
+    sees_all: bool = False
+    outputs: list[Output] = field(default_factory=list)
+    failed: Failed | None = None
+
+    def sees(self, owner: Hashable | None) -> bool:
+        return owner is None or self.sees_all or owner == self.viewer
+
+    @property
+    def joins_after(self) -> int:
+        """The ``seq`` after which its events are live and new to it."""
+        return max(self.cursor, self.seam)
+
+
+def advance_members(
+    members: Sequence[Member],
+    events: Iterable[tuple[Hashable | None, Event | Mapping[str, Any]]],
+    *,
+    upto: int,
+    order: Sequence[str] = ("type",),
+) -> Counts:
+    """Feed ``members`` the log's events ``(owner, event)`` in ``seq`` order, every event
+    after the smallest cursor up to ``upto`` (the stretch read), each event read once.
+
+    Each member gets exactly what feeding it alone would give (the advance of one
+    subscription, ``services/subscriptions.py``): the events it may see with ``cursor <
+    seq``, those up to its ``seam`` as history (pushed to it directly), then
+    ``history_done`` at the first event past the seam, or at the end when ``upto`` reaches
+    the seam; the live ones through one ``SubscriptionSet``, so each event walks the
+    matching index once for all of them. A member stops at its ``End``, its
+    ``state_limit`` or its ``Failed``. Returns the set's counts."""
+    subs = SubscriptionSet(order)
+    by_id = {m.sub_id: m for m in members}
+    waiting = sorted(members, key=lambda m: (m.joins_after, str(m.sub_id)))
+    history = [m for m in members if m.cursor < m.seam]
+    joined = 0
+    seq = None
+    owner: Hashable | None = None
+
+    def visible(sub_id: Hashable) -> bool:
+        return by_id[sub_id].sees(owner)
+
+    def done(m: Member) -> bool:
+        return m.failed is not None or m.sub.finished
+
+    def guarded(m: Member, step: Callable[[], list[Output]], at: int | None) -> None:
+        try:
+            m.outputs.extend(step())
+        except Exception as exc:  # noqa: BLE001 - the others go on (module docstring)
+            m.failed = Failed(at if at is not None else m.cursor, exc)
+
+    for owner, raw in events:
+        e = raw if isinstance(raw, Event) else event_from_dict(raw)
+        seq = e.seq
+        for m in history:
+            if m.cursor < seq <= m.seam and not done(m) and m.sees(owner):
+                guarded(m, partial(m.sub.push, e, live=False), seq)
+        while joined < len(waiting) and waiting[joined].joins_after < seq:
+            m = waiting[joined]
+            joined += 1
+            if done(m):
+                continue
+            if not m.sub.live:
+                guarded(m, m.sub.history_done, seq)
+            if not done(m):
+                subs.add(m.sub_id, m.sub)
+        for sub_id, output in subs.push(e, visible):
+            if isinstance(output, Failed):
+                by_id[sub_id].failed = output
+            else:
+                by_id[sub_id].outputs.append(output)
+    for m in waiting[joined:]:
+        if not done(m) and upto >= m.seam and not m.sub.live:
+            guarded(m, m.sub.history_done, seq)
+    return subs.total

@@ -1,7 +1,8 @@
 """SPEC 9's historic-read benchmark: 1,000,000 events over 30 days read back as
 ``GET /api/v1/events/?format=jsonl`` from uvicorn on loopback, in events per second, and the
-plan of a one-day read (which partitions it touches), the ``events:`` WebSocket
-stream's resume (the log replayed to a client) in events per second, and what the log's
+plan of a one-day read (which partitions it touches), the ``events:`` and ``sub:``
+WebSocket streams' resumes (the log, and a subscription's outbox, replayed to a client) in
+events per second, one frame an event and in ``batch`` frames, and what the log's
 writer adds to a matching cycle (SPEC 9: at most 10%) on a book of 2,000 offers and 6,000
 bids (``manage.py bench_book``), the writer switched off in every other cycle.
 
@@ -62,8 +63,8 @@ def _env(database_url: str) -> dict[str, str]:
     return provision.env() | {"DATABASE_URL": database_url}
 
 
-def provision_log(size: dict[str, int]) -> str:
-    """A fresh bench database with the log of ``size``; returns its URL."""
+def fresh_database(database: str) -> str:
+    """The bench database ``database`` dropped, created again and migrated; its URL."""
     import subprocess
 
     import psycopg
@@ -71,15 +72,25 @@ def provision_log(size: dict[str, int]) -> str:
 
     from ops.benchmarks.live import provision
 
-    url = provision._with_path(provision.SERVER_URL, DATABASE)
+    url = provision._with_path(provision.SERVER_URL, database)
     with psycopg.connect(provision.SERVER_URL, autocommit=True) as conn:
-        name = sql.Identifier(DATABASE)
+        name = sql.Identifier(database)
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
-    env = _env(url)
     subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
+        [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=_env(url), check=True
     )
+    return url
+
+
+def provision_log(size: dict[str, int]) -> str:
+    """A fresh bench database with the log of ``size``; returns its URL."""
+    import subprocess
+
+    import psycopg
+
+    url = fresh_database(DATABASE)
+    env = _env(url)
     days = (
         "import datetime as dt; from exchange.services.event_partitions import "
         "event_partitions_ensure as e; "
@@ -132,34 +143,105 @@ def read_jsonl(base_url: str, query: str) -> dict[str, Any]:
     }
 
 
-def read_resume(ws_url: str, origin: str, events: int) -> dict[str, Any]:
-    """``events:office.>`` resumed from the log's start over one WebSocket, resuming again
-    after each ``replay_limit`` (20,000 events a request), until ``events`` have arrived."""
+def read_resume(
+    ws_url: str, origin: str, events: int, *, stream: str = "events:office.>", batch: bool = False
+) -> dict[str, Any]:
+    """``stream`` (``events:office.>``, or a ``sub:<id>``) resumed from its start over one
+    WebSocket, resuming again after each ``replay_limit`` (20,000 items a request), until
+    ``events`` items have arrived; with ``batch``, in ``batch`` frames."""
     from websockets.sync.client import connect
 
+    single, position = ("event", "seq") if stream.startswith("events:") else ("notification", "n")
+    items = "data" if single == "event" else "notifications"
     load = _load()
-    got = 0
+    got = frames = 0
     after = 0
     started = time.perf_counter()
     with connect(ws_url, origin=origin, max_size=None) as ws:  # type: ignore[arg-type]
         while got < events:
-            ws.send(json.dumps({"action": "resume", "stream": "events:office.>", "after": after}))
+            resume = {"action": "resume", "stream": stream, "after": after, "batch": batch}
+            ws.send(json.dumps(resume))
             while got < events:
                 frame = json.loads(ws.recv())
-                if frame.get("type") == "event":
+                kind = frame.get("type")
+                if kind == single:
                     got += 1
-                    after = frame["seq"]
+                elif kind == "batch":
+                    got += len(frame[items])
                 elif frame.get("code") == "replay_limit":
                     break
+                else:
+                    continue
+                frames += 1
+                after = frame[position]
     seconds = time.perf_counter() - started
     return {
-        "query": "events:office.> resume",
+        "query": f"{stream} resume",
+        "batch": batch,
         "events": got,
+        "frames": frames,
         "seconds": round(seconds, 3),
         "events_per_s": round(got / seconds),
         "load_before": load,
         "load_after": _load(),
     }
+
+
+# A user with a token and a done subscription whose outbox holds one ``SELECT *``
+# notification per event of the log's first ``__COUNT__``: what a ``sub:`` resume replays.
+OUTBOX = """
+import datetime as dt, json
+from django.db import connection
+from exchange.models import Subscription
+from django.contrib.auth.models import User
+from exchange.services.tokens import token_issue
+owner = User.objects.create_user("bench-outbox", password="bench-pass-1")
+now = dt.datetime.now(dt.UTC)
+sub = Subscription.objects.create(
+    owner=owner, kind="events", query="SELECT *", state="done", reason="completed",
+    created_at=now, now=now, seam=0, cursor=0, last_n=__COUNT__)
+with connection.cursor() as c:
+    c.execute(
+        "INSERT INTO exchange_subscriptionnotification (subscription_id, n, seq, data, created_at) "
+        "SELECT %s, seq, seq, jsonb_build_object('seq', seq, 'time', time, 'type', type, "
+        "'subject', subject) || data, now() FROM exchange_event WHERE seq <= %s", [sub.pk, __COUNT__])
+print(json.dumps({"stream": f"sub:{sub.pk}", "token": token_issue(user=owner).key}))
+"""
+
+
+def outbox(url: str, notifications: int) -> dict[str, str]:
+    """The ``sub:`` stream and token of a subscription with ``notifications`` in its outbox."""
+    import subprocess
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "shell",
+            "-c",
+            OUTBOX.replace("__COUNT__", str(notifications)),
+        ],
+        cwd=ROOT,
+        env=_env(url),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def outbox_drop(url: str) -> None:
+    """Remove ``outbox``'s user (its token, subscription and notifications go with it):
+    ``bench_book`` wants a database without users."""
+    import subprocess
+
+    drop = (
+        "from django.contrib.auth.models import User; "
+        'User.objects.filter(username="bench-outbox").delete()'
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", drop], cwd=ROOT, env=_env(url), check=True
+    )
 
 
 def one_day_plan(database_url: str, size: dict[str, int]) -> dict[str, Any]:
@@ -257,9 +339,24 @@ def measure(quick: bool = False) -> dict[str, Any]:
                 "format=jsonl&since=2026-01-02T00:00:00Z&until=2026-01-03T00:00:00Z",
             )
         )
-        resume = read_resume(stack.ws_url, stack.url, events=min(100_000, size["events"]))
+        count = min(100_000, size["events"])
+        sub = outbox(url, count)
+        resumes = [
+            read_resume(stack.ws_url, stack.url, events=count, batch=batch)
+            for batch in (False, True)
+        ] + [
+            read_resume(
+                f"{stack.ws_url}?token={sub['token']}",
+                stack.url,
+                events=count,
+                stream=sub["stream"],
+                batch=batch,
+            )
+            for batch in (False, True)
+        ]
     finally:
         stack.stop()
+    outbox_drop(url)
     plan = subprocess.run(
         [sys.executable, __file__, "--plan", url, "--events", str(size["events"])],
         cwd=ROOT,
@@ -288,7 +385,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
         "quick": quick,
         "size": size,
         "reads": reads,
-        "resume": resume,
+        "resumes": resumes,
         "one_day": json.loads(plan.stdout),
         "cycle": json.loads(cycles.stdout.strip().splitlines()[-1]) | book,
         "seconds": round(time.perf_counter() - started),

@@ -7,6 +7,9 @@ and the Spark batch matcher on the same workloads and batches.
     ops/bench --from-json FILE [--out DIR]    re-render a report from a previous run
     ops/bench --index-only [--quick] [--out DIR]    the matching-index benchmark alone
                               (ops/benchmarks/index.py), its section put into DIR's report
+    ops/bench --subscriptions-only [--quick] [--out DIR]    10,000 live subscriptions on one
+                              market: the matching cycle and the advance pass
+                              (ops/benchmarks/subscriptions.py)
     ops/bench --patterns-only [--quick] [--out DIR]    the patterns benchmark alone
                               (ops/benchmarks/patterns.py), its section put into DIR's report
     ops/bench --dissemination-only [--quick] [--watches N] [--out DIR]    the dissemination
@@ -120,6 +123,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="run only the historic-read benchmark (ops/benchmarks/history.py) and put its "
         "section into the report",
+    )
+    ap.add_argument(
+        "--subscriptions-only",
+        action="store_true",
+        help="run only the live-subscriptions benchmark (ops/benchmarks/subscriptions.py) "
+        "and put its section into the report",
     )
     ap.add_argument(
         "--dissemination-only",
@@ -372,6 +381,18 @@ def history_only(args: argparse.Namespace) -> int:
     return 0
 
 
+def subscriptions_only(args: argparse.Namespace) -> int:
+    """The live-subscriptions benchmark alone (ops/benchmarks/subscriptions.py), its
+    section spliced into the existing report."""
+    from ops.benchmarks.report.subscriptions import splice
+    from ops.benchmarks.subscriptions import measure as measure_subscriptions
+
+    out, raw, results = _alone(args, "subscriptions", measure_subscriptions)
+    report = splice(out / "benchmarks.md", results["subscriptions"])
+    print(f"raw results: {raw}\nreport: {report}")
+    return 0
+
+
 def patterns_only(args: argparse.Namespace) -> int:
     """The patterns benchmark alone (``ops/benchmarks/patterns.py``), its plot written and
     its section spliced into the existing report."""
@@ -405,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
         return index_only(args)
     if args.history_only:
         return history_only(args)
+    if args.subscriptions_only:
+        return subscriptions_only(args)
     if args.patterns_only:
         return patterns_only(args)
     if args.dissemination_only:

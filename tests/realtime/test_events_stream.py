@@ -13,7 +13,7 @@ from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
 
 from exchange.models import Offer
-from exchange.realtime import consumers
+from exchange.realtime import consumers, replay
 from exchange.realtime.streams import events_messages, group_send_all
 from exchange.selectors.events import event_json, events_read
 from exchange.services import events as event_service
@@ -154,18 +154,25 @@ def test_resume_replays_the_log_after_the_seq_then_goes_on_live_without_duplicat
     assert quiet
 
 
-def test_a_lost_push_is_read_from_the_log_when_the_next_run_skips_ahead(book, monkeypatch):
-    alice = book["users"]["alice"]
-    sent = []
+@pytest.fixture
+def sent():
+    """The log's first push after this is lost (Redis is down); the runs lost, listed."""
+    lost: list = []
+    real_push = event_service.events_push
 
     def lost_once(events):
-        if not sent:
-            sent.append(events)
+        if not lost:
+            lost.append(events)
             raise ConnectionError("Redis is down")
         real_push(events)
 
-    real_push = event_service.events_push
-    monkeypatch.setattr(event_service, "events_push", lost_once)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(event_service, "events_push", lost_once)
+        yield lost
+
+
+def test_a_lost_push_is_read_from_the_log_when_the_next_run_skips_ahead(book, sent):
+    alice = book["users"]["alice"]
 
     async def scenario():
         ws = await connect(f"/ws/?token={book['keys']['alice']}")
@@ -312,3 +319,142 @@ def test_each_matching_stream_of_a_connection_gets_each_event_once(book):
     assert got == [
         frame for event in expected for frame in framed([event], STREAM) + framed([event], other)
     ]
+
+
+def batched(events: list[dict], size: int, stream: str = STREAM) -> list[dict]:
+    """``events`` as a batched replay frames them, ``size`` a frame."""
+    runs = [events[i : i + size] for i in range(0, len(events), size)]
+    return [{"stream": stream, "type": "batch", "seq": r[-1]["seq"], "data": r} for r in runs]
+
+
+def test_a_batched_resume_replays_in_batch_frames_then_goes_on_live_one_frame_each(
+    book, monkeypatch
+):
+    monkeypatch.setattr(replay, "FRAME_ITEMS", 2)
+    alice = book["users"]["alice"]
+    trade_round(book)
+    trade_round(book, price="1.60")
+    history = logged(alice)
+    seen = history[0]["seq"]
+
+    async def scenario():
+        ws = await connect(f"/ws/?token={book['keys']['alice']}")
+        answer = await ask(ws, {"action": "resume", "stream": STREAM, "after": seen, "batch": True})
+        replayed = await take(ws, len(history) // 2)  # len - 1 events, two a frame
+        # A live run the replay already served adds nothing.
+        run = [{"owner": None, "data": e} for e in history]
+        await asyncio.to_thread(group_send_all, events_messages(run))
+        await database_sync_to_async(trade_round)(book, price="1.70")
+        expected_live = await database_sync_to_async(logged)(alice, after=history[-1]["seq"])
+        live = await take(ws, len(expected_live))
+        quiet = await ws.receive_nothing(timeout=0.5)
+        await ws.disconnect()
+        return answer, replayed, expected_live, live, quiet
+
+    answer, replayed, expected_live, live, quiet = asyncio.run(scenario())
+    assert answer == {"type": "subscribed", "stream": STREAM}
+    assert len(history) > 3
+    assert replayed == batched(history[1:], 2)
+    assert live == framed(expected_live) and expected_live
+    assert quiet
+
+
+def test_a_batch_frame_holds_one_event_past_the_byte_bound(book, monkeypatch):
+    monkeypatch.setattr(replay, "FRAME_BYTES", 1)
+    staff = book["users"]["staff"]
+    trade_round(book)
+    history = logged(staff)
+
+    async def scenario():
+        ws = await connect(f"/ws/?token={book['keys']['staff']}")
+        await ask(ws, {"action": "resume", "stream": STREAM, "after": 0, "batch": True})
+        got = await take(ws, len(history))
+        quiet = await ws.receive_nothing(timeout=0.5)
+        await ws.disconnect()
+        return got, quiet
+
+    got, quiet = asyncio.run(scenario())
+    assert got == batched(history, 1) and quiet
+
+
+def test_a_batched_replay_stops_at_its_cap_and_says_where_to_resume(book, monkeypatch):
+    monkeypatch.setattr(consumers, "REPLAY_READ", 2)
+    monkeypatch.setattr(consumers, "REPLAY_CAP", 3)
+    staff = book["users"]["staff"]
+    trade_round(book)
+    trade_round(book, price="1.60")
+    log = logged(staff)
+    assert len(log) > 5
+
+    async def scenario():
+        ws = await connect(f"/ws/?token={book['keys']['staff']}")
+        await ask(ws, {"action": "resume", "stream": STREAM, "after": 0, "batch": True})
+        first = await take(ws, 3)
+        await database_sync_to_async(trade_round)(book, price="1.70")
+        quiet = await ws.receive_nothing(timeout=0.5)
+        stop = log[2]["seq"]
+        answer = await ask(ws, {"action": "resume", "stream": STREAM, "after": stop, "batch": True})
+        rest = await take(ws, 1)
+        await ws.disconnect()
+        return first, quiet, answer, rest
+
+    first, quiet, answer, rest = asyncio.run(scenario())
+    stop = log[2]["seq"]
+    # two reads: 2 events, then the 1 the cap leaves
+    assert first[:2] == batched(log[:2], 2) + batched(log[2:3], 1)
+    assert first[2] == {
+        "type": "error",
+        "code": "replay_limit",
+        "message": f"One resume replays at most 3 events: {STREAM!r} stopped after {stop}; "
+        f"resume it after {stop} for the rest.",
+        "stream": STREAM,
+        "after": stop,
+    }
+    assert quiet
+    assert answer == {"type": "subscribed", "stream": STREAM}
+    assert rest == batched(log[3:5], 2)
+
+
+def test_a_lost_push_on_a_batched_stream_is_read_from_the_log_in_one_batch(book, sent):
+    alice = book["users"]["alice"]
+
+    async def scenario():
+        ws = await connect(f"/ws/?token={book['keys']['alice']}")
+        await ask(ws, {"action": "subscribe", "stream": STREAM, "batch": True})
+        await database_sync_to_async(trade_round)(book)  # its push fails
+        await database_sync_to_async(trade_round)(book, price="1.60")
+        expected = await database_sync_to_async(logged)(alice)
+        got = await take(ws, 1)
+        quiet = await ws.receive_nothing(timeout=0.5)
+        await database_sync_to_async(trade_round)(book, price="1.70")
+        live = await database_sync_to_async(logged)(alice, after=expected[-1]["seq"])
+        got_live = await take(ws, len(live))
+        await ws.disconnect()
+        return expected, got, quiet, live, got_live
+
+    expected, got, quiet, live, got_live = asyncio.run(scenario())
+    # the gap and the run that revealed it, in one batch frame; then live, one frame each
+    assert got == batched(expected, 500) and len(expected) > 3
+    assert quiet and len(sent) == 1
+    assert got_live == framed(live) and live
+
+
+@pytest.mark.parametrize("action", ["subscribe", "resume"])
+@pytest.mark.parametrize("flag", [1, "true", None, [True]], ids=repr)
+def test_a_bad_batch_flag_is_refused_and_follows_nothing(book, action, flag):
+    async def scenario():
+        ws = await connect()
+        answer = await ask(ws, {"action": action, "stream": STREAM, "after": 0, "batch": flag})
+        await database_sync_to_async(trade_round)(book)
+        quiet = await ws.receive_nothing(timeout=0.5)
+        await ws.disconnect()
+        return answer, quiet
+
+    answer, quiet = asyncio.run(scenario())
+    assert answer == {
+        "type": "error",
+        "code": "bad_frame",
+        "message": f'"batch" is true (replays come in batch frames) or false. ({STREAM!r})',
+        "stream": STREAM,
+    }
+    assert quiet

@@ -10,6 +10,8 @@ import json
 import pytest
 from channels.db import database_sync_to_async
 
+from exchange.realtime import replay
+from exchange.realtime import subscriptions as stream_module
 from exchange.realtime.streams import group_send_all
 from exchange.services import events as event_service
 from exchange.services import subscriptions as service
@@ -220,3 +222,137 @@ def test_a_subscription_that_completes_live_sends_its_last_notifications_then_en
     assert quiet
     sub.refresh_from_db()
     assert (sub.state, sub.reason) == ("done", "completed")
+
+
+def batches_of(stream: str, pairs: list[tuple[int, int, str]], size: int) -> list[dict]:
+    """The notifications ``pairs`` as a batched replay frames them, ``size`` a frame."""
+    notes = [{"n": n, "seq": seq, "data": {"price": p}} for n, seq, p in pairs]
+    runs = [notes[i : i + size] for i in range(0, len(notes), size)]
+    return [
+        {"type": "batch", "stream": stream, "n": run[-1]["n"], "notifications": run} for run in runs
+    ]
+
+
+def test_a_batched_resume_replays_in_batch_frames_then_live_one_frame_each(alice, monkeypatch):
+    monkeypatch.setattr(replay, "FRAME_ITEMS", 2)
+    user, key = alice
+    sub = service.subscription_create(owner=user, query=QUERY)
+    stream = f"sub:{sub.pk}"
+    prices("1.00", "1.01", "1.02", "1.03", "1.04")
+    advance(sub)
+
+    async def scenario():
+        ws = await connect(f"/ws/?token={key}")
+        answer = await ask(ws, {"action": "resume", "stream": stream, "after": 1, "batch": True})
+        replayed = await take(ws, 2)
+        # a late push of a run it has served adds nothing
+        late = service._messages(sub.pk, [{"n": 5, "seq": 5, "data": {"price": "1.04"}}], end=False)
+        await database_sync_to_async(group_send_all)(late)
+        await database_sync_to_async(prices)("1.05", "1.06")
+        await database_sync_to_async(advance)(sub)
+        live = await take(ws, 2)
+        await database_sync_to_async(service.subscription_delete)(
+            owner=user, subscription_id=sub.pk
+        )
+        end = await take(ws, 1)
+        quiet = await ws.receive_nothing(timeout=0.5)
+        await ws.disconnect()
+        return answer, replayed, live, end, quiet
+
+    answer, replayed, live, end, quiet = asyncio.run(scenario())
+    assert answer == {"type": "subscribed", "stream": stream}
+    pairs = [(2, 2, "1.01"), (3, 3, "1.02"), (4, 4, "1.03"), (5, 5, "1.04")]
+    assert replayed == batches_of(stream, pairs, 2)
+    assert live == frames_of(stream, [(6, 6, "1.05"), (7, 7, "1.06")])
+    assert end == [{"type": "end", "stream": stream}]
+    assert quiet
+
+
+def test_a_lost_push_on_a_batched_stream_is_read_from_the_outbox_as_a_batch(alice, monkeypatch):
+    user, key = alice
+    sub = service.subscription_create(owner=user, query=QUERY)
+    stream = f"sub:{sub.pk}"
+
+    async def scenario():
+        ws = await connect(f"/ws/?token={key}")
+        await ask(ws, {"action": "subscribe", "stream": stream, "batch": True})
+        lost = []
+        monkeypatch.setattr(service, "group_send_all", lambda messages: lost.extend(messages))
+        await database_sync_to_async(prices)("1.00", "1.01")
+        await database_sync_to_async(advance)(sub)
+        monkeypatch.undo()
+        monkeypatch.setattr(service, "subscriptions_advance_request", lambda: None)
+        monkeypatch.setattr(event_service, "subscriptions_advance_request", lambda: None)
+        await database_sync_to_async(prices)("1.02")
+        await database_sync_to_async(advance)(sub)
+        got = await take(ws, 1)
+        quiet = await ws.receive_nothing(timeout=0.5)
+        await ws.disconnect()
+        return lost, got, quiet
+
+    lost, got, quiet = asyncio.run(scenario())
+    assert [m["first"] for _, m in lost] == [1]
+    # the gap and the run that revealed it, read from the outbox in one frame
+    assert got == batches_of(stream, [(1, 1, "1.00"), (2, 2, "1.01"), (3, 3, "1.02")], 500)
+    assert quiet
+
+
+def test_a_batched_replay_stops_at_its_cap_and_says_where_to_resume(alice, monkeypatch):
+    monkeypatch.setattr(stream_module, "REPLAY_READ", 2)
+    monkeypatch.setattr(stream_module, "REPLAY_CAP", 3)
+    user, key = alice
+    sub = service.subscription_create(owner=user, query=QUERY)
+    stream = f"sub:{sub.pk}"
+    prices("1.00", "1.01", "1.02", "1.03")
+    advance(sub)
+
+    async def scenario():
+        ws = await connect(f"/ws/?token={key}")
+        await ask(ws, {"action": "resume", "stream": stream, "after": 0, "batch": True})
+        first = await take(ws, 3)
+        answer = await ask(ws, {"action": "resume", "stream": stream, "after": 3, "batch": True})
+        rest = await take(ws, 1)
+        quiet = await ws.receive_nothing(timeout=0.5)
+        await ws.disconnect()
+        return first, answer, rest, quiet
+
+    first, answer, rest, quiet = asyncio.run(scenario())
+    assert first[:2] == batches_of(stream, [(1, 1, "1.00"), (2, 2, "1.01")], 2) + batches_of(
+        stream, [(3, 3, "1.02")], 1
+    )
+    assert first[2] == {
+        "type": "error",
+        "code": "replay_limit",
+        "message": f"One resume replays at most 3 notifications: {stream!r} stopped after n = 3; "
+        "resume it after 3 for the rest.",
+        "stream": stream,
+        "after": 3,
+    }
+    assert answer == {"type": "subscribed", "stream": stream}
+    assert rest == batches_of(stream, [(4, 4, "1.03")], 1)
+    assert quiet
+
+
+@pytest.mark.parametrize("flag", [1, "yes", None])
+def test_a_bad_batch_flag_is_an_error_frame_and_follows_nothing(alice, flag):
+    user, key = alice
+    sub = service.subscription_create(owner=user, query=QUERY)
+    stream = f"sub:{sub.pk}"
+
+    async def scenario():
+        ws = await connect(f"/ws/?token={key}")
+        bad = await ask(ws, {"action": "resume", "stream": stream, "after": 0, "batch": flag})
+        await database_sync_to_async(prices)("1.00")
+        await database_sync_to_async(advance)(sub)
+        quiet = await ws.receive_nothing(timeout=0.5)
+        await ws.disconnect()
+        return bad, quiet
+
+    bad, quiet = asyncio.run(scenario())
+    assert bad == {
+        "type": "error",
+        "code": "bad_frame",
+        "message": f'"batch" is true (replays come in batch frames) or false. ({stream!r})',
+        "stream": stream,
+    }
+    assert quiet

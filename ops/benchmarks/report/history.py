@@ -20,6 +20,27 @@ def _role(query: str) -> str:
     return next((text for key, text in ROLE.items() if key in query.split("&", 1)[-1]), query)
 
 
+def _resume_row(resume: dict[str, Any]) -> str:
+    """A WebSocket resume's row: which stream, how it was framed, its rate."""
+    stream = resume["query"].removesuffix(" resume")
+    what = (
+        "the `events:office.>` WebSocket resume"
+        if stream.startswith("events:")
+        else "a `sub:<id>` WebSocket resume (an outbox of `SELECT *` notifications)"
+    )
+    framing = (
+        f"`batch` frames, {resume['frames']:,} of them"
+        if resume.get("batch")
+        else "one frame an event"
+    )
+    return (
+        f"| {what} (20,000 events a request, resumed after each; {framing}) | `resume` | "
+        f"{resume['events']:,} | | {resume['seconds']:,.2f} s | | "
+        f"**{resume['events_per_s']:,}** | {resume['load_before']:.1f} / "
+        f"{resume['load_after']:.1f} |"
+    )
+
+
 def section(r: dict[str, Any]) -> str:
     size = r["size"]
     whole = r["reads"][0]
@@ -35,14 +56,9 @@ def section(r: dict[str, Any]) -> str:
         f"| {x['load_before']:.1f} / {x['load_after']:.1f} |"
         for x in r["reads"]
     )
-    resume = r.get("resume")
-    if resume:
-        rows += (
-            f"\n| the `events:office.>` WebSocket resume (20,000 events a request, resumed "
-            f"after each) | `resume` | {resume['events']:,} | | {resume['seconds']:,.2f} s | "
-            f"| **{resume['events_per_s']:,}** | {resume['load_before']:.1f} / "
-            f"{resume['load_after']:.1f} |"
-        )
+    # ``resume``: one events: resume, one frame an event (the results of earlier runs)
+    for resume in r.get("resumes") or ([r["resume"]] if r.get("resume") else []):
+        rows += "\n" + _resume_row(resume)
     cycle = r.get("cycle")
     cost = ""
     if cycle:
