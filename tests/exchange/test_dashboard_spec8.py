@@ -210,13 +210,13 @@ def test_a_history_database_that_is_no_standby_says_so(settings):
 def test_subscriptions_are_counted_by_form_and_state(subscriptions):
     assert log_status.subscriptions_by_kind() == [
         {"kind": "events", "label": "form 1: events", "total": 2,
-         "counts": {"active": 1, "done": 1, "suspended": 0}},
+         "counts": {"active": 1, "paused": 0, "done": 1, "suspended": 0}},
         {"kind": "composite", "label": "form 2: composite", "total": 1,
-         "counts": {"active": 1, "done": 0, "suspended": 0}},
+         "counts": {"active": 1, "paused": 0, "done": 0, "suspended": 0}},
         {"kind": "pattern", "label": "form 3: pattern", "total": 3,
-         "counts": {"active": 2, "done": 0, "suspended": 1}},
+         "counts": {"active": 2, "paused": 0, "done": 0, "suspended": 1}},
         {"kind": "state", "label": "form 4: watch", "total": 2,
-         "counts": {"active": 1, "done": 0, "suspended": 1}},
+         "counts": {"active": 1, "paused": 0, "done": 0, "suspended": 1}},
     ]  # fmt: skip
 
 
@@ -301,8 +301,8 @@ def test_the_panel_shows_each_figure(client, settings, log, subscriptions, choic
     assert "no replica configured: historic reads go to the primary" in text
     assert f"{partition_name(DAY1)} FOR VALUES FROM ('2026-01-01 00:00:00+00') TO " in text
     assert f"{DEFAULT_PARTITION} DEFAULT 1 " in text
-    assert "form 3: pattern 2 0 1 3" in text
-    assert "form 4: watch 1 0 1 2" in text
+    assert "form 3: pattern 2 0 0 1 3" in text
+    assert "form 4: watch 1 0 0 1 2" in text
     failed = subscriptions["failed"]
     assert f"subscription {failed.pk} bob state error 2026-01-02 11:00:00 UTC" in text
     assert f"subscription {subscriptions['three'].pk} ann 3 " in text
