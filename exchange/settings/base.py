@@ -114,8 +114,11 @@ DATABASES["default"]["OPTIONS"]["pool"] = {
 }
 # How many HTTP requests one server process lets into Django at once (exchange/admission.py);
 # the rest wait on the event loop. Below the pool's size, so a request inside never waits
-# for a connection, and small, because on two cores more threads only add GIL contention.
-WEB_IN_FLIGHT = int(env("WEB_IN_FLIGHT", "6"))
+# for a connection, and small: the request threads share the GIL with the event loop that
+# carries every socket's frames. On the live benchmark (50 bids/s, 2 workers, docs/
+# benchmarks.md) 6 gave the fastest 201s but frames 15-29 s late with a third never seen; 2
+# gave frames 0.3 s after their 201, every one seen.
+WEB_IN_FLIGHT = int(env("WEB_IN_FLIGHT", "2"))
 # Let psycopg prepare statements run repeatedly (the matching cycle's store queries).
 DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 5
 # No JIT compilation: the exchange's statements are short, and one whose estimate crosses
