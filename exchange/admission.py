@@ -37,17 +37,16 @@ async def read_ahead(receive: Any) -> Any:
     """Read the request's first messages until its body is complete, the client leaves, or
     ``BODY_AHEAD`` bytes are in; returns a ``receive`` that gives them again first, then
     goes on reading from the client."""
-    taken: list[Message] = []
+    replay: list[Message] = []
     size = 0
     while True:
         message = await receive()
-        taken.append(message)
+        replay.append(message)
         if message["type"] != "http.request":
             break  # http.disconnect
         size += len(message.get("body", b""))
         if not message.get("more_body") or size >= BODY_AHEAD:
             break
-    replay = list(taken)
 
     async def receive_again() -> Message:
         if replay:
