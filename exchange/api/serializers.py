@@ -207,12 +207,36 @@ class TradeSerializer(serializers.ModelSerializer):
 # The fields an offer and a bid show alike; each subclass names its model and lists its own
 # fields after ORDER_FIELDS. A comment, not a docstring: drf-spectacular would publish a docstring
 # as the description of both schema components.
+#
+# Offers and bids are what the busiest endpoints return (each POST's 201, the best-offer
+# table's pages), and DRF builds and binds every field of a ModelSerializer again for each
+# serializer object: 0.7 ms for one bid, a third of the best-offer page's time (issue 17).
+# So ``to_representation`` writes the declared fields out by hand; the fields stay declared
+# for validation and the OpenAPI schema, and tests/api/test_order_representation.py checks
+# that the two give the same answer, key order included, for orders in every state.
+_TIME = serializers.DateTimeField()
+
+
+def _time(value: dt.datetime | None) -> str | None:
+    return None if value is None else _TIME.to_representation(value)
+
+
 class _OrderSerializer(serializers.ModelSerializer):
     ORDER_FIELDS = ["id", "market", "version", "state", "constraint", "constraint_json"]
 
     market = serializers.CharField(source="market.subject")
     constraint = serializers.CharField(source="constraint_text")
     set_aside_reason = SetAsideReasonField()
+
+    def _order_fields(self, order: Offer | Bid) -> dict[str, Any]:
+        return {
+            "id": order.pk,
+            "market": order.market.subject,
+            "version": order.version,
+            "state": str(order.state),
+            "constraint": order.constraint_text,
+            "constraint_json": order.constraint_json,
+        }
 
 
 def _best(offer: Offer) -> Any:
@@ -259,6 +283,19 @@ class OfferSerializer(_OrderSerializer):
         trade = getattr(offer, "trade", None) if offer.state == Offer.State.CLOSED else None
         return None if trade is None else TradeSerializer(trade, context=self.context).data
 
+    def to_representation(self, offer: Offer) -> dict[str, Any]:
+        return {
+            **self._order_fields(offer),
+            "closes_at": _time(offer.closes_at),
+            "created_at": _time(offer.created_at),
+            "updated_at": _time(offer.updated_at),
+            "best_value": self.get_best_value(offer),
+            "matching_bids": self.get_matching_bids(offer),
+            "mine": self.get_mine(offer),
+            "trade": self.get_trade(offer),
+            "set_aside_reason": offer.set_aside_reason or None,
+        }
+
 
 class StandingSerializer(serializers.Serializer):
     offer = serializers.IntegerField()
@@ -290,6 +327,15 @@ class BidSerializer(_OrderSerializer):
             }
             for s in standings
         ]
+
+    def to_representation(self, bid: Bid) -> dict[str, Any]:
+        return {
+            **self._order_fields(bid),
+            "created_at": _time(bid.created_at),
+            "updated_at": _time(bid.updated_at),
+            "matches": self.get_matches(bid),
+            "set_aside_reason": bid.set_aside_reason or None,
+        }
 
 
 class CloseResponse(serializers.Serializer):

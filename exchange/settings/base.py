@@ -164,7 +164,8 @@ REDIS_URL: str = env("REDIS_URL") or ports.DEV_REDIS_URL
 CACHE_REDIS_URL = env("CACHE_REDIS_URL", urlunsplit(urlsplit(REDIS_URL)._replace(path="/1")))
 CACHES: dict[str, dict[str, Any]] = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        # Django's Redis backend with one client object per process (exchange/cache.py).
+        "BACKEND": "exchange.cache.RedisCache",
         "LOCATION": CACHE_REDIS_URL,
         "KEY_PREFIX": "intersect",
         "OPTIONS": {

@@ -228,6 +228,29 @@ def test_request_threads_share_one_redis_pool_for_the_cache():
     assert not isinstance(pools[0], SharedConnectionPool)  # a plain redis-py pool, shared
 
 
+def test_request_threads_share_one_redis_client_for_the_cache():
+    """Django's backend builds a ``redis.Redis`` per operation; ours keeps one per pool, and
+    the counters it reads and writes are those every thread sees."""
+    clients = []
+
+    def client_of_this_thread(n: int) -> None:
+        cache = caches["default"]
+        cache.set(f"admission-client-{n}", n, 5)
+        clients.append(cache._cache.get_client(write=True))
+        clients.append(cache._cache.get_client())
+
+    threads = [threading.Thread(target=client_of_this_thread, args=(n,)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(clients) == 6
+    assert all(client is clients[0] for client in clients)
+    assert caches["default"].get_many([f"admission-client-{n}" for n in range(3)]) == {
+        f"admission-client-{n}": n for n in range(3)
+    }
+
+
 def test_the_middleware_chain_is_synchronous_and_whole():
     """``SyncChainHandler`` (exchange/handler.py) builds every middleware in sync mode, so a
     request's middleware, view and rendering run in one call on one thread."""
