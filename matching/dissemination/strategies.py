@@ -187,7 +187,7 @@ class Producer:
         answer_bytes = entry_bytes = 0
         for d in deltas:
             total = self.watches.size(d.family)
-            reach = self.watches.estimate(d)
+            reach = self.watches.reach(d)
             encoded = size(encode_delta(d))
             current = d.gain.entry if d.gain is not None else None
             entry_bytes = max(entry_bytes, size(encode_entry(current)) + 8)

@@ -5,13 +5,12 @@ through ``IntervalIndex.between`` (never a loop over the watches), the watches w
 answer the change may move, and gives each its answer after the change. It needs no
 offers: a gain names its entry and a loss carries its staircases (``offers``).
 
-A sample of each large family sits in a second index so that the optimizer can estimate
-how many watches a delta reaches without walking all of them.
+Each family's spans are also held as points for rectangle counts (``counts``), so that the
+optimizer learns how many watches a delta reaches (``reach``) without visiting them.
 """
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 
@@ -19,17 +18,14 @@ from matching.index.intervals import IntervalIndex, Span
 from matching.subscriptions.model import WatchQuery
 from matching.subscriptions.watches import Answer
 
+from .counts import Rectangle, SpanCounts, overlap, rectangle
 from .offers import Delta, FamilyName, family_of, outer
-
-SAMPLE_RATE = 16  # one watch in this many sits in the sample index
-SAMPLE_MIN = 64  # below this many sampled watches the full index is counted instead
-RECOUNT = 4  # below this many sampled watches reached, the full index is counted instead
 
 
 @dataclass
 class _Members:
     index: IntervalIndex = field(default_factory=IntervalIndex)
-    sample: IntervalIndex = field(default_factory=IntervalIndex)
+    counts: SpanCounts = field(default_factory=SpanCounts)
 
 
 class WatchSet:
@@ -55,8 +51,7 @@ class WatchSet:
             self.remove(watch)
         members = self._families.setdefault(name, _Members())
         members.index.add(watch, span)
-        if _sampled(watch):
-            members.sample.add(watch, span)
+        members.counts.add(watch, span)
         self.spans[watch] = span
         self.family[watch] = name
 
@@ -65,8 +60,7 @@ class WatchSet:
         del self.spans[watch]
         members = self._families[name]
         members.index.remove(watch)
-        if watch in members.sample:
-            members.sample.remove(watch)
+        members.counts.discard(watch)
         if not len(members.index):
             del self._families[name]
 
@@ -95,38 +89,24 @@ class WatchSet:
                 found[watch] = answer
         return found
 
-    def estimate(self, delta: Delta) -> float:
-        """How many watches ``affected`` would return, from the sample
-        when the family is large. A sampled count below ``RECOUNT`` is counted again on the
-        whole index: one sampled watch stands for ``SAMPLE_RATE`` of them, so a change
-        reaching a handful would read as 16 or 32 (the few-affected benchmark's misses),
-        and a search that finds few costs little."""
+    def reach(self, delta: Delta) -> int:
+        """How many watches ``affected`` returns for ``delta``, counted from the delta's
+        ranges without visiting a watch: each part's rectangle, less the watches both parts
+        reach (they are updated once)."""
         members = self._families.get(delta.family)
         if members is None:
-            return 0.0
-        if len(members.sample) >= SAMPLE_MIN:
-            scale = len(members.index) / len(members.sample)
-            sampled = _reach(members.sample, delta)
-            if sampled >= RECOUNT:
-                return sampled * scale
-        return float(_reach(members.index, delta))
+            return 0
+        loss, gain = _boxes(delta)
+        counts = members.counts
+        return counts.count(loss) + counts.count(gain) - counts.count(overlap(loss, gain))
 
 
-def _reach(index: IntervalIndex, delta: Delta) -> int:
-    """The watches of ``index`` that ``affected`` would return: each once, as a watch that
-    both parts reach is updated once (a set only then: a wide change's single part may
-    reach thousands)."""
-    parts = []
+def _boxes(delta: Delta) -> tuple[Rectangle | None, Rectangle | None]:
+    """The rectangles of the spans the delta's loss and gain reach (``affected``'s filters)."""
+    loss = gain = None
     if delta.loss is not None:
-        loss = delta.loss
-        parts.append(index.between(Span.point(loss.at), outer(loss.lo, loss.hi)))
+        loss = rectangle(Span.point(delta.loss.at), outer(delta.loss.lo, delta.loss.hi))
     if delta.gain is not None:
-        gain = delta.gain
-        parts.append(index.between(Span.point(gain.entry.key), outer(gain.lo, gain.hi)))
-    if len(parts) < 2:
-        return sum(len(p) for p in parts)
-    return len(set(parts[0]).union(parts[1]))
-
-
-def _sampled(watch: Hashable) -> bool:
-    return zlib.crc32(str(watch).encode()) % SAMPLE_RATE == 0
+        key = delta.gain.entry.key
+        gain = rectangle(Span.point(key), outer(delta.gain.lo, delta.gain.hi))
+    return loss, gain

@@ -113,3 +113,25 @@ def test_the_producer_enumerates_a_narrow_change_and_reformulates_a_wide_one():
     delta = [family, 3, None, [["5000", 3, "0.30", "0.30"], None, None]]
     assert sent == [(c, {"seq": 3, "deltas": [delta]}) for c in range(4)]
     assert [e["choice"] for e in producer.optimizer.choices()] == ["reformulate", "enumerate"]
+
+
+def test_the_many_workload_is_reformulated_and_relax_differs_only_by_its_replicas():
+    # Given the many-affected benchmark's statistics: 100,000 watches reached over 4
+    # consumers, one delta each, the relax replicas 41 changes behind (the reformulate run's
+    # 40 and this one)
+    optimizer = Optimizer(Costs(**vars(UNITS)))
+    wide = Plan(
+        affected={c: 25_000 for c in range(4)},
+        lookups={c: 1 for c in range(4)},
+        delta_bytes={c: 140 for c in range(4)},
+        relax_entries={c: 41 for c in range(4)},
+        entry_bytes=20,
+        answer_bytes=10,
+    )
+    estimates = optimizer.estimate(wide)
+    # Then relax and reformulate price the same messages, searches and watch updates, and
+    # relax adds the replicas' catch-up (UNITS price no bytes)
+    assert estimates["reformulate"].seconds == 400 + 40 + 100_000
+    assert estimates["relax"].seconds == 400 + 40 + 100_000 + 4 * 41 * 5
+    assert estimates["enumerate"].seconds == 10 + 100_000 * 2 + 400
+    assert optimizer.choose(1, wide) == "reformulate"
