@@ -307,7 +307,8 @@ REST_FRAMEWORK = {
     # drf-spectacular's, plus the error responses and headers of every operation.
     "DEFAULT_SCHEMA_CLASS": "exchange.api.schema.ExchangeSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # DRF's, with its lookup as one statement (exchange/api/authentication.py).
+        "exchange.api.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
