@@ -27,7 +27,7 @@ from django.db import connection
 
 from exchange.engine.constraints import UnusableOrder, market_schema_of
 from exchange.market_rules import numeric_value
-from exchange.models import BestOfferChange, Bid, EventCounter, Offer, OrderChange, Trade
+from exchange.models import BestOfferChange, Bid, Offer, Trade
 from exchange.models.events import EVENT_TABLE
 from exchange.numbers import number_text, price_text
 from exchange.selectors.events import event_row_json
@@ -187,35 +187,36 @@ def best_offer_event(
 
 def _counter_locked() -> tuple[int, Any, int]:
     """Lock the counter row (created if a flush emptied the table): the last seq, the time
-    the next events get (never before the last one) and the best-change mark."""
+    the next events get (never before the last one) and the best-change mark. One
+    statement: an existing row is "updated" to itself, which locks it as ``FOR UPDATE``
+    would, and ``RETURNING`` reads it."""
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO exchange_eventcounter (id, last_seq, best_change_id) VALUES (1, 0, 0) "
-            "ON CONFLICT (id) DO NOTHING"
-        )
-        cursor.execute(
-            "SELECT last_seq, greatest(last_time, clock_timestamp()), best_change_id "
-            "FROM exchange_eventcounter WHERE id = 1 FOR UPDATE"
+            "ON CONFLICT (id) DO UPDATE SET id = excluded.id "
+            "RETURNING last_seq, greatest(last_time, clock_timestamp()), best_change_id"
         )
         row = cursor.fetchone()
     assert row is not None
     return row[0], row[1], row[2]
 
 
-def events_append(*, changes: Sequence[int] = (), closed: Iterable[EventRow] = ()) -> int:
-    """Append, in this order, the events of the ``OrderChange`` rows ``changes`` (by id),
-    the ``closed`` events, and the best-offer changes not yet in the log (by id), with the
-    next ``seq`` numbers; returns how many. The caller holds the cycle lock, in the
-    transaction that made the changes, so the events commit or roll back with them.
+def events_append(
+    *, changes: Sequence[tuple[Any, int | None]] = (), closed: Iterable[EventRow] = ()
+) -> int:
+    """Append, in this order, the events of ``changes`` (the ``event`` and
+    ``event_owner_id`` of ``OrderChange`` rows, in their order; a change without an event
+    adds none), the ``closed`` events, and the best-offer changes not yet in the log (by
+    id), with the next ``seq`` numbers; returns how many. The caller holds the cycle lock,
+    in the transaction that made the changes, so the events commit or roll back with them.
+    Three statements, whatever the number of events: the counter, the best-offer changes,
+    and one insert that also moves the counter on.
     """
     last_seq, time, mark = _counter_locked()
     rows: list[EventRow] = []
-    for event, owner in (
-        OrderChange.objects.filter(id__in=list(changes))
-        .exclude(event=None)
-        .order_by("id")
-        .values_list("event", "event_owner_id")
-    ):
+    for event, owner in changes:
+        if event is None:
+            continue
         assert isinstance(event, dict)
         rows.append((event["type"], event["subject"], owner, _attributes(event)))
     rows.extend(closed)
@@ -227,18 +228,17 @@ def events_append(*, changes: Sequence[int] = (), closed: Iterable[EventRow] = (
     rows.extend(best_offer_event(*fields) for _id, *fields in best)
     if not rows:
         return 0
-    events_insert([(row, time) for row in rows], first_seq=last_seq + 1)
+    events_insert(
+        [(row, time) for row in rows],
+        first_seq=last_seq + 1,
+        counter=(time, best[-1][0] if best else mark),
+    )
     live = [
         {"owner": owner, "data": event_row_json(last_seq + n, time, kind, subject, data)}
         for n, (kind, subject, owner, data) in enumerate(rows, 1)
     ]
     after_commit("pushing events", lambda: events_push(live))
     after_commit("advancing subscriptions", subscriptions_advance_request)
-    EventCounter.objects.filter(id=1).update(
-        last_seq=last_seq + len(rows),
-        last_time=time,
-        best_change_id=best[-1][0] if best else mark,
-    )
     return len(rows)
 
 
@@ -256,10 +256,16 @@ def _attributes(event: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in event.items() if k not in ("type", "subject")}
 
 
-def events_insert(rows: Sequence[tuple[EventRow, dt.datetime]], *, first_seq: int) -> None:
+def events_insert(
+    rows: Sequence[tuple[EventRow, dt.datetime]],
+    *,
+    first_seq: int,
+    counter: tuple[dt.datetime, int] | None = None,
+) -> None:
     """One INSERT for all ``rows`` (each an event and its time), numbered from
     ``first_seq`` in list order. Only the writer and the migration that builds the log of
-    older data call it; they keep the counter."""
+    older data call it; they keep the counter: with ``counter`` (the last time and the
+    best-change mark) the same statement sets it past these rows."""
     payload = json.dumps(
         [
             {"type": t, "subject": s, "owner": o, "data": d, "time": time.isoformat()}
@@ -267,13 +273,20 @@ def events_insert(rows: Sequence[tuple[EventRow, dt.datetime]], *, first_seq: in
         ],
         separators=(",", ":"),
     )
+    moved, params = "", [first_seq, payload]
+    if counter is not None:
+        moved = (
+            "WITH moved AS (UPDATE exchange_eventcounter SET last_seq = %s, last_time = %s, "
+            "best_change_id = %s WHERE id = 1) "
+        )
+        params = [first_seq + len(rows) - 1, *counter, *params]
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            INSERT INTO {EVENT_TABLE} (seq, time, type, subject, owner_id, data)
+            {moved}INSERT INTO {EVENT_TABLE} (seq, time, type, subject, owner_id, data)
             SELECT %s + n - 1, (e->>'time')::timestamptz, e->>'type', e->>'subject',
                    (e->>'owner')::integer, e->'data'
             FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS x(e, n)
             """,
-            [first_seq, payload],
+            params,
         )

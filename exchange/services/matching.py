@@ -103,16 +103,16 @@ def batch_apply(*, limit: int = BATCH_LIMIT) -> tuple[CycleReport, list[Notifica
     batch = list(
         OrderChange.objects.filter(processed_at=None)
         .order_by("id")
-        .values_list("id", "side", "order_id")[:limit]
+        .values_list("id", "side", "order_id", "event", "event_owner_id")[:limit]
     )
     if not batch:
         return CycleReport(0, 0, 0), []
     applied = apply_changes(
-        offer_ids={order_id for _, side, order_id in batch if side == "offer"},
-        bid_ids={order_id for _, side, order_id in batch if side == "bid"},
+        offer_ids={row[2] for row in batch if row[1] == "offer"},
+        bid_ids={row[2] for row in batch if row[1] == "bid"},
     )
     OrderChange.objects.filter(id__in=[row[0] for row in batch]).update(processed_at=timezone.now())
-    events = events_append(changes=[row[0] for row in batch])
+    events = events_append(changes=[(row[3], row[4]) for row in batch])
     MatchingCycle.objects.create(
         started_at=started,
         finished_at=timezone.now(),
