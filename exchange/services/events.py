@@ -273,7 +273,8 @@ def events_insert(
         ],
         separators=(",", ":"),
     )
-    moved, params = "", [first_seq, payload]
+    moved = ""
+    params: list[Any] = [first_seq, payload]
     if counter is not None:
         moved = (
             "WITH moved AS (UPDATE exchange_eventcounter SET last_seq = %s, last_time = %s, "
