@@ -33,7 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from ops.benchmarks import machine  # noqa: E402
-from ops.benchmarks.live import checks, load, provision, report  # noqa: E402
+from ops.benchmarks.live import checks, costs, load, provision, report  # noqa: E402
 from ops.stack import Stack  # noqa: E402
 
 
@@ -62,6 +62,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="rising rates (50,100,150,...): the same load at each, on one stack, until one "
         "misses p99 500 ms or has an error; the table goes to ops/benchmarks/results/"
         "live-sweep.json (or --json) and into docs/benchmarks.md",
+    )
+    parser.add_argument(
+        "--request-costs",
+        type=int,
+        metavar="N",
+        help="instead of the load: each kind of request N times, one at a time, to one "
+        "uvicorn process, with that process's CPU time per request "
+        "(ops/benchmarks/live/costs.py); the table goes into docs/benchmarks.md",
     )
     parser.add_argument(
         "--keep-store",
@@ -123,6 +131,8 @@ def main() -> int:
     # A SIGTERM (a timeout, say) unwinds through ``finally`` so the stack is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     runs: list[dict[str, Any]] = []
+    if args.request_costs:
+        return request_costs(args, stack, tokens[0], book_offers, book_bids)
     try:
         stack.start_workers()
         stack.start_beat()
@@ -168,6 +178,39 @@ def main() -> int:
         Path(args.out).write_text(text)
     print(text)
     return 0 if ok and not run["errors"] and run["stored"] == run["acknowledged"] else 1
+
+
+def request_costs(
+    args: argparse.Namespace, stack: Stack, token: str, offers: int, bids: int
+) -> int:
+    """``--request-costs``: the table of ``ops/benchmarks/live/costs.py``, into
+    ops/benchmarks/results/request-costs.json and docs/benchmarks.md."""
+    load_before = os.getloadavg()[0]
+    try:
+        stack.start_workers()
+        server = stack.start_server(port=args.port, workers=1, ready_path="/healthz")
+        rows = costs.measure(
+            base_url=stack.url, pid=server.pid, token=token, offers=offers, count=args.request_costs
+        )
+    finally:
+        stack.stop()
+    host = machine.host()
+    summary = {
+        "date": host["date"],
+        "commit": host["commit"],
+        "command": " ".join([".venv/bin/python", "ops/bench_live.py", *sys.argv[1:]]),
+        "machine": report.machine_line(host),
+        "offers": offers,
+        "bids": bids,
+        "count": args.request_costs,
+        "load": [load_before, os.getloadavg()[0]],
+        "rows": rows,
+    }
+    out = report.SWEEP_RESULTS.parent / "request-costs.json"
+    out.write_text(json.dumps(summary, indent=1) + "\n")
+    report.splice(ROOT / "docs" / "benchmarks.md", costs.BEGIN, costs.END, costs.markdown(summary))
+    print(costs.markdown(summary))
+    return 0
 
 
 if __name__ == "__main__":

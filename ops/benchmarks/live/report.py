@@ -128,16 +128,22 @@ def sweep_markdown(r: dict[str, Any]) -> str:
     ).rstrip()
 
 
-def sweep_into(doc: Path, r: dict[str, Any]) -> None:
-    """Put sweep ``r``'s section into ``doc`` between its markers (at the end the first
-    time), with its plot beside the document."""
-    block = f"{SWEEP_BEGIN}\n{sweep_markdown(r)}\n{SWEEP_END}"
+def splice(doc: Path, begin: str, end: str, text: str) -> None:
+    """Put ``text`` into ``doc`` between the lines ``begin`` and ``end`` (at the end of the
+    document the first time), leaving the rest as it is."""
+    block = f"{begin}\n{text}\n{end}"
     current = doc.read_text() if doc.exists() else ""
-    if SWEEP_BEGIN in current and SWEEP_END in current:
-        before, _, rest = current.partition(SWEEP_BEGIN)
-        _, _, after = rest.partition(SWEEP_END)
+    if begin in current and end in current:
+        before, _, rest = current.partition(begin)
+        _, _, after = rest.partition(end)
         current = f"{before}{block}{after}"
     else:
         current = f"{current.rstrip()}\n\n{block}\n"
     doc.write_text(current)
+
+
+def sweep_into(doc: Path, r: dict[str, Any]) -> None:
+    """Put sweep ``r``'s section into ``doc`` between its markers, with its plot beside
+    the document."""
+    splice(doc, SWEEP_BEGIN, SWEEP_END, sweep_markdown(r))
     live_sweep_plot(r, doc.parent / SWEEP_PLOT)

@@ -1,0 +1,49 @@
+"""``ops/bench_live.py --request-costs``: the CPU a process spent, read from /proc, and the
+table it writes into docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ops.benchmarks.live import costs, report
+
+
+def test_cpu_seconds_is_the_process_time_the_kernel_counts():
+    before, clock = costs.cpu_seconds(os.getpid()), time.process_time()
+    total = 0
+    while time.process_time() - clock < 0.3:
+        total += sum(range(1000))
+    spent = costs.cpu_seconds(os.getpid()) - before
+    # The kernel counts in clock ticks (10 ms here), user and system time each.
+    assert abs(spent - (time.process_time() - clock)) <= 0.03
+    assert total > 0
+
+
+def test_the_table_has_a_row_per_request_between_its_markers(tmp_path: Path):
+    summary = {
+        "command": ".venv/bin/python ops/bench_live.py --request-costs 5",
+        "date": "2026-11-24 14:00 UTC",
+        "commit": "abc",
+        "machine": "2 cores",
+        "load": [0.5, 1.25],
+        "offers": 10_000,
+        "bids": 100_000,
+        "count": 5,
+        "rows": [
+            {"request": "`GET /healthz`", "count": 5, "cpu_ms": 4.936, "wall_ms": 7.2},
+            {"request": "a 404", "count": 5, "cpu_ms": 2.2, "wall_ms": 3.704},
+        ],
+    }
+    text = costs.markdown(summary)
+    assert "| `GET /healthz` | 4.94 | 7.20 |" in text
+    assert "| a 404 | 2.20 | 3.70 |" in text
+    assert "load average 0.5 before and 1.2 after" in text
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\nkept\n")
+    report.splice(doc, costs.BEGIN, costs.END, text)
+    report.splice(doc, costs.BEGIN, costs.END, text.replace("4.94", "3.00"))
+    written = doc.read_text()
+    assert written.count(costs.BEGIN) == 1 and "kept" in written
+    assert "| `GET /healthz` | 3.00 | 7.20 |" in written
