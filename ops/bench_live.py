@@ -147,12 +147,7 @@ def main() -> int:
         verdict = checks.verified()
     finally:
         stack.stop()
-    host = machine.host()
-    header = {
-        "date": host["date"],
-        "commit": host["commit"],
-        "command": " ".join([".venv/bin/python", "ops/bench_live.py", *sys.argv[1:]]),
-        "machine": report.machine_line(host),
+    header = run_facts() | {
         "offers": book_offers,
         "bids": book_bids,
         "readers": args.readers,
@@ -180,6 +175,17 @@ def main() -> int:
     return 0 if ok and not run["errors"] and run["stored"] == run["acknowledged"] else 1
 
 
+def run_facts() -> dict[str, str]:
+    """When, at which commit, by which command and on what machine this run ran."""
+    host = machine.host()
+    return {
+        "date": host["date"],
+        "commit": host["commit"],
+        "command": " ".join([".venv/bin/python", "ops/bench_live.py", *sys.argv[1:]]),
+        "machine": report.machine_line(host),
+    }
+
+
 def request_costs(
     args: argparse.Namespace, stack: Stack, token: str, offers: int, bids: int
 ) -> int:
@@ -194,12 +200,7 @@ def request_costs(
         )
     finally:
         stack.stop()
-    host = machine.host()
-    summary = {
-        "date": host["date"],
-        "commit": host["commit"],
-        "command": " ".join([".venv/bin/python", "ops/bench_live.py", *sys.argv[1:]]),
-        "machine": report.machine_line(host),
+    summary = run_facts() | {
         "offers": offers,
         "bids": bids,
         "count": args.request_costs,
