@@ -9,7 +9,8 @@ from typing import Any
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
-from rest_framework import serializers
+from rest_framework import ISO_8601, serializers
+from rest_framework.settings import api_settings
 
 from exchange.models import Bid, Market, Notification, Offer, Trade
 from exchange.numbers import number_text, price_text, tick_text
@@ -215,10 +216,20 @@ class TradeSerializer(serializers.ModelSerializer):
 # for validation and the OpenAPI schema, and tests/api/test_order_representation.py checks
 # that the two give the same answer, key order included, for orders in every state.
 _TIME = serializers.DateTimeField()
+_ISO_8601 = str(api_settings.DATETIME_FORMAT).lower() == ISO_8601
 
 
-def _time(value: dt.datetime | None) -> str | None:
-    return None if value is None else _TIME.to_representation(value)
+def _time(value: dt.datetime | None, zone: dt.tzinfo) -> str | None:
+    """What DRF's ``DateTimeField`` writes for a stored (aware) ``value`` in the current
+    time zone ``zone``: ISO 8601, with "Z" for UTC. DRF looks the zone up for every value,
+    which was a third of the best-offer page's CPU once the fields were written out, so the
+    caller looks it up once per order."""
+    if value is None:
+        return None
+    if not _ISO_8601:
+        return _TIME.to_representation(value)
+    text = value.astimezone(zone).isoformat()
+    return text.removesuffix("+00:00") + "Z" if text.endswith("+00:00") else text
 
 
 class _OrderSerializer(serializers.ModelSerializer):
@@ -284,11 +295,12 @@ class OfferSerializer(_OrderSerializer):
         return None if trade is None else TradeSerializer(trade, context=self.context).data
 
     def to_representation(self, offer: Offer) -> dict[str, Any]:
+        zone = timezone.get_current_timezone()
         return {
             **self._order_fields(offer),
-            "closes_at": _time(offer.closes_at),
-            "created_at": _time(offer.created_at),
-            "updated_at": _time(offer.updated_at),
+            "closes_at": _time(offer.closes_at, zone),
+            "created_at": _time(offer.created_at, zone),
+            "updated_at": _time(offer.updated_at, zone),
             "best_value": self.get_best_value(offer),
             "matching_bids": self.get_matching_bids(offer),
             "mine": self.get_mine(offer),
@@ -329,10 +341,11 @@ class BidSerializer(_OrderSerializer):
         ]
 
     def to_representation(self, bid: Bid) -> dict[str, Any]:
+        zone = timezone.get_current_timezone()
         return {
             **self._order_fields(bid),
-            "created_at": _time(bid.created_at),
-            "updated_at": _time(bid.updated_at),
+            "created_at": _time(bid.created_at, zone),
+            "updated_at": _time(bid.updated_at, zone),
             "matches": self.get_matches(bid),
             "set_aside_reason": bid.set_aside_reason or None,
         }

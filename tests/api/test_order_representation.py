@@ -5,6 +5,7 @@ declared fields, key order included, for orders in every state and every reader.
 from __future__ import annotations
 
 import datetime as dt
+import zoneinfo
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
@@ -80,6 +81,11 @@ def test_offers_read_the_same_as_the_generic_serializer(book):
         for offer in offers:
             serializer = s.OfferSerializer(offer, context=context)
             assert list(serializer.data.items()) == _generic(serializer, offer)
+    with timezone.override(zoneinfo.ZoneInfo("America/New_York")):  # not UTC: no "Z"
+        for offer in offers:
+            serializer = s.OfferSerializer(offer, context=_context(book[1]))
+            assert list(serializer.data.items()) == _generic(serializer, offer)
+            assert serializer.data["created_at"].endswith(("-05:00", "-04:00"))
     closed = next(o for o in offers if o.state == "closed")
     shown = s.OfferSerializer(closed, context=_context(book[-1])).data
     assert shown["trade"]["buyer"] is not None  # staff see the parties
