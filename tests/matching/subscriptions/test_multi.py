@@ -276,3 +276,34 @@ def test_an_event_visits_its_market_s_sources_and_touches_its_offer_s_instances(
     trade = {**_best(seq + 2, "s.c.m7", 3, "1.00"), "type": "trade", "price": "1.00"}
     multi.push(trade)
     assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (0, 0, 0)
+
+
+def test_a_step_s_literal_bound_keeps_the_pattern_from_events_beyond_it() -> None:
+    # Given "a trade above 1.00, then a later trade on the market below 0.95" on one market,
+    # with three instances waiting (three trades above 1.00)
+    multi = SubscriptionSet()
+    query = parse_query(
+        "SELECT a.seq, b.seq FROM FILTER{type = 'trade' AND subject = 'x.y' AND price > 1}"
+        "(EVENTS) AS a NEXT{b.subject = a.subject AND b.price < 0.95} "
+        "FILTER{type = 'trade' AND subject = 'x.y'}(EVENTS) AS b"
+    )
+    multi.add("p", Subscription(query, now=BASE))
+
+    def sale(seq: int, price: str) -> dict[str, Any]:
+        return {"seq": seq, "time": _stamp(BASE + dt.timedelta(seconds=seq)), "type": "trade",
+                "subject": "x.y", "offer": 1, "trade": seq, "price": price, "quantity": 1}  # fmt: skip
+
+    for seq in (1, 2, 3):
+        assert multi.push(sale(seq, "1.05")) == []
+    assert multi.instances == 3
+    # When trades at 1.00 and at 0.95 come (neither above 1.00 nor below 0.95)
+    for seq, price in ((4, "1.00"), (5, "0.95")):
+        assert multi.push(sale(seq, price)) == []
+        # Then the index passes neither of the pattern's sources: it is not even evaluated
+        assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (0, 0, 0)
+    assert multi.instances == 3
+    # and one at 0.94 passes the step's source and completes the three instances
+    out = multi.push(sale(6, "0.94"))
+    assert [(i, o.data) for i, o in out] == [("p", {"a.seq": s, "b.seq": 6}) for s in (1, 2, 3)]
+    assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (1, 1, 3)
+    assert multi.instances == 0
