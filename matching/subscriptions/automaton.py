@@ -411,12 +411,18 @@ class Automaton:
             if key is None:
                 key = _MISSING  # equal to no event's value: it waits, never touched
         inst.key = key
-        node.waiting.setdefault(key, {})[inst.id] = inst
+        bucket = node.waiting.get(key)
+        if bucket is None:
+            bucket = node.waiting[key] = {}
+        bucket[inst.id] = inst
         if node.bound is not None:
             threshold = _threshold_of(node.bound[2], inst)
             inst.threshold = threshold
             if isinstance(threshold, int | Decimal) and not isinstance(threshold, bool):
-                node.ranked.setdefault(key, SortedList()).add((threshold, inst.id))
+                ranked = node.ranked.get(key)
+                if ranked is None:
+                    ranked = node.ranked[key] = SortedList()
+                ranked.add((threshold, inst.id))
             elif threshold is not None:
                 node.loose.setdefault(key, {})[inst.id] = inst
         inst.alive = True
@@ -601,11 +607,13 @@ class PatternEngine:
     @property
     def kept_events(self) -> int:
         """The live instances (SPEC 8.3's ``state_limit`` counts them)."""
-        return sum(a.live for a in self.sides)
+        sides = self.sides  # one side without a UNION: asked after every event
+        return sides[0].live if len(sides) == 1 else sum(a.live for a in sides)
 
     @property
     def touched(self) -> int:
-        return sum(a.touched for a in self.sides)
+        sides = self.sides
+        return sides[0].touched if len(sides) == 1 else sum(a.touched for a in sides)
 
     def event(self, e: Event) -> list[tuple[int, dict[str, Any]]]:
         routed, self._routed = self._routed, None

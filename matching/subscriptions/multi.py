@@ -74,6 +74,8 @@ _LITERAL_TYPES: Mapping[type, tuple[Type, ...]] = {
     str: (Type.STRING,),
     dt.datetime: (Type.TIMESTAMP,),
 }
+# A hash key is an event's value: its ints stay ints (literals are read as decimals).
+_KEY_TYPES: Mapping[type, tuple[Type, ...]] = {**_LITERAL_TYPES, int: (Type.INT, Type.DECIMAL)}
 
 
 @dataclass(frozen=True)
@@ -219,6 +221,7 @@ class _Source:
     check: Automaton | None  # the automaton whose filter is checked (an inexact split)
     split: StaticSplit
     active: bool = False
+    keyed: tuple[str, Any] | None = None  # the waiting instances' one hash key, indexed
 
 
 @dataclass(eq=False)
@@ -338,16 +341,23 @@ class SubscriptionSet:
         return source_id
 
     def _reconcile(self, held: _Held) -> None:
-        """A pattern's step sources are in the index exactly while instances wait there."""
+        """A pattern's step sources are in the index exactly while instances wait there;
+        while all of a step's instances wait in the bucket of one hash key (``b.offer =
+        a.offer``, every instance with the same offer), the key is one more test of its
+        source: an event with another value would find no instance to offer itself to."""
         for node, source_id, source in held.watch:
             want = node is None or bool(node.waiting)
-            if want == source.active:
+            keyed = _sole_key(node, source.split) if want and node is not None else None
+            if want == source.active and keyed == source.keyed:
                 continue
+            self._deactivate(source_id, source)
             if want:
-                self.index.add(source_id, subject=source.split.subject, tests=source.split.tests)
+                tests = source.split.tests
+                if keyed is not None:
+                    tests = (*tests, (keyed[0], _interval("=", keyed[1])))
+                self.index.add(source_id, subject=source.split.subject, tests=tests)
                 source.active = True
-            else:
-                self._deactivate(source_id, source)
+            source.keyed = keyed
 
     def _deactivate(self, source_id: int, source: _Source) -> None:
         if source.active:
@@ -454,6 +464,22 @@ class SubscriptionSet:
         return sum(
             held.sub.engine.kept_events for held in self._held.values() if held.kind == "pattern"
         )
+
+
+def _sole_key(node: Node, split: StaticSplit) -> tuple[str, Any] | None:
+    """``(attribute, value)`` when every instance waiting at ``node`` is hashed under the
+    one ``value`` of ``attribute``, a value of the attribute's type the index can test and
+    an attribute the source's split does not test already (nor ``subject``, whose tests
+    are patterns); otherwise ``None``."""
+    if node.key is None or len(node.waiting) != 1:
+        return None
+    attribute = node.key[0]
+    value = next(iter(node.waiting))
+    if attribute == "subject" or any(a == attribute for a, _ in split.tests):
+        return None
+    if EVENT_SCHEMA.get(attribute) not in _KEY_TYPES.get(type(value), ()):
+        return None  # among others, the key of instances whose value is NULL
+    return attribute, value
 
 
 def _everyone(sub_id: Hashable) -> bool:

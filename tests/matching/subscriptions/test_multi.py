@@ -307,3 +307,24 @@ def test_a_step_s_literal_bound_keeps_the_pattern_from_events_beyond_it() -> Non
     assert [(i, o.data) for i, o in out] == [("p", {"a.seq": s, "b.seq": 6}) for s in (1, 2, 3)]
     assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (1, 1, 3)
     assert multi.instances == 0
+
+
+def test_a_step_whose_instances_share_one_key_is_indexed_by_it() -> None:
+    # Given ten patterns on one market, one per offer ("the best value of offer j fell"),
+    # each with its instance waiting in the bucket of its own offer
+    multi = SubscriptionSet()
+    one = FELL.replace("AND subject = '{m}'}}(EVENTS) AS a", "AND offer = {o}}}(EVENTS) AS a")
+    for j in range(1, 11):
+        multi.add(j, Subscription(parse_query(one.format(m="s.c.m0", o=j, w=10)), now=BASE))
+    for j in range(1, 11):
+        assert multi.push(_best(j, "s.c.m0", j, "2.00")) == []
+    assert multi.instances == 10
+    # When offer 3's value falls
+    assert multi.push(_best(11, "s.c.m0", 3, "1.90")) == []
+    # Then only offer 3's pattern is evaluated: the first source and the FOLD step of its own
+    # (whose one key, offer 3, the index tests), not the steps of the other nine
+    assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (2, 1, 1)
+    assert multi.instances == 11
+    # and an offer no instance waits on evaluates nothing
+    assert multi.push(_best(12, "s.c.m0", 11, "1.00")) == []
+    assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (0, 0, 0)
