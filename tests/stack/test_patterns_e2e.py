@@ -17,7 +17,7 @@ import websockets
 
 from matching.subscriptions import parse_query, parse_timestamp, run_offline
 from tests.factories import StaffFactory, UserFactory, pencils_market
-from tests.livestack import api_tokens
+from tests.livestack import api_created, api_tokens, event_log
 
 pytestmark = [pytest.mark.stack, pytest.mark.usefixtures("clean_engine")]
 
@@ -47,17 +47,12 @@ def test_patterns_registered_over_rest_fire_on_real_trades_exactly_as_run_offlin
     StaffFactory(username="closer")
     api = httpx.Client(base_url=live_stack.url + "/api/v1", timeout=30)
     keys = api_tokens(api, ("seller", "alice", "closer"))
-    alice = {"Authorization": f"Token {keys['alice']}"}
 
     def post(path: str, who: str, body: dict) -> dict:
-        response = api.post(path, json=body, headers={"Authorization": f"Token {keys[who]}"})
-        assert response.status_code == 201, response.text
-        return response.json()
+        return api_created(api, keys[who], path, body)
 
     def logged() -> list[dict]:
-        response = api.get("/events/", params={"format": "jsonl"}, headers=alice)
-        assert response.status_code == 200, response.text
-        return [json.loads(line) for line in response.text.splitlines() if line]
+        return event_log(api, keys["alice"])
 
     def trades() -> list[dict]:
         return [e for e in logged() if e["type"] == "trade"]
@@ -96,41 +91,37 @@ def test_patterns_registered_over_rest_fire_on_real_trades_exactly_as_run_offlin
         return list(run_offline(parse_query(sub["query"]), logged(), now=now))
 
     async def follow(sub: dict, trading: asyncio.Task) -> list[dict]:
-        url = f"{live_stack.ws_url}?token={keys['alice']}"
+        """Every frame of ``sub:<id>`` from the start, until there are as many as
+        ``run_offline`` gives once trading is over (every trade is in the log by then)."""
         stream = f"sub:{sub['id']}"
         frames: list[dict] = []
-        deadline = time.monotonic() + DEADLINE
-        async with websockets.connect(url) as ws:
+
+        async def read(ws) -> None:
+            async for message in ws:
+                frames.append(json.loads(message))
+
+        async with websockets.connect(f"{live_stack.ws_url}?token={keys['alice']}") as ws:
             await ws.send(json.dumps({"action": "resume", "stream": stream, "after": 0}))
             assert json.loads(await ws.recv()) == {"type": "subscribed", "stream": stream}
-            checked = 0.0
-            while time.monotonic() < deadline:
-                if trading.done() and time.monotonic() > checked + 1:
-                    checked = time.monotonic()
-                    if len(frames) >= len(await asyncio.to_thread(expected, sub)):
-                        break
-                try:
-                    frame = json.loads(await asyncio.wait_for(ws.recv(), 1))
-                except TimeoutError:
-                    continue
-                assert frame["type"] == "notification" and frame["stream"] == stream, frame
-                frames.append(frame)
+            reader = asyncio.create_task(read(ws))
+            await trading
+            want = await asyncio.to_thread(expected, sub)
+            deadline = time.monotonic() + DEADLINE
+            while len(frames) < len(want) and not reader.done():
+                assert time.monotonic() < deadline, f"{stream}: {frames} of {want}"
+                await asyncio.sleep(0.2)
+            reader.cancel()
+        assert all(f["type"] == "notification" and f["stream"] == stream for f in frames)
         return frames
 
-    async def scenario() -> tuple[list[dict], list[list[dict]]]:
-        subs = []
-        for query in PATTERNS:
-            response = await asyncio.to_thread(
-                api.post, "/subscriptions/", json={"query": query}, headers=alice
-            )
-            assert response.status_code == 201, response.text
-            subs.append(response.json())
+    async def scenario(subs: list[dict]) -> list[list[dict]]:
         trading = asyncio.create_task(asyncio.to_thread(trade))
         followers = [asyncio.create_task(follow(sub, trading)) for sub in subs]
         await trading
-        return subs, [await f for f in followers]
+        return [await f for f in followers]
 
-    subs, received = asyncio.run(scenario())
+    subs = [post("/subscriptions/", "alice", {"query": query}) for query in PATTERNS]
+    received = asyncio.run(scenario(subs))
     assert [e["price"] for e in trades()] == PRICES
     fired = 0
     for sub, frames in zip(subs, received, strict=True):
@@ -139,3 +130,8 @@ def test_patterns_registered_over_rest_fire_on_real_trades_exactly_as_run_offlin
         assert [f["n"] for f in frames] == list(range(1, len(want) + 1))
         fired += bool(want)
     assert fired == len(PATTERNS)  # every pattern had something to send
+    # and, read off the prices by hand, the "10% higher" pattern's pairs in order
+    assert [(f["data"]["a.price"], f["data"]["b.price"]) for f in received[1]] == [
+        ("1.00", "1.10"), ("1.10", "1.30"), ("1.15", "1.30"), ("1.20", "1.40"),
+        ("1.25", "1.40"), ("1.30", "1.50"),
+    ]  # fmt: skip
