@@ -5,6 +5,7 @@ that use them must commit their rows (``transactional_db``).
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -64,3 +65,19 @@ def api_tokens(api: Any, names: Iterable[str]) -> dict[str, str]:
         ).json()["token"]
         for name in names
     }
+
+
+def api_created(api: Any, token: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """``POST path`` as the user of ``token``; the answer must be 201, its JSON is returned."""
+    response = api.post(path, json=body, headers={"Authorization": f"Token {token}"})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def event_log(api: Any, token: str) -> list[dict[str, Any]]:
+    """The whole event log as the user of ``token`` may read it (``/events/`` as JSON lines)."""
+    response = api.get(
+        "/events/", params={"format": "jsonl"}, headers={"Authorization": f"Token {token}"}
+    )
+    assert response.status_code == 200, response.text
+    return [json.loads(line) for line in response.text.splitlines() if line]

@@ -21,8 +21,15 @@ most one alias of an instance), in node order, and then starts new instances.
 Indexing: when a node's condition has a top-level conjunct ``b.x = E`` (``E`` not
 depending on the incoming event), its instances are hashed by the value of ``E`` and an
 event only touches the bucket of its own ``x``; skipping the others is exact because a
-failing ``c`` takes the filter edge in both kinds of node. ``touched`` counts the
-instances an event was offered to, ``live`` the instances kept (``state_limit`` bound).
+failing ``c`` takes the filter edge in both kinds of node. In the same way, when ``c``
+has a top-level conjunct comparing the candidate's numeric attribute with an expression
+fixed by earlier bindings (``b.price > 1.05 * a.price``, ``b.value < b.last.value``), the
+instances of a bucket are also kept sorted by that expression's value, their *threshold*,
+and an event is offered only those whose threshold its own value satisfies (an instance
+whose threshold is NULL is offered nothing: the comparison fails whatever comes). A
+FOLD's rebind condition ``f`` is never used so: when ``c`` holds and ``f`` fails the
+instance ends, so it must be offered the event. ``touched`` counts the instances an
+event was offered to, ``live`` the instances kept (``state_limit`` bound).
 
 ``WITHIN d`` drops an instance once an event arrives more than ``d`` after its first
 event. Outputs caused by one event come ordered by the ``seq`` of their first event, then
@@ -38,6 +45,10 @@ from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 from typing import Any
+
+from sortedcontainers import SortedList
+
+from matching import Type
 
 from .events import Event
 from .pattern_model import (
@@ -61,12 +72,15 @@ from .pattern_model import (
 )
 from .pattern_parser import item_key
 from .predicates import COMPARE
+from .schema import EVENT_SCHEMA
 
 # Exact decimal arithmetic for any value an event can carry (SPEC 8.3: '/' is not integer
 # division); a quotient that does not terminate is kept to 50 digits.
 _CTX = Context(prec=50)
 _AVG_PLACES = Decimal("1E-8")
 _MISSING = object()
+_NUMBER = (Type.INT, Type.DECIMAL)
+_ABOVE_ALL = float("inf")  # after every instance id in a (threshold, id) pair
 
 Value = Any
 Getter = Callable[["Instance", Event | None], Value]
@@ -78,7 +92,9 @@ class Instance:
     iteration), ``last[i]`` a FOLD alias's previous binding, ``aggregates`` the values of
     finished FOLDs, ``running`` the state of the current FOLD's aggregates."""
 
-    __slots__ = ("node", "bound", "last", "aggregates", "running", "key", "id", "alive")
+    __slots__ = (
+        "node", "bound", "last", "aggregates", "running", "key", "threshold", "id", "alive"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -95,6 +111,7 @@ class Instance:
         self.aggregates = aggregates
         self.running = running
         self.key: Any = _MISSING
+        self.threshold: Any = None
         self.id = ident
         self.alive = True
 
@@ -207,7 +224,11 @@ def _get(event: Event | None, attr: str) -> Value:
 class Node:
     """A waiting node: its source ``filter`` (static), its ``condition`` (``c``), a FOLD's
     ``rebind`` (``f``) and aggregates, and the hash ``key`` of its instances if any:
-    (the candidate's attribute, the getter of the value it must equal)."""
+    (the candidate's attribute, the getter of the value it must equal); ``bound``, if any,
+    is the threshold conjunct (the candidate's attribute, the comparison with the candidate
+    on the left, the threshold's getter), and ``ranked`` holds per bucket the ``(threshold,
+    id)`` of its instances whose threshold is a number, ``loose`` those whose threshold is
+    some other value (offered every event of the bucket, as if there were no order)."""
 
     index: int  # the alias this node binds (1-based position among the pattern's aliases)
     kind: str  # "next" or "fold"
@@ -216,7 +237,32 @@ class Node:
     rebind: Test | None
     aggregates: tuple[FoldAggregate, ...]
     key: tuple[str, Getter] | None
+    bound: tuple[str, str, Getter] | None = None
     waiting: dict[Any, dict[int, Instance]] = field(default_factory=dict)
+    ranked: dict[Any, SortedList] = field(default_factory=dict)
+    loose: dict[Any, dict[int, Instance]] = field(default_factory=dict)
+
+    def offered(self, key: Any, bucket: dict[int, Instance], e: Event) -> list[Instance]:
+        """The instances of ``bucket`` (the one of ``key``) that ``e`` may advance: all of
+        them, in the order they entered, when there is no threshold."""
+        if self.bound is None:
+            return list(bucket.values())
+        attribute, op, _ = self.bound
+        out = list(self.loose.get(key, {}).values())
+        v = e.values.get(attribute)
+        ranked = self.ranked.get(key)
+        if v is not None and ranked:
+            # op compares the candidate's value v with each threshold t: v op t
+            if op == ">":
+                pairs = ranked.islice(0, ranked.bisect_left((v,)))
+            elif op == ">=":
+                pairs = ranked.islice(0, ranked.bisect_right((v, _ABOVE_ALL)))
+            elif op == "<":
+                pairs = ranked.islice(ranked.bisect_right((v, _ABOVE_ALL)))
+            else:
+                pairs = ranked.islice(ranked.bisect_left((v,)))
+            out.extend(bucket[i] for _, i in pairs)
+        return out
 
 
 class Automaton:
@@ -249,6 +295,7 @@ class Automaton:
             None if step.rebind is None else here.cond(step.rebind),
             step.aggregates,
             _hash_key(step, aliases[index], here),
+            _threshold(step, aliases[index], here),
         )
 
     def _item(
@@ -314,14 +361,14 @@ class Automaton:
         return data
 
     def _offer(self, node: Node, e: Event, moved: list[Instance]) -> None:
+        value = None if node.key is None else e.values.get(node.key[0])
         if node.key is None:
             bucket = node.waiting.get(None)
         else:
-            value = e.values.get(node.key[0])
             bucket = None if value is None else node.waiting.get(value)
         if not bucket:
             return
-        for inst in list(bucket.values()):
+        for inst in node.offered(value, bucket, e):
             self.touched += 1
             if not node.condition(inst, e):
                 continue  # the filter edge: e is skipped
@@ -364,7 +411,20 @@ class Automaton:
             if key is None:
                 key = _MISSING  # equal to no event's value: it waits, never touched
         inst.key = key
-        node.waiting.setdefault(key, {})[inst.id] = inst
+        bucket = node.waiting.get(key)
+        if bucket is None:
+            bucket = node.waiting[key] = {}
+        bucket[inst.id] = inst
+        if node.bound is not None:
+            threshold = _threshold_of(node.bound[2], inst)
+            inst.threshold = threshold
+            if isinstance(threshold, int | Decimal) and not isinstance(threshold, bool):
+                ranked = node.ranked.get(key)
+                if ranked is None:
+                    ranked = node.ranked[key] = SortedList()
+                ranked.add((threshold, inst.id))
+            elif threshold is not None:
+                node.loose.setdefault(key, {})[inst.id] = inst
         inst.alive = True
         self.live += 1
         if new and self.within is not None:
@@ -376,6 +436,18 @@ class Automaton:
         del bucket[inst.id]
         if not bucket:
             del node.waiting[inst.key]
+        if node.bound is not None:
+            threshold = inst.threshold
+            if isinstance(threshold, int | Decimal) and not isinstance(threshold, bool):
+                ranked = node.ranked[inst.key]
+                ranked.remove((threshold, inst.id))
+                if not ranked:
+                    del node.ranked[inst.key]
+            elif threshold is not None:
+                loose = node.loose[inst.key]
+                del loose[inst.id]
+                if not loose:
+                    del node.loose[inst.key]
         inst.alive = False
         self.live -= 1
 
@@ -412,6 +484,46 @@ def _hash_key(step: Step, alias: str, here: _Compiler) -> tuple[str, Getter] | N
             ):
                 return mine.attribute, here.expr(other)
     return None
+
+
+def _threshold(step: Step, alias: str, here: _Compiler) -> tuple[str, str, Getter] | None:
+    """``(x, op, T)`` for a top-level conjunct of the condition that compares the
+    candidate's numeric attribute ``alias.x`` by ``<``, ``<=``, ``>`` or ``>=`` with an
+    expression ``T`` that does not read the incoming event, written ``alias.x op T``. One
+    whose ``T`` is not a literal is preferred: a literal bound is the same for every
+    instance, so it sorts nothing (``multi.py`` holds it in the matching index instead)."""
+    parts = step.condition.parts if isinstance(step.condition, All) else (step.condition,)
+    found: list[tuple[str, str, Expr]] = []
+    for part in parts:
+        if not isinstance(part, Compare) or part.op not in _REVERSED:
+            continue
+        for mine, other, op in ((part.left, part.right, part.op),
+                                (part.right, part.left, _REVERSED[part.op])):  # fmt: skip
+            if (
+                isinstance(mine, Ref)
+                and mine.alias == alias
+                and not mine.last
+                and EVENT_SCHEMA.get(mine.attribute) in _NUMBER
+                and not _reads_candidate(other, alias)
+            ):
+                found.append((mine.attribute, op, other))
+    if not found:
+        return None
+    attribute, op, other = next((f for f in found if not isinstance(f[2], Literal)), found[0])
+    return attribute, op, here.expr(other)
+
+
+_REVERSED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _threshold_of(getter: Getter, inst: Instance) -> Value:
+    """The threshold of ``inst``; an arithmetic error makes it a value no order holds (the
+    instance is then offered every event, and its condition meets the error as it would
+    without the order)."""
+    try:
+        return getter(inst, None)
+    except ArithmeticError:
+        return _MISSING
 
 
 def _reads_candidate(e: Expr, alias: str) -> bool:
@@ -495,11 +607,13 @@ class PatternEngine:
     @property
     def kept_events(self) -> int:
         """The live instances (SPEC 8.3's ``state_limit`` counts them)."""
-        return sum(a.live for a in self.sides)
+        sides = self.sides  # one side without a UNION: asked after every event
+        return sides[0].live if len(sides) == 1 else sum(a.live for a in sides)
 
     @property
     def touched(self) -> int:
-        return sum(a.touched for a in self.sides)
+        sides = self.sides
+        return sides[0].touched if len(sides) == 1 else sum(a.touched for a in sides)
 
     def event(self, e: Event) -> list[tuple[int, dict[str, Any]]]:
         routed, self._routed = self._routed, None

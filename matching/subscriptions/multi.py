@@ -11,9 +11,14 @@ A ``SubscriptionSet`` holds live ``Subscription`` objects (the one evaluator of
   returns, after the checks the tree could not hold, are the ones it passes.
 * A form 1 subscription is pushed only the events that pass its conjuncts; a pattern only
   the events that pass one of its sources, with those answers routed to its automata
-  (``PatternEngine.route``), so no static filter is evaluated twice. Inside a pattern, the
-  instances waiting on an equality parameter are hashed by its value
-  (``automaton.py``), so the event touches only the bucket of its own value.
+  (``PatternEngine.route``), so no static filter is evaluated twice. A step's source is
+  indexed together with the conjuncts of the step's condition that compare the incoming
+  event with a literal (``NEXT{... AND b.price < 0.95}``): an event failing one of them
+  takes the filter edge in every instance waiting there, so the pattern need not see it
+  at that step. Inside a pattern, the instances waiting on an equality parameter are
+  hashed by its value, and those waiting on an order with a value bound earlier
+  (``b.price > 1.05 * a.price``) sorted by it (``automaton.py``), so the event touches
+  only the instances of its own value that it can advance.
 * Form 2 (composite) subscriptions, and any other kind, fall back to being pushed every
   event: their joins are not static tests.
 
@@ -60,7 +65,7 @@ from .automaton import Automaton, Node, PatternEngine
 from .evaluator import Output, Subscription
 from .events import Event, event_from_dict
 from .model import AtomicQuery
-from .pattern_model import All, Compare, Cond, Literal, Matches, PatternQuery, Ref
+from .pattern_model import All, Compare, Cond, Literal, Matches, PatternQuery, Ref, Step
 from .schema import EVENT_SCHEMA
 
 _FLIP = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -69,6 +74,8 @@ _LITERAL_TYPES: Mapping[type, tuple[Type, ...]] = {
     str: (Type.STRING,),
     dt.datetime: (Type.TIMESTAMP,),
 }
+# A hash key is an event's value: its ints stay ints (literals are read as decimals).
+_KEY_TYPES: Mapping[type, tuple[Type, ...]] = {**_LITERAL_TYPES, int: (Type.INT, Type.DECIMAL)}
 
 
 @dataclass(frozen=True)
@@ -119,6 +126,38 @@ def split_filter(condition: Cond | None) -> StaticSplit:
             tested.add(attribute)
             tests.append((attribute, _interval(op, value)))
     return StaticSplit(subject, tuple(tests), exact)
+
+
+def _step_filter(step: Step, alias: str) -> Cond | None:
+    """What an event must pass to concern the instances waiting at ``step`` (bound to
+    ``alias``): its source's filter and the top-level conjuncts of its condition that
+    compare ``alias.x`` (not ``.last``) with a literal, written as filter conjuncts.
+
+    A check of this filter on an event (``_Source.check``, when the index cannot hold it
+    all) reads only its source's filter: the extra conjuncts are the condition's, which
+    the automaton evaluates anyway."""
+    parts = step.condition.parts if isinstance(step.condition, All) else (step.condition,)
+    extra: list[Cond] = []
+    for part in parts:
+        if not isinstance(part, Compare):
+            continue
+        sides = [part.left, part.right]
+        for i, (mine, other) in enumerate(((part.left, part.right), (part.right, part.left))):
+            if (
+                isinstance(mine, Ref)
+                and mine.alias == alias
+                and not mine.last
+                and isinstance(other, Literal)
+            ):
+                sides[i] = Ref(None, mine.attribute)
+                extra.append(Compare(part.op, sides[0], sides[1]))
+                break
+    if not extra:
+        return step.source.filter
+    own = step.source.filter
+    mine_parts = () if own is None else own.parts if isinstance(own, All) else (own,)
+    whole = (*mine_parts, *extra)
+    return whole[0] if len(whole) == 1 else All(whole)
 
 
 def _comparison(c: Compare) -> tuple[str, str, Any] | None:
@@ -182,6 +221,7 @@ class _Source:
     check: Automaton | None  # the automaton whose filter is checked (an inexact split)
     split: StaticSplit
     active: bool = False
+    keyed: tuple[str, Any] | None = None  # the waiting instances' one hash key, indexed
 
 
 @dataclass(eq=False)
@@ -278,7 +318,13 @@ class SubscriptionSet:
         assert isinstance(engine, PatternEngine)
         for automaton in engine.sides:
             pattern = automaton.pattern
-            filters = [pattern.first.filter, *(s.source.filter for s in pattern.steps)]
+            filters = [
+                pattern.first.filter,
+                *(
+                    _step_filter(s, a)
+                    for s, a in zip(pattern.steps, pattern.aliases[1:], strict=True)
+                ),
+            ]
             for node, condition in enumerate(filters):
                 split = split_filter(condition)
                 source = _Source(
@@ -295,16 +341,23 @@ class SubscriptionSet:
         return source_id
 
     def _reconcile(self, held: _Held) -> None:
-        """A pattern's step sources are in the index exactly while instances wait there."""
+        """A pattern's step sources are in the index exactly while instances wait there;
+        while all of a step's instances wait in the bucket of one hash key (``b.offer =
+        a.offer``, every instance with the same offer), the key is one more test of its
+        source: an event with another value would find no instance to offer itself to."""
         for node, source_id, source in held.watch:
             want = node is None or bool(node.waiting)
-            if want == source.active:
+            keyed = _sole_key(node, source.split) if want and node is not None else None
+            if want == source.active and keyed == source.keyed:
                 continue
+            self._deactivate(source_id, source)
             if want:
-                self.index.add(source_id, subject=source.split.subject, tests=source.split.tests)
+                tests = source.split.tests
+                if keyed is not None:
+                    tests = (*tests, (keyed[0], _interval("=", keyed[1])))
+                self.index.add(source_id, subject=source.split.subject, tests=tests)
                 source.active = True
-            else:
-                self._deactivate(source_id, source)
+            source.keyed = keyed
 
     def _deactivate(self, source_id: int, source: _Source) -> None:
         if source.active:
@@ -411,6 +464,22 @@ class SubscriptionSet:
         return sum(
             held.sub.engine.kept_events for held in self._held.values() if held.kind == "pattern"
         )
+
+
+def _sole_key(node: Node, split: StaticSplit) -> tuple[str, Any] | None:
+    """``(attribute, value)`` when every instance waiting at ``node`` is hashed under the
+    one ``value`` of ``attribute``, a value of the attribute's type the index can test and
+    an attribute the source's split does not test already (nor ``subject``, whose tests
+    are patterns); otherwise ``None``."""
+    if node.key is None or len(node.waiting) != 1:
+        return None
+    attribute = node.key[0]
+    value = next(iter(node.waiting))
+    if attribute == "subject" or any(a == attribute for a, _ in split.tests):
+        return None
+    if EVENT_SCHEMA.get(attribute) not in _KEY_TYPES.get(type(value), ()):
+        return None  # among others, the key of instances whose value is NULL
+    return attribute, value
 
 
 def _everyone(sub_id: Hashable) -> bool:

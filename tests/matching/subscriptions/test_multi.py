@@ -276,3 +276,55 @@ def test_an_event_visits_its_market_s_sources_and_touches_its_offer_s_instances(
     trade = {**_best(seq + 2, "s.c.m7", 3, "1.00"), "type": "trade", "price": "1.00"}
     multi.push(trade)
     assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (0, 0, 0)
+
+
+def test_a_step_s_literal_bound_keeps_the_pattern_from_events_beyond_it() -> None:
+    # Given "a trade above 1.00, then a later trade on the market below 0.95" on one market,
+    # with three instances waiting (three trades above 1.00)
+    multi = SubscriptionSet()
+    query = parse_query(
+        "SELECT a.seq, b.seq FROM FILTER{type = 'trade' AND subject = 'x.y' AND price > 1}"
+        "(EVENTS) AS a NEXT{b.subject = a.subject AND b.price < 0.95} "
+        "FILTER{type = 'trade' AND subject = 'x.y'}(EVENTS) AS b"
+    )
+    multi.add("p", Subscription(query, now=BASE))
+
+    def sale(seq: int, price: str) -> dict[str, Any]:
+        return {"seq": seq, "time": _stamp(BASE + dt.timedelta(seconds=seq)), "type": "trade",
+                "subject": "x.y", "offer": 1, "trade": seq, "price": price, "quantity": 1}  # fmt: skip
+
+    for seq in (1, 2, 3):
+        assert multi.push(sale(seq, "1.05")) == []
+    assert multi.instances == 3
+    # When trades at 1.00 and at 0.95 come (neither above 1.00 nor below 0.95)
+    for seq, price in ((4, "1.00"), (5, "0.95")):
+        assert multi.push(sale(seq, price)) == []
+        # Then the index passes neither of the pattern's sources: it is not even evaluated
+        assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (0, 0, 0)
+    assert multi.instances == 3
+    # and one at 0.94 passes the step's source and completes the three instances
+    out = multi.push(sale(6, "0.94"))
+    assert [(i, o.data) for i, o in out] == [("p", {"a.seq": s, "b.seq": 6}) for s in (1, 2, 3)]
+    assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (1, 1, 3)
+    assert multi.instances == 0
+
+
+def test_a_step_whose_instances_share_one_key_is_indexed_by_it() -> None:
+    # Given ten patterns on one market, one per offer ("the best value of offer j fell"),
+    # each with its instance waiting in the bucket of its own offer
+    multi = SubscriptionSet()
+    one = FELL.replace("AND subject = '{m}'}}(EVENTS) AS a", "AND offer = {o}}}(EVENTS) AS a")
+    for j in range(1, 11):
+        multi.add(j, Subscription(parse_query(one.format(m="s.c.m0", o=j, w=10)), now=BASE))
+    for j in range(1, 11):
+        assert multi.push(_best(j, "s.c.m0", j, "2.00")) == []
+    assert multi.instances == 10
+    # When offer 3's value falls
+    assert multi.push(_best(11, "s.c.m0", 3, "1.90")) == []
+    # Then only offer 3's pattern is evaluated: the first source and the FOLD step of its own
+    # (whose one key, offer 3, the index tests), not the steps of the other nine
+    assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (2, 1, 1)
+    assert multi.instances == 11
+    # and an offer no instance waits on evaluates nothing
+    assert multi.push(_best(12, "s.c.m0", 11, "1.00")) == []
+    assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (0, 0, 0)

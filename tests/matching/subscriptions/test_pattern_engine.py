@@ -35,18 +35,48 @@ def test_an_event_touches_only_the_instances_waiting_on_its_subject():
     assert found == [(1001, {"a.price": "1.00", "b.price": "1.10"})]
     # m.7's instance moved on (and completed); the new trade waits in its place
     assert (engine.kept_events, engine.touched) == (1000, 1)
-    engine.event(event_from_dict(trade(1002, "m.8", "0.50")))  # fails c: skipped, kept
-    assert (engine.kept_events, engine.touched) == (1001, 2)
+    # below m.8's threshold (b.price > 1.00): not even offered to its instance, kept
+    engine.event(event_from_dict(trade(1002, "m.8", "0.50")))
+    assert (engine.kept_events, engine.touched) == (1001, 1)
+    engine.event(event_from_dict(trade(1003, "m.9", "1.00")))  # equal: not above, kept
+    assert (engine.kept_events, engine.touched) == (1002, 1)
 
 
-def test_without_an_equality_every_waiting_instance_is_touched():
+def test_without_an_equality_or_an_order_every_waiting_instance_is_touched():
     engine = PatternEngine(
-        parse_query(f"SELECT b.price FROM {T} AS a NEXT{{b.price > a.price}} {T} AS b")
+        parse_query(f"SELECT b.price FROM {T} AS a NEXT{{b.price != a.price}} {T} AS b")
     )
     for i in range(100):
         engine.event(event_from_dict(trade(i + 1, f"m.{i}", "2.00")))
     assert engine.touched == 99 * 100 // 2
     assert engine.kept_events == 100
+
+
+def test_an_event_touches_only_the_instances_whose_threshold_it_passes():
+    # "a trade, then a later one at least 10% higher": each instance waits on its own
+    # threshold 1.1 * a.price, sorted; a trade is offered to those at or below its price
+    engine = PatternEngine(
+        parse_query(f"SELECT a.seq, b.seq FROM {T} AS a NEXT{{1.1 * a.price <= b.price}} {T} AS b")
+    )
+    for seq, price in enumerate(["3.00", "3.00", "2.00", "1.00"], 1):
+        engine.event(event_from_dict(trade(seq, "x", price)))
+    # waiting: thresholds 3.30 (two of them), 2.20, 1.10; none reached by the later trades
+    assert (engine.kept_events, engine.touched) == (4, 0)
+    # a trade without a price reaches no threshold and starts an instance whose threshold
+    # is NULL, which no later trade passes
+    no_price = trade(5, "x", "1.00")
+    del no_price["price"]
+    assert engine.event(event_from_dict(no_price)) == []
+    assert (engine.kept_events, engine.touched) == (5, 0)
+    # 2.20 passes 1.10 and equals 2.20 (<= holds): those two move on, nothing else is touched
+    found = engine.event(event_from_dict(trade(6, "x", "2.20")))
+    assert found == [(6, {"a.seq": 3, "b.seq": 6}), (6, {"a.seq": 4, "b.seq": 6})]
+    assert (engine.kept_events, engine.touched) == (4, 2)  # 3.30 twice, NULL, 2.42 (new)
+    found = engine.event(event_from_dict(trade(7, "x", "9.00")))
+    assert [d for _, d in found] == [
+        {"a.seq": 1, "b.seq": 7}, {"a.seq": 2, "b.seq": 7}, {"a.seq": 6, "b.seq": 7}
+    ]  # fmt: skip
+    assert (engine.kept_events, engine.touched) == (2, 5)  # the NULL one and 9.90 wait
 
 
 def test_a_fold_rehashes_on_last_and_within_drops_old_instances():

@@ -106,20 +106,31 @@ def comparisons(draw: st.DrawFn, me: str | None, earlier: list[str], fold: bool,
     target = me or draw(st.sampled_from(earlier))
     op = draw(st.sampled_from(list(OPS)))
     k = draw(st.sampled_from(PRICES))
-    choices = ["subject", "price", "literal", "arith", "dur"]
+    choices = ["subject", "price", "literal", "arith", "dur", "scaled"]
     if fold:
         choices.append("last")
     if aggregates:
         choices.append("aggregate")
     which = draw(st.sampled_from(choices))
+    # the order comparisons below also come with their sides swapped: the automata sort
+    # the instances waiting on "candidate op value fixed earlier" whichever side it is on
+    swap = draw(st.booleans())
     if which == "subject":
         return Cmp(f"{target}.subject {op} {other}.subject",
                    lambda env: (env[target]["subject"], env[other]["subject"]), op)  # fmt: skip
     if which == "price":
-        return Cmp(f"{target}.price {op} {other}.price",
-                   lambda env: (_price(env[target]), _price(env[other])), op)  # fmt: skip
+        return _ordered(f"{target}.price", f"{other}.price", op, swap,
+                        lambda env: (_price(env[target]), _price(env[other])))  # fmt: skip
     if which == "literal":
-        return Cmp(f"{target}.price {op} {k}", lambda env: (_price(env[target]), Decimal(k)), op)
+        return _ordered(f"{target}.price", k, op, swap,
+                        lambda env: (_price(env[target]), Decimal(k)))  # fmt: skip
+    if which == "scaled":  # a threshold computed from an earlier binding
+
+        def scaled(env: Env) -> tuple[Any, Any]:
+            b = _price(env[other])
+            return _price(env[target]), None if b is None else Decimal(k) * b
+
+        return _ordered(f"{target}.price", f"{k} * {other}.price", op, swap, scaled)
     if which == "arith":
 
         def arith(env: Env) -> tuple[Any, Any]:
@@ -133,11 +144,20 @@ def comparisons(draw: st.DrawFn, me: str | None, earlier: list[str], fold: bool,
         minutes = draw(st.integers(0, 30))
         return Cmp(f"DUR {op} {minutes}m", lambda env: (env["DUR"], Decimal(60 * minutes)), op)
     if which == "last":
-        return Cmp(f"{target}.price {op} {target}.last.price",
-                   lambda env: (_price(env[target]), _price(env[target + ".last"])), op)  # fmt: skip
+        return _ordered(f"{target}.price", f"{target}.last.price", op, swap,
+                        lambda env: (_price(env[target]), _price(env[target + ".last"])))  # fmt: skip
     name = draw(st.sampled_from(aggregates))
     n = draw(st.integers(0, 3))
     return Cmp(f"{name} {op} {n}", lambda env: (env["#" + name], Decimal(n)), op)
+
+
+def _ordered(left: str, right: str, op: str, swap: bool,
+             sides: Callable[[Env], tuple[Any, Any]]) -> Cmp:  # fmt: skip
+    """``left op right``, or the same comparison written ``right op' left``."""
+    if not swap:
+        return Cmp(f"{left} {op} {right}", sides, op)
+    flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op)
+    return Cmp(f"{right} {flipped} {left}", lambda env: sides(env)[::-1], flipped)
 
 
 @st.composite
