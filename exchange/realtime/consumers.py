@@ -361,14 +361,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
         viewer = self.user if self.user is not None else AnonymousUser()
         subject = stream.partition(":")[2]
         sent = 0
-        runs = event_runs(
-            user=viewer,
-            subject=subject,
-            after=position,
-            upto=upto,
-            cap=REPLAY_CAP,
-            read=REPLAY_READ,
-        )
+        bounds = {"after": position, "upto": upto, "cap": REPLAY_CAP, "read": REPLAY_READ}
+        runs = event_runs(user=viewer, subject=subject, **bounds)
         async with aclosing(runs):
             async for batch in runs:
                 envelope = {"stream": stream, "type": "batch", "seq": batch.last}

@@ -464,11 +464,11 @@ def test_a_bad_batch_flag_is_refused_and_follows_nothing(book, action, flag):
 def test_event_runs_cut_frames_within_each_read_and_stop_reading_when_closed(book, monkeypatch):
     monkeypatch.setattr(replay, "FRAME_ITEMS", 2)
     staff = book["users"]["staff"]
-    trade_round(book)
-    trade_round(book, price="1.60")
+    for price in ("1.50", "1.60"):
+        trade_round(book, price=price)
     log = logged(staff)
-    assert len(log) > 5
     upto = log[-1]["seq"]
+    assert len(log) > 5
     reads = []
     original = replay.history_lines
 
