@@ -32,13 +32,12 @@ from channels.db import database_sync_to_async
 from exchange.http import frame_whole_number, whole_number
 from exchange.models import Subscription
 from exchange.selectors.subscriptions import (
-    subscription_notification_texts,
     subscription_notifications,
     subscription_owner_id,
     subscription_position,
 )
 
-from .replay import BATCH_USAGE, batch_flag, batch_frame, frame_chunks
+from .replay import BATCH_USAGE, batch_flag, batch_frame, compact, frame_chunks
 from .streams import group_for
 
 if TYPE_CHECKING:
@@ -57,7 +56,6 @@ REPLAY_READ = 2000
 _owner_id = database_sync_to_async(subscription_owner_id)
 _position = database_sync_to_async(subscription_position)
 _notifications = database_sync_to_async(subscription_notifications)
-_notification_texts = database_sync_to_async(subscription_notification_texts)
 
 
 def is_subscription_stream(stream: str) -> bool:
@@ -169,26 +167,18 @@ class SubscriptionStreams:
         sent = 0
         while self.positions[stream] < upto:
             want = min(REPLAY_READ, REPLAY_CAP - sent) if batched else REPLAY_BATCH
+            notes = await _notifications(
+                subscription_id=subscription_id,
+                after=self.positions[stream],
+                upto=upto,
+                limit=want,
+            )
             if batched:
-                notes = await _notification_texts(
-                    subscription_id=subscription_id,
-                    after=self.positions[stream],
-                    upto=upto,
-                    limit=want,
-                )
                 await self._send_batches(stream, notes)
-                if notes:
-                    self.positions[stream] = notes[-1][0]
-            else:
-                notes = await _notifications(
-                    subscription_id=subscription_id,
-                    after=self.positions[stream],
-                    upto=upto,
-                    limit=want,
-                )
-                for note in notes:
+            for note in notes:
+                if not batched:
                     await self.consumer._send(notification_frame(stream, note))
-                    self.positions[stream] = note["n"]
+                self.positions[stream] = note["n"]
             sent += len(notes)
             if len(notes) < want:
                 break
@@ -205,13 +195,13 @@ class SubscriptionStreams:
                 return False
         return True
 
-    async def _send_batches(self, stream: str, notes: list[tuple[int, str]]) -> None:
-        """``notes`` (``n`` and JSON text) in ``batch`` frames (``replay.frame_chunks``'
-        runs)."""
+    async def _send_batches(self, stream: str, notes: list[dict[str, Any]]) -> None:
+        """``notes`` in ``batch`` frames (``replay.frame_chunks``' runs)."""
+        texts = [compact(note) for note in notes]
         first = 0
-        for run in frame_chunks([text for _, text in notes]):
+        for run in frame_chunks(texts):
             first += len(run)
-            envelope = {"type": "batch", "stream": stream, "n": notes[first - 1][0]}
+            envelope = {"type": "batch", "stream": stream, "n": notes[first - 1]["n"]}
             await self.consumer._send_text(batch_frame(envelope, "notifications", run))
 
     async def _end(self, stream: str) -> None:

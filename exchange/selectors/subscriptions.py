@@ -4,14 +4,12 @@ subscription's owner sees it."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import connection
 from django.db.models import QuerySet
 
 from exchange.errors import InvalidInput
@@ -78,46 +76,6 @@ def subscription_notifications(
         notification_json(*row)
         for row in rows.order_by("n").values_list("n", "seq", "data")[:limit]
     ]
-
-
-# Each notification's JSON text as ``compact(notification_json(...))`` writes it, built by
-# PostgreSQL where its spelling is Python's: an object of strings, whole numbers, booleans
-# and nulls, its keys in ``jsonb``'s order (the order ``json.loads`` reads its text in).
-# Anything else (a nested value, a number with a fraction or an exponent, which ``jsonb``
-# may spell otherwise) gets no ``body`` and is written by Python from ``data``.
-NOTIFICATION_TEXTS = """
-SELECT s.n, s.seq, s.data::text,
-  CASE WHEN jsonb_typeof(s.data) = 'object' AND NOT EXISTS (
-      SELECT 1 FROM jsonb_each(s.data) AS e(k, v)
-      WHERE jsonb_typeof(v) IN ('object', 'array')
-         OR (jsonb_typeof(v) = 'number' AND v::text !~ '^(0|-?[1-9][0-9]*)$'))
-    THEN (SELECT '{' || coalesce(string_agg(to_json(e.k)::text || ':' || e.v::text, ','
-                                            ORDER BY e.i), '') || '}'
-          FROM jsonb_each(s.data) WITH ORDINALITY AS e(k, v, i))
-  END
-FROM exchange_subscriptionnotification s
-WHERE s.subscription_id = %s AND s.n > %s AND s.n <= %s
-ORDER BY s.n
-LIMIT %s
-"""
-
-
-def subscription_notification_texts(
-    *, subscription_id: int, after: int, upto: int, limit: int
-) -> list[tuple[int, str]]:
-    """What ``subscription_notifications`` reads, each notification as its ``n`` and the
-    compact JSON text of ``notification_json`` (decimals as text), without parsing the
-    stored JSON where PostgreSQL can spell it (``NOTIFICATION_TEXTS``)."""
-    with connection.cursor() as cursor:
-        cursor.execute(NOTIFICATION_TEXTS, [subscription_id, after, upto, limit])
-        rows = cursor.fetchall()
-    texts = []
-    for n, seq, data, body in rows:
-        if body is None or not body.isascii() or "\x7f" in body:
-            # json.dumps escapes beyond ASCII (PostgreSQL writes UTF-8): Python respells
-            body = json.dumps(json.loads(data), separators=(",", ":"), default=str)
-        texts.append((n, f'{{"n":{n},"seq":{"null" if seq is None else seq},"data":{body}}}'))
-    return texts
 
 
 def subscription_position(*, subscription_id: int) -> tuple[int, str] | None:
