@@ -41,6 +41,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from contextlib import aclosing
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -65,7 +66,7 @@ from .presence import (
     presence_leave,
     presence_watchers,
 )
-from .replay import BATCH_USAGE, EventBatch, batch_flag, batch_frame, compact, event_batches
+from .replay import BATCH_USAGE, batch_flag, batch_frame, compact, event_runs
 from .streams import SYSTEM_STREAM, group_for, revocation_groups, user_group
 from .subscriptions import SubscriptionStreams, is_subscription_stream
 
@@ -83,8 +84,9 @@ BACKLOG_BATCH = 500
 # ``REPLAY_CAP`` events for one resume (or one gap) before asking the client to resume.
 REPLAY_BATCH = 500
 REPLAY_CAP = 20_000
-# A batched replay reads the log this many events a query (``replay.py``'s frames).
-REPLAY_READ = 5000
+# A batched replay reads the log this many events a query, its frames cut within each
+# read: the whole cap, so one resume is one query (``replay.event_runs``).
+REPLAY_READ = REPLAY_CAP
 EVENTS = "events"
 ME = "me"
 # A code in the 4000s (application-defined): the connection's login or token was revoked.
@@ -129,7 +131,6 @@ _latest_seq = database_sync_to_async(notification_latest_seq)
 _presence_who = database_sync_to_async(presence_who)
 _events_log_end = database_sync_to_async(events_log_end)
 _events_page = database_sync_to_async(events_page)
-_event_batches = database_sync_to_async(event_batches)
 
 
 def _events_stream(stream: str) -> bool:
@@ -353,29 +354,24 @@ class StreamConsumer(AsyncWebsocketConsumer):
         self.event_positions[stream] = upto
 
     async def _events_replay_batched(self, stream: str, *, upto: int) -> None:
-        """``_events_replay`` in ``batch`` frames: the log read ``REPLAY_READ`` events a
-        query (never past ``REPLAY_CAP`` for the request), each run sent as one frame."""
+        """``_events_replay`` in ``batch`` frames: at most ``REPLAY_CAP`` events for the
+        request, read ``REPLAY_READ`` a query while the frames go out (``event_runs``),
+        each run one frame."""
         position = self.event_positions[stream]
         viewer = self.user if self.user is not None else AnonymousUser()
         subject = stream.partition(":")[2]
         sent = 0
-        while position < upto:
-            want = min(REPLAY_READ, REPLAY_CAP - sent)
-            batches: list[EventBatch] = await _event_batches(
-                user=viewer, subject=subject, after=position, upto=upto, limit=want
-            )
-            read = 0
-            for batch in batches:
+        bounds = {"after": position, "upto": upto, "cap": REPLAY_CAP, "read": REPLAY_READ}
+        runs = event_runs(user=viewer, subject=subject, **bounds)
+        async with aclosing(runs):
+            async for batch in runs:
                 envelope = {"stream": stream, "type": "batch", "seq": batch.last}
                 await self._send_text(batch_frame(envelope, "data", batch.texts))
-                read += batch.count
+                sent += batch.count
                 position = batch.last
-            sent += read
-            if read < want:
-                break
-            if sent >= REPLAY_CAP and position < upto:
-                await self._events_stop(stream, position)
-                return
+        if sent >= REPLAY_CAP and position < upto:
+            await self._events_stop(stream, position)
+            return
         self.event_positions[stream] = upto
 
     async def _events_stop(self, stream: str, position: int) -> None:

@@ -18,12 +18,15 @@ lines come from PostgreSQL already spelled as ``json.dumps`` writes them
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser, User
 
 from exchange.selectors.history import HistoryWhere, history_lines
@@ -84,19 +87,76 @@ class EventBatch:
     texts: list[str]
 
 
-def event_batches(
-    *, user: User | AnonymousUser, subject: str, after: int, upto: int, limit: int
-) -> list[EventBatch]:
-    """The first ``limit`` events ``user`` may see about subjects matching ``subject`` with
-    ``after < seq <= upto`` (what ``events_page`` reads), cut into frame runs
-    (``frame_chunks``), each event as the ``data`` of its single frame would be."""
-    lines = history_lines(
-        user=user, after=after, upto=upto, where=HistoryWhere(subject=subject), limit=limit
+def _read_runs(
+    hand: Callable[[EventBatch | None], None],
+    stop: threading.Event,
+    *,
+    user: User | AnonymousUser,
+    subject: str,
+    after: int,
+    upto: int,
+    cap: int,
+    read: int,
+) -> None:
+    """In a database thread: the events ``user`` may see about subjects matching
+    ``subject`` with ``after < seq <= upto``, at most ``cap`` of them, read ``read`` at a
+    time (one query each), cut into frame runs within each read and handed over one run at
+    a time as the rows arrive; then None. Stops early, cancelling the query, once ``stop``
+    is set."""
+    sent = 0
+    try:
+        while after < upto and sent < cap and not stop.is_set():
+            want = min(read, cap - sent)
+            got = 0
+            lines = history_lines(
+                user=user, after=after, upto=upto, where=HistoryWhere(subject=subject), limit=want
+            )
+            texts = (line.decode() for part in lines for line in part.splitlines())
+            try:
+                for run in frame_chunks(texts):
+                    if stop.is_set():
+                        return
+                    head = _SEQ.match(run[-1].encode())
+                    assert head is not None, run[-1]
+                    after = int(head[1])
+                    got += len(run)
+                    hand(EventBatch(after, len(run), run))
+            finally:
+                lines.close()
+            sent += got
+            if got < want:
+                return
+    finally:
+        hand(None)
+
+
+async def event_runs(
+    *, user: User | AnonymousUser, subject: str, after: int, upto: int, cap: int, read: int
+) -> AsyncIterator[EventBatch]:
+    """The runs of ``_read_runs`` as they arrive, while the next ones are being read.
+
+    Why a reading thread that hands runs over: the log's query (PostgreSQL building the
+    lines) and the frames' sends (the socket, the client) then overlap instead of taking
+    turns, and one query reads a whole resume instead of a query per few thousand events
+    (each costs tens of milliseconds of planning over the daily partitions). The thread
+    never waits for the sends: what it reads is bounded by ``cap`` and the connection is
+    given back as soon as the read ends, however slow the client. Closing the iterator
+    early (the socket failed) stops the read and waits for the thread."""
+    loop = asyncio.get_running_loop()
+    runs: asyncio.Queue[EventBatch | None] = asyncio.Queue()
+    stop = threading.Event()
+
+    def hand(run: EventBatch | None) -> None:
+        loop.call_soon_threadsafe(runs.put_nowait, run)
+
+    reading = asyncio.ensure_future(
+        database_sync_to_async(_read_runs)(
+            hand, stop, user=user, subject=subject, after=after, upto=upto, cap=cap, read=read
+        )
     )
-    texts = (line.decode() for part in lines for line in part.splitlines())
-    batches = []
-    for run in frame_chunks(texts):
-        head = _SEQ.match(run[-1].encode())
-        assert head is not None, run[-1]
-        batches.append(EventBatch(int(head[1]), len(run), run))
-    return batches
+    try:
+        while (run := await runs.get()) is not None:
+            yield run
+    finally:
+        stop.set()
+        await reading  # its failure, if any, is the replay's

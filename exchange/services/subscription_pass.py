@@ -19,6 +19,16 @@ per subscription. A pass here does the same steps for many at once:
   of all of them are written with consecutive ``n`` each, and every row's cursor and state;
 * the channel messages go after the commit, as the single step sends them.
 
+The evaluators stay in the worker's memory between passes (``_kept``), each with the
+version of the stored state it is: the row's ``cursor`` and ``xmin`` (the transaction that
+last wrote the row, which PostgreSQL changes on every update). A pass takes a kept
+evaluator only while the locked row still has that version, so a row another process (or
+the single step, a pause, a deletion) wrote since is read from its stored state, and a
+restart starts from the stored ones. A kept evaluator is taken out before it is fed and put
+back only after the commit, with the version this pass wrote: a rolled-back pass leaves
+nothing behind that the database does not hold. The stored state is still written every
+pass, for the others.
+
 Each subscription's outbox, cursor, state and evaluator are exactly what its own steps
 would have written over the same stretch (the evaluator is the same object, fed the same
 events in the same order; a test compares hundreds of subscriptions of every form with
@@ -35,6 +45,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models.expressions import RawSQL
 
 from exchange.models import Subscription
 from exchange.realtime.streams import group_send_all
@@ -57,21 +68,47 @@ log = logging.getLogger(__name__)
 
 # Active subscriptions one pass looks at (SPEC 8.3 allows 100 a user).
 PASS_LIMIT = 20_000
+# Evaluators kept in memory at most (the oldest kept go first).
+KEPT_LIMIT = 2 * PASS_LIMIT
 
-# One statement for all the notifications of a stretch, and one for all its rows: Django's
-# ``bulk_update`` builds a CASE per field and row, which for thousands of rows costs more
-# than the whole evaluation.
-INSERT_NOTIFICATIONS = (
-    "INSERT INTO exchange_subscriptionnotification (subscription_id, n, seq, data, created_at) "
-    "SELECT v.id, v.n, v.seq, v.data::jsonb, now() "
-    "FROM unnest(%s::bigint[], %s::int[], %s::bigint[], %s::text[]) AS v(id, n, seq, data)"
+# The notifications of a stretch go in with one COPY and its rows change with one UPDATE,
+# their values bound on the server in binary: Django's ``bulk_update`` builds a CASE per
+# field and row, and Django's cursor quotes every array into the statement's text in Python
+# (py-spy: more of the pass than the evaluation). ``created_at`` is the transaction's
+# time, as ``now()`` in an INSERT would give.
+COPY_NOTIFICATIONS = (
+    "COPY exchange_subscriptionnotification (subscription_id, n, seq, data, created_at) FROM STDIN"
 )
 UPDATE_ROWS = (
     'UPDATE exchange_subscription AS s SET last_n = v.last_n, "cursor" = v.cursor, '
     "evaluator = v.evaluator, state = v.state, reason = v.reason "
-    "FROM unnest(%s::bigint[], %s::int[], %s::bigint[], %s::bytea[], %s::text[], %s::text[]) "
-    "AS v(id, last_n, cursor, evaluator, state, reason) WHERE s.id = v.id"
+    "FROM unnest(%b::bigint[], %b::int[], %b::bigint[], %b::bytea[], %b::text[], %b::text[]) "
+    "AS v(id, last_n, cursor, evaluator, state, reason) WHERE s.id = v.id "
+    "RETURNING s.id, s.xmin::text"
 )
+# A row's version as a pass reads it under its lock (see the module docstring).
+VERSION = RawSQL('"exchange_subscription".xmin::text', ())
+
+Version = tuple[int, str]
+# This process's evaluators by subscription id, with the version of the stored state each
+# one is (``_take``, ``_keep``).
+_kept: dict[int, tuple[Version, Evaluator]] = {}
+
+
+def _take(sub_id: int, version: Version) -> Evaluator | None:
+    """The kept evaluator of ``sub_id`` if it is the stored state of ``version``, taken out
+    of ``_kept`` (it is about to be fed); None otherwise (and a stale one is dropped)."""
+    kept = _kept.pop(sub_id, None)
+    if kept is None or kept[0] != version:
+        return None
+    return kept[1]
+
+
+def _keep(evaluators: dict[int, tuple[Version, Evaluator]]) -> None:
+    """After the commit that stored them: keep ``evaluators`` for the next pass."""
+    _kept.update(evaluators)
+    while len(_kept) > KEPT_LIMIT:
+        del _kept[next(iter(_kept))]
 
 
 def _dump(evaluator: Evaluator) -> bytes:
@@ -124,18 +161,30 @@ def _advance_stretch(ids: list[int], *, log_end: int, chunk: int) -> bool:
             Subscription.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(id__in=ids, state=Subscription.State.ACTIVE, cursor__lt=log_end)
             .select_related("owner")
+            .defer("evaluator")  # read only where no kept evaluator is this row's (below)
+            .annotate(version=VERSION)
             .order_by("id")
         )
         if not rows:
             return False
         upto = min(log_end, min(row.cursor for row in rows) + chunk)
         rows = [row for row in rows if row.cursor < upto]  # moved on meanwhile: left as is
+        evaluators = {row.pk: _take(row.pk, (row.cursor, row.version)) for row in rows}
+        missing = [sub_id for sub_id, evaluator in evaluators.items() if evaluator is None]
+        stored = dict(
+            Subscription.objects.filter(id__in=missing).values_list("id", "evaluator")
+            if missing
+            else ()
+        )
         members: list[Member] = []
         failures: dict[int, Failed] = {}
         for row in rows:
             try:
-                assert row.evaluator is not None  # an active row has one (a constraint)
-                evaluator = _state_load(row.evaluator)
+                evaluator = evaluators[row.pk]
+                if evaluator is None:
+                    raw = stored[row.pk]
+                    assert raw is not None  # an active row has one (a constraint)
+                    evaluator = _state_load(raw)
             except Exception as exc:  # noqa: BLE001 - as for the single step
                 failures[row.pk] = Failed(row.cursor, exc)
                 continue
@@ -151,6 +200,7 @@ def _advance_stretch(ids: list[int], *, log_end: int, chunk: int) -> bool:
         by_id = {m.sub_id: m for m in members}
         notes: list[tuple[int, int, int | None, str]] = []
         messages: list[Any] = []
+        going: set[int] = set()  # still active: their evaluators are kept after the commit
         more = False
         for row in rows:
             member = by_id.get(row.pk)
@@ -175,6 +225,7 @@ def _advance_stretch(ids: list[int], *, log_end: int, chunk: int) -> bool:
             else:
                 assert member is not None
                 row.evaluator = _dump(member.sub)
+                going.add(row.pk)
                 more = more or upto < log_end
             first = row.last_n + 1
             notes.extend(
@@ -191,11 +242,15 @@ def _advance_stretch(ids: list[int], *, log_end: int, chunk: int) -> bool:
                         end=ended,
                     )
                 )
-        with connection.cursor() as cursor:
+        connection.ensure_connection()
+        assert connection.connection is not None
+        with connection.connection.cursor() as cursor:
             if notes:
-                cursor.execute(
-                    INSERT_NOTIFICATIONS, [list(column) for column in zip(*notes, strict=True)]
-                )
+                cursor.execute("SELECT now()")
+                (now,) = cursor.fetchone() or (None,)
+                with cursor.copy(COPY_NOTIFICATIONS) as copy:
+                    for note in notes:
+                        copy.write_row((*note, now))
             cursor.execute(
                 UPDATE_ROWS,
                 [
@@ -207,6 +262,13 @@ def _advance_stretch(ids: list[int], *, log_end: int, chunk: int) -> bool:
                     [row.reason for row in rows],
                 ],
             )
+            written = dict(cursor.fetchall())
+        keep = {
+            member.sub_id: ((upto, written[member.sub_id]), member.sub)
+            for member in members
+            if member.sub_id in going
+        }
+        transaction.on_commit(lambda: _keep(keep))
         if messages:
             after_commit("pushing subscription notifications", lambda: group_send_all(messages))
     return more

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 
 import pytest
 from channels.db import database_sync_to_async
@@ -458,3 +459,65 @@ def test_a_bad_batch_flag_is_refused_and_follows_nothing(book, action, flag):
         "stream": STREAM,
     }
     assert quiet
+
+
+def test_event_runs_cut_frames_within_each_read_and_stop_reading_when_closed(book, monkeypatch):
+    monkeypatch.setattr(replay, "FRAME_ITEMS", 2)
+    staff = book["users"]["staff"]
+    for price in ("1.50", "1.60"):
+        trade_round(book, price=price)
+    log = logged(staff)
+    upto = log[-1]["seq"]
+    assert len(log) > 5
+    reads = []
+    original = replay.history_lines
+
+    def counted(**kwargs):
+        reads.append((kwargs["after"], kwargs["limit"]))
+        return original(**kwargs)
+
+    monkeypatch.setattr(replay, "history_lines", counted)
+    chunks = replay.frame_chunks
+    closing = threading.Event()
+
+    def held(texts):
+        """The runs, the reading thread held after the first until the test closes."""
+        for i, run in enumerate(chunks(texts)):
+            if i == 1:
+                closing.wait()
+            yield run
+
+    async def scenario():
+        whole = [
+            run
+            async for run in replay.event_runs(
+                user=staff, subject="office.>", after=0, upto=upto, cap=5, read=3
+            )
+        ]
+        reads_whole = list(reads)
+        reads.clear()
+        runs = replay.event_runs(user=staff, subject="office.>", after=0, upto=upto, cap=5, read=3)
+        monkeypatch.setattr(replay, "frame_chunks", held)
+        first = await anext(runs)
+        closed = asyncio.ensure_future(runs.aclose())  # sets its stop, waits for the thread
+        await asyncio.sleep(0)
+        closing.set()
+        await closed
+        rest = [run async for run in runs]
+        return whole, reads_whole, first, rest
+
+    whole, reads_whole, first, rest = asyncio.run(scenario())
+    # two reads (3 events, then the 2 the cap leaves), frames of 2 cut within each read
+    assert reads_whole == [(0, 3), (log[2]["seq"], 2)]
+    assert [[json.loads(t) for t in run.texts] for run in whole] == [
+        log[0:2],
+        log[2:3],
+        log[3:5],
+    ]
+    assert [(run.last, run.count) for run in whole] == [
+        (log[1]["seq"], 2),
+        (log[2]["seq"], 1),
+        (log[4]["seq"], 2),
+    ]
+    # closed after its first run, the read went no further than its first query
+    assert first.last == log[1]["seq"] and reads == [(0, 3)] and rest == []

@@ -17,6 +17,7 @@ from django.db import connection
 
 from exchange.models import Subscription
 from exchange.services import events as event_service
+from exchange.services import subscription_pass
 from exchange.services import subscriptions as service
 from exchange.services.subscription_pass import subscriptions_advance_together
 from exchange.services.subscriptions import subscription_create
@@ -106,13 +107,29 @@ def drain(chunk: int) -> None:
 
 
 @pytest.fixture(autouse=True)
+def loaded(monkeypatch):
+    """Each test starts as a fresh worker (nothing kept); the stored states it loads."""
+    monkeypatch.setattr(subscription_pass, "_kept", {})
+    loads: list[int] = []
+    load = subscription_pass._state_load
+
+    def counted(raw):
+        loads.append(1)
+        return load(raw)
+
+    monkeypatch.setattr(subscription_pass, "_state_load", counted)
+    return loads
+
+
+@pytest.fixture(autouse=True)
 def no_advance_requests(monkeypatch):
     """The tests run the passes themselves: no request reaches a worker of a live stack."""
     monkeypatch.setattr(service, "subscriptions_advance_request", lambda: None)
     monkeypatch.setattr(event_service, "subscriptions_advance_request", lambda: None)
 
 
-def test_hundreds_of_subscriptions_of_every_form_get_what_the_offline_contract_gives():
+@pytest.mark.django_db(transaction=True)  # the passes commit: their evaluators are kept
+def test_hundreds_of_subscriptions_of_every_form_get_what_the_offline_contract_gives(loaded):
     rng = random.Random(19)
     users = [UserFactory(username=f"trader{i}") for i in range(3)] + [StaffFactory()]
     log = Log(users, rng)
@@ -147,6 +164,9 @@ def test_hundreds_of_subscriptions_of_every_form_get_what_the_offline_contract_g
     assert states["active"] and states["done"]
     notified = sum(len(outbox(sub)) for sub in subs)
     assert notified > 1000
+    # and each stored state was loaded once at most (its first pass): the passes after it
+    # fed the evaluator kept in memory
+    assert 0 < len(loaded) <= len(subs)
 
 
 def test_a_failing_subscription_is_suspended_and_the_others_in_the_pass_go_on():
@@ -234,3 +254,46 @@ def test_a_subscription_that_raises_on_a_live_event_is_suspended_there_alone(mon
     ]
     # and the other received every event
     assert [line["seq"] for line in outbox(healthy)] == [1, 2, 3]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_second_process_taking_over_mid_way_leaves_each_notification_once_in_order(
+    monkeypatch, loaded
+):
+    """Two workers' memories (``_kept``) take turns on the same subscriptions: each pass
+    finds the other's writes newer than what it kept, reads the stored state, and the
+    outboxes stay exactly the offline contract's."""
+    rng = random.Random(21)
+    users = [UserFactory(username=f"trader{i}") for i in range(2)] + [StaffFactory()]
+    log = Log(users, rng)
+    log.add(20)
+    subs = register(users, rng, 60)
+    first, second = {}, {}
+    # Given worker one's passes, which keep the evaluators it fed
+    monkeypatch.setattr(subscription_pass, "_kept", first)
+    log.add(6)
+    drain(chunk=4)
+    kept = dict(first)
+    assert kept
+    # when worker two takes over mid-way (worker one's memory is now stale)
+    monkeypatch.setattr(subscription_pass, "_kept", second)
+    log.add(7)
+    drain(chunk=5)
+    # and worker one comes back with what it kept
+    monkeypatch.setattr(subscription_pass, "_kept", first)
+    loaded.clear()
+    log.add(9)
+    drain(chunk=3)
+
+    # Then worker one read every one it had kept from the stored state (none was current)
+    active = Subscription.objects.filter(state="active", pk__in=kept)
+    assert len(loaded) >= active.count() > 0
+    # and each worker's own next pass uses its memory: nothing more is loaded
+    loaded.clear()
+    log.add(4)
+    drain(chunk=50)
+    assert loaded == []
+    logs = {user.pk: owner_log(user) for user in users}
+    for sub in subs:
+        expected = list(run_offline(parse_query(sub.query), logs[sub.owner_id], now=sub.now))
+        assert outbox(sub) == expected, sub.query

@@ -31,6 +31,7 @@ def section(r: dict[str, Any]) -> str:
     single = r["single"]
     added = r["ms_with"] - r["ms_without"]
     rows = "\n".join(f"| {name} | {ms:,.1f} |" for name, ms in parts.items())
+    each = ", ".join(f"{p['ms']:,.0f} ({p.get('_state_load', 0):,.0f})" for p in passes)
     return f"""{TITLE}
 
 `ops/bench --subscriptions-only{" --quick" if r.get("quick") else ""}`, {r["date"]}, commit
@@ -55,6 +56,12 @@ pass (one Redis key); the pass runs on the default queue's worker.
 |---|---|
 {rows}
 | the rest: locking the rows, writing them and the outbox, the channel messages{rest} | {other:,.1f} |
+
+Each pass in ms, with the loading of stored evaluators in brackets: {each}. A worker keeps
+the evaluators it fed in memory (`services/subscription_pass.py`) and loads a stored one
+only when the row changed since its own pass: the first pass loads them all (nothing is
+kept yet), and so does the pass after each cycle run without them (setting them aside and
+back rewrites every row); the others load none.
 
 Before the pass, the task gave each subscription its own step (a read of the log, its
 evaluator loop, its writes): **{single["ms_per_subscription"]:,.2f} ms a subscription**
