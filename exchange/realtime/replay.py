@@ -22,7 +22,7 @@ import asyncio
 import json
 import re
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,7 +132,7 @@ def _read_runs(
 
 async def event_runs(
     *, user: User | AnonymousUser, subject: str, after: int, upto: int, cap: int, read: int
-) -> AsyncIterator[EventBatch]:
+) -> AsyncGenerator[EventBatch, None]:
     """The runs of ``_read_runs`` as they arrive, while the next ones are being read.
 
     Why a reading thread that hands runs over: the log's query (PostgreSQL building the

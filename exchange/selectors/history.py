@@ -37,7 +37,7 @@ import datetime as dt
 import json
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -271,7 +271,7 @@ def history_lines(
     where: HistoryWhere | None = None,
     using: str | None = None,
     limit: int | None = None,
-) -> Iterator[bytes]:
+) -> Generator[bytes, None, None]:
     """The JSON lines (each ending in a newline) of the events ``user`` may see with
     ``after`` < ``seq`` <= ``upto`` that pass ``where``, in ``seq`` order, as parts of at
     most ``PART_ROWS`` lines: exactly what ``json.dumps(event_row_json(...),
@@ -296,7 +296,7 @@ def _pages(
     where: HistoryWhere,
     using: str,
     limit: int | None,
-) -> Iterator[bytes]:
+) -> Generator[bytes, None, None]:
     """Keyset pages by ``seq``, each one ``COPY`` of at most ``PAGE_ROWS`` lines.
 
     Why pages and not one statement: the limit makes PostgreSQL walk the ``seq`` indexes

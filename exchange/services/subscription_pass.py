@@ -42,7 +42,7 @@ import json
 import logging
 import pickle
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection, transaction
 from django.db.models.expressions import RawSQL
@@ -263,8 +263,9 @@ def _advance_stretch(ids: list[int], *, log_end: int, chunk: int) -> bool:
                 ],
             )
             written = dict(cursor.fetchall())
-        keep = {
-            member.sub_id: ((upto, written[member.sub_id]), member.sub)
+        # The set's members are keyed by subscription id (an int) in this pass.
+        keep: dict[int, tuple[Version, Evaluator]] = {
+            cast(int, member.sub_id): ((upto, str(written[member.sub_id])), member.sub)
             for member in members
             if member.sub_id in going
         }
