@@ -27,6 +27,9 @@ def live_stack(django_db_setup, django_db_blocker) -> LiveStack:
         yield stack
     finally:
         stack.stop()
+        # Before pytest-django drops the test database, which a held guard's session would
+        # keep from being dropped (a run that ends on a committed test left it behind).
+        _release_flush_guard()
 
 
 # A connection that holds the cycle lock from the end of a committed test until the start of
@@ -71,3 +74,42 @@ def _flush_guard_released():
 def _flush_guard_at_exit():
     yield
     _release_flush_guard()
+
+
+# Tables a committed test's flush leaves alone: what ``migrate`` wrote once for the whole run
+# (the content types and the permissions of every model). No test changes them.
+KEPT_BY_FLUSH = frozenset({"django_content_type", "auth_permission"})
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _flush_keeps_static_rows():
+    """``TransactionTestCase``'s flush after a committed test, without the ``post_migrate``
+    signal. Django's flush empties every table, then that signal writes the content types and
+    permissions again, which took longer than the TRUNCATE itself (about 0.4 s a test on the
+    shared machine, for each of the 150 or so committed tests). Here those two tables are not
+    emptied, so there is nothing to write again, and their ids stay the ones the live stack's
+    processes have cached. Test cases with ``available_apps`` or a serialized rollback keep
+    Django's own flush."""
+    from django.core.management.color import no_style
+    from django.db import connections
+    from django.test import TransactionTestCase
+
+    django_flush = TransactionTestCase._fixture_teardown
+
+    def flush(self) -> None:
+        if self.available_apps is not None or self.serialized_rollback:
+            django_flush(self)
+            return
+        for db_name in self._databases_names(include_mirrors=False):
+            connection = connections[db_name]
+            tables = connection.introspection.django_table_names(
+                only_existing=True, include_views=False
+            )
+            kept = [name for name in tables if name not in KEPT_BY_FLUSH]
+            connection.ops.execute_sql_flush(
+                connection.ops.sql_flush(no_style(), kept, reset_sequences=False)
+            )
+
+    TransactionTestCase._fixture_teardown = flush
+    yield
+    TransactionTestCase._fixture_teardown = django_flush

@@ -45,7 +45,14 @@ def spark(doc: Doc) -> None:
     if not runs:
         return
     r = doc.results
-    quick = " (in this quick run, only the largest batch of each Figure 6 workload)"
+    kinds = r["settings"].get("spark_kinds")
+    which = (
+        "each Figure 6 workload"
+        if kinds is None or set(kinds) >= set(r["settings"]["kinds"])
+        else f"the Figure 6 workload{'s' if len(kinds) > 1 else ''} of "
+        + ", ".join(LABELS[k] for k in kinds)
+    )
+    quick = f" (in this quick run, only the largest batch of {which})"
     doc.prose(
         "spark",
         quick_note=quick if r["mode"] == "quick" else "",
