@@ -32,6 +32,14 @@ class Order(models.Model):
 
     class Meta:
         abstract = True
+        ordering = ["id"]
+        indexes = [models.Index(fields=["market", "state"])]
+        # "%(class)s" names the constraint after each kind of order: offer_..., bid_...
+        constraints = [
+            models.CheckConstraint(
+                condition=SET_ASIDE_HAS_REASON, name="%(class)s_set_aside_has_reason"
+            ),
+        ]
 
 
 class Offer(Order):
@@ -47,17 +55,13 @@ class Offer(Order):
     state = models.CharField(max_length=12, choices=State.choices, default=State.OPEN)
     closes_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["id"]
-        indexes = [models.Index(fields=["market", "state"])]
+    class Meta(Order.Meta):
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(state__in=["open", "closed", "cancelled", "withdrawn"]),
                 name="offer_state_known",
             ),
-            models.CheckConstraint(
-                condition=SET_ASIDE_HAS_REASON, name="offer_set_aside_has_reason"
-            ),
+            *Order.Meta.constraints,
         ]
 
     def __str__(self) -> str:
@@ -78,15 +82,13 @@ class Bid(Order):
     # amended bid queues behind the bids that were there before the amendment.
     priority_at = models.DateTimeField(default=timezone.now)
 
-    class Meta:
-        ordering = ["id"]
-        indexes = [models.Index(fields=["market", "state"])]
+    class Meta(Order.Meta):
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(state__in=["active", "filled", "withdrawn"]),
                 name="bid_state_known",
             ),
-            models.CheckConstraint(condition=SET_ASIDE_HAS_REASON, name="bid_set_aside_has_reason"),
+            *Order.Meta.constraints,
         ]
 
     def __str__(self) -> str:
