@@ -34,20 +34,34 @@ class Order(models.Model):
         abstract = True
         ordering = ["id"]
         indexes = [models.Index(fields=["market", "state"])]
-        # "%(class)s" names the constraint after each kind of order: offer_..., bid_...
-        constraints = [
-            models.CheckConstraint(
-                condition=SET_ASIDE_HAS_REASON, name="%(class)s_set_aside_has_reason"
-            ),
-        ]
+
+
+def _order_checks(kind: str, states: list[str]) -> list[models.BaseConstraint]:
+    """What PostgreSQL checks on every row of one kind of order: its state is one of
+    ``states`` (the choices of the model's state), and it has a reason iff it is set aside."""
+    return [
+        models.CheckConstraint(condition=models.Q(state__in=states), name=f"{kind}_state_known"),
+        models.CheckConstraint(condition=SET_ASIDE_HAS_REASON, name=f"{kind}_set_aside_has_reason"),
+    ]
+
+
+# The states of offers and of bids, outside their models so that each model's Meta can check
+# them (a class nested in a model does not see the model's other names).
+class OfferState(models.TextChoices):
+    OPEN = "open", "Open"
+    CLOSED = "closed", "Closed"
+    CANCELLED = "cancelled", "Cancelled by staff"
+    WITHDRAWN = "withdrawn", "Withdrawn by the seller"
+
+
+class BidState(models.TextChoices):
+    ACTIVE = "active", "Active"
+    FILLED = "filled", "Filled"
+    WITHDRAWN = "withdrawn", "Withdrawn"
 
 
 class Offer(Order):
-    class State(models.TextChoices):
-        OPEN = "open", "Open"
-        CLOSED = "closed", "Closed"
-        CANCELLED = "cancelled", "Cancelled by staff"
-        WITHDRAWN = "withdrawn", "Withdrawn by the seller"
+    State = OfferState
 
     seller = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="offers"
@@ -56,23 +70,14 @@ class Offer(Order):
     closes_at = models.DateTimeField(null=True, blank=True)
 
     class Meta(Order.Meta):
-        constraints = [
-            models.CheckConstraint(
-                condition=models.Q(state__in=["open", "closed", "cancelled", "withdrawn"]),
-                name="offer_state_known",
-            ),
-            *Order.Meta.constraints,
-        ]
+        constraints = _order_checks("offer", OfferState.values)
 
     def __str__(self) -> str:
         return f"offer {self.pk} in {self.market.subject}"
 
 
 class Bid(Order):
-    class State(models.TextChoices):
-        ACTIVE = "active", "Active"
-        FILLED = "filled", "Filled"
-        WITHDRAWN = "withdrawn", "Withdrawn"
+    State = BidState
 
     buyer = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="bids"
@@ -83,13 +88,7 @@ class Bid(Order):
     priority_at = models.DateTimeField(default=timezone.now)
 
     class Meta(Order.Meta):
-        constraints = [
-            models.CheckConstraint(
-                condition=models.Q(state__in=["active", "filled", "withdrawn"]),
-                name="bid_state_known",
-            ),
-            *Order.Meta.constraints,
-        ]
+        constraints = _order_checks("bid", BidState.values)
 
     def __str__(self) -> str:
         return f"bid {self.pk} in {self.market.subject}"
