@@ -1,22 +1,9 @@
-from django.urls import include, path
+from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import events, imports, subscriptions, views
 
 app_name = "api"
-
-# One subscription and its actions, below its id (the names stay in the "api" namespace).
-subscription_urls = [
-    path("", subscriptions.SubscriptionDetail.as_view(), name="subscription"),
-    path("pause/", subscriptions.SubscriptionPause.as_view(), name="subscription-pause"),
-    path("resume/", subscriptions.SubscriptionResume.as_view(), name="subscription-resume"),
-    path(
-        "notifications/",
-        subscriptions.SubscriptionNotifications.as_view(),
-        name="subscription-notifications",
-    ),
-]
-
 urlpatterns = [
     path("auth/token/", views.TokenView.as_view(), name="token"),
     path("markets/", views.MarketList.as_view(), name="markets"),
@@ -43,7 +30,26 @@ urlpatterns = [
         subscriptions.SubscriptionBacktest.as_view(),
         name="subscription-backtest",
     ),
-    path("subscriptions/<str:subscription_id>/", include(subscription_urls)),
+    path(
+        "subscriptions/<str:subscription_id>/",
+        subscriptions.SubscriptionDetail.as_view(),
+        name="subscription",
+    ),
+    path(
+        "subscriptions/<str:subscription_id>/pause/",
+        subscriptions.SubscriptionPause.as_view(),
+        name="subscription-pause",
+    ),
+    path(
+        "subscriptions/<str:subscription_id>/resume/",
+        subscriptions.SubscriptionResume.as_view(),
+        name="subscription-resume",
+    ),
+    path(
+        "subscriptions/<str:subscription_id>/notifications/",
+        subscriptions.SubscriptionNotifications.as_view(),
+        name="subscription-notifications",
+    ),
     path("schema/", SpectacularAPIView.as_view(api_version="v1"), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
 ]
