@@ -216,35 +216,32 @@ def _snap_price(
 ) -> Interval | None:
     """The price set on the tick grid, closed on both ends; ``None`` when nothing is left."""
     where = _locate(source, name)
+
+    def refused(code: str, message: str) -> InvalidInput:
+        """The error, pointing at where the price attribute is first named."""
+        return InvalidInput(code, message, field="constraint", position=where)
+
     if isinstance(interval, Wildcard):
         interval = Interval(None, False, None, False)
     lo = None if interval.lo is None else numeric_value(interval.lo)
     hi = None if interval.hi is None else numeric_value(interval.hi)
     for bound in (lo, hi):
         if bound is not None and bound % tick != 0:
-            raise InvalidInput(
+            raise refused(
                 "off_tick",
                 f"The price {bound} is not on this market's tick of {tick_text(tick)}: use a multiple of {tick_text(tick)}.",
-                field="constraint",
-                position=where,
             )
         if bound is not None and bound < 0:
-            raise InvalidInput(
-                "negative_price", "Prices cannot be negative.", field="constraint", position=where
-            )
+            raise refused("negative_price", "Prices cannot be negative.")
     if side == "offer" and lo is None:
-        raise InvalidInput(
+        raise refused(
             "missing_price_bound",
             f"An offer must fix its price ({name} = 1.00) or give a lowest acceptable price ({name} >= 0.90).",
-            field="constraint",
-            position=where,
         )
     if side == "bid" and hi is None:
-        raise InvalidInput(
+        raise refused(
             "missing_price_bound",
             f"A bid must bound the price from above, for example {name} <= 1.10.",
-            field="constraint",
-            position=where,
         )
     # Both bounds are on the tick (checked above), so an open bound moves one tick inwards.
     # A bid's missing lower bound stays open: prices below zero do not exist, and every

@@ -15,18 +15,7 @@ from typing import Any
 import matching
 from exchange.market_rules import MarketSchema, SchemaAttribute
 from exchange.numbers import grouped_text, price_text
-from matching.model import (
-    Box,
-    BoxContains,
-    BoxEq,
-    BoxOverlaps,
-    BoxWithin,
-    Interval,
-    PointEq,
-    PointWithin,
-    Type,
-    Wildcard,
-)
+from matching import model
 
 
 @dataclass(frozen=True)
@@ -69,11 +58,11 @@ def readable(constraint: matching.Constraint, *, schema: MarketSchema, tick: Dec
 def _value(value: Any, attribute: SchemaAttribute, tick: Decimal) -> str:
     if attribute.role == "price":
         return price_text(Decimal(value), tick) or ""
-    if attribute.type in (Type.INT, Type.DECIMAL):
+    if attribute.type in (model.Type.INT, model.Type.DECIMAL):
         return grouped_text(value)
-    if attribute.type is Type.FLOAT:
+    if attribute.type is model.Type.FLOAT:
         return f"{float(value):,g}"
-    if attribute.type is Type.TIMESTAMP and isinstance(value, dt.datetime):
+    if attribute.type is model.Type.TIMESTAMP and isinstance(value, dt.datetime):
         return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     if isinstance(value, dt.date):
         return value.isoformat()
@@ -88,14 +77,14 @@ def _coords(*numbers: float) -> str:
     return ", ".join(f"{n:g}" for n in numbers)
 
 
-def _box(box: Box) -> str:
+def _box(box: model.Box) -> str:
     return f"({_coords(box.x1, box.y1)}) – ({_coords(box.x2, box.y2)})"
 
 
 def _text(predicate: Any, attribute: SchemaAttribute, tick: Decimal) -> str:
-    if isinstance(predicate, Wildcard):
+    if isinstance(predicate, model.Wildcard):
         return "any"
-    if isinstance(predicate, Interval):
+    if isinstance(predicate, model.Interval):
         lo = None if predicate.lo is None else _value(predicate.lo, attribute, tick)
         hi = None if predicate.hi is None else _value(predicate.hi, attribute, tick)
         if lo is not None and hi is not None:
@@ -115,16 +104,16 @@ def _text(predicate: Any, attribute: SchemaAttribute, tick: Decimal) -> str:
         else:
             text = "any"
         return _unit(text, attribute)
-    if isinstance(predicate, PointEq):
+    if isinstance(predicate, model.PointEq):
         return f"at ({_coords(predicate.point.x, predicate.point.y)})"
-    if isinstance(predicate, PointWithin):
+    if isinstance(predicate, model.PointWithin):
         return f"within {_box(predicate.box)}"
-    if isinstance(predicate, BoxEq):
+    if isinstance(predicate, model.BoxEq):
         return _box(predicate.box)
-    if isinstance(predicate, BoxWithin):
+    if isinstance(predicate, model.BoxWithin):
         return f"within {_box(predicate.box)}"
-    if isinstance(predicate, BoxOverlaps):
+    if isinstance(predicate, model.BoxOverlaps):
         return f"overlapping {_box(predicate.box)}"
-    if isinstance(predicate, BoxContains):
+    if isinstance(predicate, model.BoxContains):
         return f"containing {_box(predicate.box)}"
     return str(predicate)

@@ -6,49 +6,17 @@ into a normalized ``Constraint``; ``to_text`` / ``to_json`` print it back;
 computes what a matching pair of disjuncts agrees on.
 """
 
+from . import model
 from .agreement import Agreement, agree
 from .api import parse, parse_literal, to_json
 from .errors import ConstraintError
-from .model import (
-    Attribute,
-    Box,
-    BoxContains,
-    BoxEq,
-    BoxOverlaps,
-    BoxWithin,
-    Constraint,
-    Disjunct,
-    Interval,
-    Point,
-    PointEq,
-    PointWithin,
-    Predicate,
-    Type,
-    Value,
-    Wildcard,
-)
+from .model import *  # noqa: F403
 from .printer import to_lines, to_text
 from .semantics import disjuncts_match, matches, matching_disjunct_pairs, predicates_intersect
 
 __all__ = [
     "Agreement",
-    "Attribute",
-    "Box",
-    "BoxContains",
-    "BoxEq",
-    "BoxOverlaps",
-    "BoxWithin",
-    "Constraint",
     "ConstraintError",
-    "Disjunct",
-    "Interval",
-    "Point",
-    "PointEq",
-    "PointWithin",
-    "Predicate",
-    "Type",
-    "Value",
-    "Wildcard",
     "agree",
     "disjuncts_match",
     "matches",
@@ -60,3 +28,5 @@ __all__ = [
     "to_lines",
     "to_text",
 ]
+# And the data model's names, the ones ``model.__all__`` lists (the star import above).
+__all__ += model.__all__

@@ -11,24 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from . import model
 from .intervals import intersect
 from .jsonform import attribute_key, predicate_to_json
-from .model import (
-    Attribute,
-    Box,
-    BoxContains,
-    BoxEq,
-    BoxOverlaps,
-    BoxWithin,
-    Disjunct,
-    Interval,
-    PointEq,
-    PointWithin,
-    Predicate,
-    Type,
-    Value,
-    Wildcard,
-)
 from .printer import predicate_text
 from .semantics import disjuncts_match
 
@@ -37,7 +22,7 @@ from .semantics import disjuncts_match
 class Agreement:
     """Attribute -> the predicates (usually one) that all agreed values satisfy."""
 
-    items: tuple[tuple[Attribute, tuple[Predicate, ...]], ...]
+    items: tuple[tuple[model.Attribute, tuple[model.Predicate, ...]], ...]
 
     def to_text(self) -> str:
         """The agreement as text: every predicate, joined by AND.
@@ -56,7 +41,7 @@ class Agreement:
             out[attribute_key(attr)] = merged
         return out
 
-    def get(self, attribute: Attribute | str) -> tuple[Predicate, ...] | None:
+    def get(self, attribute: model.Attribute | str) -> tuple[model.Predicate, ...] | None:
         """The predicates on ``attribute`` (an ``Attribute``, or a name that is unambiguous)."""
         attr = self._resolve(attribute)
         for a, preds in self.items:
@@ -64,7 +49,7 @@ class Agreement:
                 return preds
         return None
 
-    def upper(self, attribute: Attribute | str) -> Value | None:
+    def upper(self, attribute: model.Attribute | str) -> model.Value | None:
         """The upper end of an ordered attribute's agreed set, attained or not.
 
         ``None`` when the set is unbounded above or the attribute is not constrained.
@@ -72,7 +57,7 @@ class Agreement:
         interval = self._interval(attribute)
         return None if interval is None else interval.hi
 
-    def max_value(self, attribute: Attribute | str) -> Value | None:
+    def max_value(self, attribute: model.Attribute | str) -> model.Value | None:
         """The largest value of an ordered attribute's agreed set.
 
         ``None`` when there is none: unbounded above, or not attained (``< 5`` on a
@@ -83,14 +68,14 @@ class Agreement:
             return None
         return interval.hi
 
-    def _interval(self, attribute: Attribute | str) -> Interval | None:
+    def _interval(self, attribute: model.Attribute | str) -> model.Interval | None:
         preds = self.get(attribute)
         if preds is None or len(preds) != 1:
             return None
-        return preds[0] if type(preds[0]) is Interval else None
+        return preds[0] if type(preds[0]) is model.Interval else None
 
-    def _resolve(self, attribute: Attribute | str) -> Attribute | None:
-        if isinstance(attribute, Attribute):
+    def _resolve(self, attribute: model.Attribute | str) -> model.Attribute | None:
+        if isinstance(attribute, model.Attribute):
             return attribute
         found = [a for a, _ in self.items if a.name == attribute]
         if len(found) > 1:
@@ -98,7 +83,7 @@ class Agreement:
         return found[0] if found else None
 
 
-def agree(dp: Disjunct, ds: Disjunct) -> Agreement:
+def agree(dp: model.Disjunct, ds: model.Disjunct) -> Agreement:
     """The agreed constraint of publication disjunct ``dp`` and subscription disjunct ``ds``.
 
     ``ValueError`` if they do not match (there is nothing to agree on).
@@ -106,7 +91,7 @@ def agree(dp: Disjunct, ds: Disjunct) -> Agreement:
     if not disjuncts_match(dp, ds):
         raise ValueError("these disjuncts do not match, so they agree on nothing")
     sub = ds.mapping
-    items: list[tuple[Attribute, tuple[Predicate, ...]]] = []
+    items: list[tuple[model.Attribute, tuple[model.Predicate, ...]]] = []
     for attr, p in dp.items:
         items.append((attr, _both(attr.type, p, sub[attr])))
     pub = dp.mapping
@@ -116,64 +101,64 @@ def agree(dp: Disjunct, ds: Disjunct) -> Agreement:
     return Agreement(tuple(items))
 
 
-def _both(t: Type, p: Predicate, q: Predicate) -> tuple[Predicate, ...]:
+def _both(t: model.Type, p: model.Predicate, q: model.Predicate) -> tuple[model.Predicate, ...]:
     """The intersection of two intersecting predicates, as few predicates as exact allows."""
-    if type(p) is Wildcard:
+    if type(p) is model.Wildcard:
         return (q,)
-    if type(q) is Wildcard:
+    if type(q) is model.Wildcard:
         return (p,)
     if t.ordered:
         merged = intersect(p, q)  # type: ignore[arg-type]
         assert merged is not None
         return (merged,)
-    if t is Type.POINT:
-        if type(p) is PointEq:
+    if t is model.Type.POINT:
+        if type(p) is model.PointEq:
             return (p,)
-        if type(q) is PointEq:
+        if type(q) is model.PointEq:
             return (q,)
-        return (PointWithin(_meet(p.box, q.box)),)  # type: ignore[union-attr]
+        return (model.PointWithin(_meet(p.box, q.box)),)  # type: ignore[union-attr]
     return _boxes(p, q)
 
 
-def _meet(a: Box, b: Box) -> Box:
-    return Box(max(a.x1, b.x1), max(a.y1, b.y1), min(a.x2, b.x2), min(a.y2, b.y2))
+def _meet(a: model.Box, b: model.Box) -> model.Box:
+    return model.Box(max(a.x1, b.x1), max(a.y1, b.y1), min(a.x2, b.x2), min(a.y2, b.y2))
 
 
-def _join(a: Box, b: Box) -> Box:
-    return Box(min(a.x1, b.x1), min(a.y1, b.y1), max(a.x2, b.x2), max(a.y2, b.y2))
+def _join(a: model.Box, b: model.Box) -> model.Box:
+    return model.Box(min(a.x1, b.x1), min(a.y1, b.y1), max(a.x2, b.x2), max(a.y2, b.y2))
 
 
-def _boxes(p: Predicate, q: Predicate) -> tuple[Predicate, ...]:
+def _boxes(p: model.Predicate, q: model.Predicate) -> tuple[model.Predicate, ...]:
     # = A is one shape, and it satisfies the other side (they match): it is the agreement.
-    if type(p) is BoxEq:
+    if type(p) is model.BoxEq:
         return (p,)
-    if type(q) is BoxEq:
+    if type(q) is model.BoxEq:
         return (q,)
     kinds = {type(p), type(q)}
-    a: Box = p.box  # type: ignore[union-attr]
-    b: Box = q.box  # type: ignore[union-attr]
-    if kinds == {BoxWithin}:
-        return (BoxWithin(_meet(a, b)),)
-    if kinds == {BoxContains}:
-        return (BoxContains(_join(a, b)),)
-    if kinds == {BoxOverlaps}:
+    a: model.Box = p.box  # type: ignore[union-attr]
+    b: model.Box = q.box  # type: ignore[union-attr]
+    if kinds == {model.BoxWithin}:
+        return (model.BoxWithin(_meet(a, b)),)
+    if kinds == {model.BoxContains}:
+        return (model.BoxContains(_join(a, b)),)
+    if kinds == {model.BoxOverlaps}:
         # Overlapping the smaller of two nested boxes implies overlapping the larger.
         if b.contains(a):
             return (p,)
         if a.contains(b):
             return (q,)
         return (p, q)
-    if kinds == {BoxOverlaps, BoxContains}:
-        overlap, contain = (a, b) if type(p) is BoxOverlaps else (b, a)
+    if kinds == {model.BoxOverlaps, model.BoxContains}:
+        overlap, contain = (a, b) if type(p) is model.BoxOverlaps else (b, a)
         if overlap.intersects(contain):
-            return (p,) if type(p) is BoxContains else (q,)
+            return (p,) if type(p) is model.BoxContains else (q,)
         return (p, q)
-    if kinds == {BoxOverlaps, BoxWithin}:
-        overlap, within = (a, b) if type(p) is BoxOverlaps else (b, a)
+    if kinds == {model.BoxOverlaps, model.BoxWithin}:
+        overlap, within = (a, b) if type(p) is model.BoxOverlaps else (b, a)
         if overlap.contains(within):
-            return (p,) if type(p) is BoxWithin else (q,)
+            return (p,) if type(p) is model.BoxWithin else (q,)
         return (p, q)
     # CONTAINS A and WITHIN B: the boxes between A and B; one shape only when A is B.
     if a == b:
-        return (BoxEq(a),)
+        return (model.BoxEq(a),)
     return (p, q)

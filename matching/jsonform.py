@@ -15,26 +15,9 @@ import math
 from decimal import Decimal
 from typing import Any
 
+from . import model
 from .errors import ConstraintError, error
 from .lexer import TYPE_KEYWORDS, Kind, Token, quote_name, tokenize, unquote
-from .model import (
-    Attribute,
-    Box,
-    BoxContains,
-    BoxEq,
-    BoxOverlaps,
-    BoxWithin,
-    Constraint,
-    Disjunct,
-    Interval,
-    Point,
-    PointEq,
-    PointWithin,
-    Predicate,
-    Type,
-    Value,
-    Wildcard,
-)
 from .syntax import MAX_DEPTH, And, Counter, Node, Not, Or, Schema, attribute_type, build
 from .values import (
     NUMBER_RE,
@@ -64,7 +47,7 @@ _OPS = {
     "any": "=",
 }
 _BOUNDS = ("[]", "[)", "(]", "()")
-_NUMERIC = (Type.INT, Type.DECIMAL, Type.FLOAT)
+_NUMERIC = (model.Type.INT, model.Type.DECIMAL, model.Type.FLOAT)
 
 
 def escape(key: str) -> str:
@@ -221,12 +204,12 @@ class _JsonParser:
             nodes.append(build(name, t, op, member, lits, bounds, member))
         return nodes
 
-    def key(self, key: str, path: str) -> tuple[str, Type | None]:
+    def key(self, key: str, path: str) -> tuple[str, model.Type | None]:
         try:
             toks = tokenize(key)
         except ConstraintError:
             toks = []
-        prefix: Type | None = None
+        prefix: model.Type | None = None
         name_tok = Token(Kind.END, "", 0)
         if len(toks) == 3 and toks[0].kind is Kind.KEYWORD and toks[0].text in TYPE_KEYWORDS:
             prefix, name_tok = TYPE_KEYWORDS[toks[0].text], toks[1]
@@ -247,7 +230,7 @@ class _JsonParser:
             path,
         )
 
-    def interval(self, operand: Any, known: Type | None, path: str) -> tuple[str, list[Lit]]:
+    def interval(self, operand: Any, known: model.Type | None, path: str) -> tuple[str, list[Lit]]:
         if not isinstance(operand, dict) or "lo" not in operand or "hi" not in operand:
             raise error(
                 "syntax",
@@ -273,12 +256,12 @@ class _JsonParser:
         hi = self.lit(operand["hi"], known, f"{path}/hi")
         return bounds, [lo, hi]
 
-    def lit(self, value: Any, known: Type | None, path: str) -> Lit:
+    def lit(self, value: Any, known: model.Type | None, path: str) -> Lit:
         if isinstance(value, bool) or value is None:
             raise error("bad_literal", f"{_what(value)} is not a value here", path)
         if isinstance(value, int):
             check_int(value, path)
-            return Lit(Type.INT, value, path)
+            return Lit(model.Type.INT, value, path)
         if isinstance(value, float):
             if not math.isfinite(value):
                 raise error("bad_literal", "NaN and infinities are not values", path)
@@ -287,9 +270,9 @@ class _JsonParser:
             if not value.is_finite():
                 raise error("bad_literal", "NaN and infinities are not values", path)
             check_decimal(value, path)
-            if known is not Type.FLOAT:
+            if known is not model.Type.FLOAT:
                 check_plain_decimal(value, path)
-            return Lit(Type.DECIMAL, value, path)
+            return Lit(model.Type.DECIMAL, value, path)
         if isinstance(value, str):
             if known in _NUMERIC:
                 if NUMBER_RE.match(value) is None:
@@ -299,11 +282,11 @@ class _JsonParser:
                         path,
                     )
                 return number_lit(value, path)
-            if known is Type.DATE:
-                return Lit(Type.DATE, value, path)
-            if known is Type.TIMESTAMP:
-                return Lit(Type.TIMESTAMP, value, path)
-            return Lit(Type.STRING, value, path)
+            if known is model.Type.DATE:
+                return Lit(model.Type.DATE, value, path)
+            if known is model.Type.TIMESTAMP:
+                return Lit(model.Type.TIMESTAMP, value, path)
+            return Lit(model.Type.STRING, value, path)
         if isinstance(value, dict) and len(value) == 1:
             ((tag, inner),) = value.items()
             member = f"{path}/{escape(str(tag))}"
@@ -312,13 +295,15 @@ class _JsonParser:
                     raise error(
                         "bad_literal", f"{tag} takes a string; found {_what(inner)}", member
                     )
-                return Lit(Type.DATE if tag == "date" else Type.TIMESTAMP, inner, member)
+                return Lit(
+                    model.Type.DATE if tag == "date" else model.Type.TIMESTAMP, inner, member
+                )
             if tag == "point":
                 x, y = self.coordinates(inner, 2, member)
-                return Lit(Type.POINT, Point(x, y), member)
+                return Lit(model.Type.POINT, model.Point(x, y), member)
             if tag == "box":
                 x1, y1, x2, y2 = self.coordinates(inner, 4, member)
-                return Lit(Type.BOX, Box.of(x1, y1, x2, y2), member)
+                return Lit(model.Type.BOX, model.Box.of(x1, y1, x2, y2), member)
         raise error(
             "bad_literal",
             "expected a value: a number, a string, or an object such as "
@@ -339,14 +324,14 @@ class _JsonParser:
                 raise error(
                     "bad_literal", f"a coordinate must be a number; found {_what(v)}", member
                 )
-            out.append(coordinate(self.lit(v, Type.FLOAT, member)))
+            out.append(coordinate(self.lit(v, model.Type.FLOAT, member)))
         return out
 
 
 # -- printing -------------------------------------------------------------------------------
 
 
-def constraint_to_json(constraint: Constraint) -> dict[str, Any]:
+def constraint_to_json(constraint: model.Constraint) -> dict[str, Any]:
     """The JSON form of a normalized constraint: always ``{"any_of": [...]}``.
 
     Keys always carry the type (``"int lot"``), so the object means the same inside
@@ -355,37 +340,37 @@ def constraint_to_json(constraint: Constraint) -> dict[str, Any]:
     return {"any_of": [disjunct_to_json(d) for d in constraint.disjuncts]}
 
 
-def disjunct_to_json(disjunct: Disjunct) -> dict[str, Any]:
+def disjunct_to_json(disjunct: model.Disjunct) -> dict[str, Any]:
     return {attribute_key(a): predicate_to_json(a.type, p) for a, p in disjunct.items}
 
 
-def attribute_key(attr: Attribute) -> str:
+def attribute_key(attr: model.Attribute) -> str:
     return f"{attr.type.value} {quote_name(attr.name)}"
 
 
-def value_to_json(t: Type, value: Value) -> Any:
-    if t is Type.DECIMAL:
+def value_to_json(t: model.Type, value: model.Value) -> Any:
+    if t is model.Type.DECIMAL:
         assert isinstance(value, Decimal)
         return format_decimal(value)  # a string keeps every digit; the key's type reads it back
-    if t is Type.DATE:
+    if t is model.Type.DATE:
         assert isinstance(value, dt.date)
         return value.isoformat()
-    if t is Type.TIMESTAMP:
+    if t is model.Type.TIMESTAMP:
         assert isinstance(value, dt.datetime)
         return format_timestamp_body(value)
     return value
 
 
-def _box(box: Box) -> dict[str, list[float]]:
+def _box(box: model.Box) -> dict[str, list[float]]:
     return {"box": [box.x1, box.y1, box.x2, box.y2]}
 
 
-def predicate_to_json(t: Type, pred: Predicate) -> dict[str, Any]:
+def predicate_to_json(t: model.Type, pred: model.Predicate) -> dict[str, Any]:
     kind = type(pred)
-    if kind is Wildcard:
+    if kind is model.Wildcard:
         return {"any": True}
-    if kind is Interval:
-        iv: Interval = pred  # type: ignore[assignment]
+    if kind is model.Interval:
+        iv: model.Interval = pred  # type: ignore[assignment]
         lo = None if iv.lo is None else value_to_json(t, iv.lo)
         hi = None if iv.hi is None else value_to_json(t, iv.hi)
         if iv.lo is None:
@@ -398,15 +383,15 @@ def predicate_to_json(t: Type, pred: Predicate) -> dict[str, Any]:
             return {"between": [lo, hi]}
         bounds = ("[" if iv.lo_closed else "(") + ("]" if iv.hi_closed else ")")
         return {"in": {"lo": lo, "hi": hi, "bounds": bounds}}
-    if kind is PointEq:
-        point: Point = pred.point  # type: ignore[union-attr]
+    if kind is model.PointEq:
+        point: model.Point = pred.point  # type: ignore[union-attr]
         return {"eq": {"point": [point.x, point.y]}}
-    if kind is PointWithin or kind is BoxWithin:
+    if kind is model.PointWithin or kind is model.BoxWithin:
         return {"within": _box(pred.box)}  # type: ignore[union-attr]
-    if kind is BoxEq:
+    if kind is model.BoxEq:
         return {"eq": _box(pred.box)}  # type: ignore[union-attr]
-    if kind is BoxOverlaps:
+    if kind is model.BoxOverlaps:
         return {"overlaps": _box(pred.box)}  # type: ignore[union-attr]
-    if kind is BoxContains:
+    if kind is model.BoxContains:
         return {"contains": _box(pred.box)}  # type: ignore[union-attr]
     raise TypeError(f"not a predicate: {pred!r}")

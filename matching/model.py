@@ -25,6 +25,27 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+# The model's public names: ``matching`` re-exports exactly these, and the modules that use
+# many of them import the module (``from . import model``) rather than a list of names.
+__all__ = [
+    "Attribute",
+    "Box",
+    "BoxContains",
+    "BoxEq",
+    "BoxOverlaps",
+    "BoxWithin",
+    "Constraint",
+    "Disjunct",
+    "Interval",
+    "Point",
+    "PointEq",
+    "PointWithin",
+    "Predicate",
+    "Type",
+    "Value",
+    "Wildcard",
+]
+
 
 class Type(enum.Enum):
     INT = "int"

@@ -9,28 +9,12 @@ floats (``float x = 5.0``, since ``5.0`` alone is a decimal).
 
 from __future__ import annotations
 
+from . import model
 from .lexer import quote_name
-from .model import (
-    Attribute,
-    Box,
-    BoxContains,
-    BoxEq,
-    BoxOverlaps,
-    BoxWithin,
-    Constraint,
-    Disjunct,
-    Interval,
-    Point,
-    PointEq,
-    PointWithin,
-    Predicate,
-    Type,
-    Wildcard,
-)
 from .values import format_value, printed_kind, widen
 
 
-def to_text(constraint: Constraint) -> str:
+def to_text(constraint: model.Constraint) -> str:
     """The canonical text: disjuncts joined by OR, predicates by AND."""
     disjuncts = constraint.disjuncts
     if len(disjuncts) == 1:
@@ -40,44 +24,44 @@ def to_text(constraint: Constraint) -> str:
     )
 
 
-def to_lines(constraint: Constraint) -> list[str]:
+def to_lines(constraint: model.Constraint) -> list[str]:
     """One line of canonical text per disjunct (as ``check_constraint`` prints them)."""
     return [disjunct_text(d) for d in constraint.disjuncts]
 
 
-def disjunct_text(disjunct: Disjunct) -> str:
+def disjunct_text(disjunct: model.Disjunct) -> str:
     return " AND ".join(predicate_text(attr, pred) for attr, pred in disjunct.items)
 
 
-def box_text(box: Box) -> str:
+def box_text(box: model.Box) -> str:
     return f"BOX({box.x1!r}, {box.y1!r}, {box.x2!r}, {box.y2!r})"
 
 
-def point_text(point: Point) -> str:
+def point_text(point: model.Point) -> str:
     return f"POINT({point.x!r}, {point.y!r})"
 
 
 # The operator each box predicate prints with; its box operand needs no type prefix.
 _BOX_OPERATORS: dict[type, str] = {
-    BoxEq: "=",
-    BoxOverlaps: "OVERLAPS",
-    BoxContains: "CONTAINS",
-    BoxWithin: "WITHIN",
+    model.BoxEq: "=",
+    model.BoxOverlaps: "OVERLAPS",
+    model.BoxContains: "CONTAINS",
+    model.BoxWithin: "WITHIN",
 }
 
 
-def predicate_text(attr: Attribute, pred: Predicate) -> str:
+def predicate_text(attr: model.Attribute, pred: model.Predicate) -> str:
     """One predicate as text, with the type prefix if the text alone would not imply the type."""
     t = attr.type
     name = quote_name(attr.name)
     kind = type(pred)
-    if kind is Interval:
+    if kind is model.Interval:
         return _interval_text(t, name, pred)  # type: ignore[arg-type]
-    if kind is Wildcard:
+    if kind is model.Wildcard:
         return f"{t.value} {name} = *"
-    if kind is PointEq:
+    if kind is model.PointEq:
         return f"{name} = {point_text(pred.point)}"  # type: ignore[union-attr]
-    if kind is PointWithin:
+    if kind is model.PointWithin:
         return f"point {name} WITHIN {box_text(pred.box)}"  # type: ignore[union-attr]
     operator = _BOX_OPERATORS.get(kind)
     if operator is not None:
@@ -85,7 +69,7 @@ def predicate_text(attr: Attribute, pred: Predicate) -> str:
     raise TypeError(f"not a predicate: {pred!r}")
 
 
-def _interval_text(t: Type, name: str, iv: Interval) -> str:
+def _interval_text(t: model.Type, name: str, iv: model.Interval) -> str:
     lo = None if iv.lo is None else format_value(t, iv.lo)
     hi = None if iv.hi is None else format_value(t, iv.hi)
     if lo is not None and hi is not None:
@@ -97,7 +81,7 @@ def _interval_text(t: Type, name: str, iv: Interval) -> str:
             open_, close = "[" if iv.lo_closed else "(", "]" if iv.hi_closed else ")"
             body, texts = f"IN {open_}{lo}, {hi}{close}", [lo, hi]
     elif hi is not None:
-        if t is Type.STRING and iv.hi == "" and iv.hi_closed:
+        if t is model.Type.STRING and iv.hi == "" and iv.hi_closed:
             body = f"= {hi}"  # the only string <= '' is ''
         else:
             body = f"{'<=' if iv.hi_closed else '<'} {hi}"

@@ -9,29 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from . import model
 from .errors import Loc, error
 from .intervals import WILDCARD, make
-from .model import (
-    Attribute,
-    Box,
-    BoxContains,
-    BoxEq,
-    BoxOverlaps,
-    BoxWithin,
-    Interval,
-    Point,
-    PointEq,
-    PointWithin,
-    Predicate,
-    Type,
-    Wildcard,
-)
 from .values import EXAMPLES, Lit, convert, infer_type, shown
 
 MAX_PREDICATES = 256
 MAX_DEPTH = 100
 
-Schema = Mapping[str, Type]
+Schema = Mapping[str, model.Type]
 
 
 class Atom:
@@ -43,7 +29,7 @@ class Atom:
 
     __slots__ = ("attr", "pred", "loc", "op")
 
-    def __init__(self, attr: Attribute, pred: Predicate, loc: Loc, op: str) -> None:
+    def __init__(self, attr: model.Attribute, pred: model.Predicate, loc: Loc, op: str) -> None:
         self.attr = attr
         self.pred = pred
         self.loc = loc
@@ -76,13 +62,13 @@ class Or:
 
 Node = Atom | Not | And | Or
 
-_ORDERED_TYPES = frozenset(t for t in Type if t.ordered)
+_ORDERED_TYPES = frozenset(t for t in model.Type if t.ordered)
 ORDERED_OPS = frozenset({"=", "!=", "<", "<=", ">", ">=", "BETWEEN", "IN"})
 GEOMETRIC_OPS = frozenset({"WITHIN", "OVERLAPS", "CONTAINS"})
 
 _OPERATORS_OF = {
-    Type.POINT: "a point attribute takes = POINT(x, y), = * or WITHIN BOX(x1, y1, x2, y2)",
-    Type.BOX: (
+    model.Type.POINT: "a point attribute takes = POINT(x, y), = * or WITHIN BOX(x1, y1, x2, y2)",
+    model.Type.BOX: (
         "a box attribute takes = BOX(x1, y1, x2, y2), OVERLAPS BOX(...), CONTAINS BOX(...), "
         "WITHIN BOX(...) or = *"
     ),
@@ -119,13 +105,13 @@ def too_many_predicates(n: int, loc: Loc) -> Exception:
 
 def attribute_type(
     name: str,
-    prefix: Type | None,
+    prefix: model.Type | None,
     prefix_loc: Loc,
     op: str,
     lits: list[Lit],
     schema: Schema | None,
     loc: Loc,
-) -> Type:
+) -> model.Type:
     """The attribute's type: the prefix, else the market's schema, else the literals."""
     for lit in lits:
         if lit.kind is None and (op != "=" or len(lits) > 1):
@@ -149,13 +135,13 @@ def attribute_type(
     if known is not None:
         return known
     if op in GEOMETRIC_OPS:
-        return Type.BOX
+        return model.Type.BOX
     return infer_type(lits, name, loc)
 
 
 def build(
     name: str,
-    t: Type,
+    t: model.Type,
     op: str,
     op_loc: Loc,
     lits: list[Lit],
@@ -168,7 +154,7 @@ def build(
     is the IN interval's brackets, such as ``[)``. ``attribute_type`` has already
     refused a ``*`` anywhere but in ``= *``.
     """
-    attr = Attribute(name, t)
+    attr = model.Attribute(name, t)
     if t in _ORDERED_TYPES:
         if op not in ORDERED_OPS:
             raise error(
@@ -211,36 +197,36 @@ def build(
         )
     if op not in GEOMETRIC_OPS and op != "=":
         raise error("bad_operator", f"{op} does not apply to {name}: " + _OPERATORS_OF[t], op_loc)
-    if t is Type.POINT and op in ("OVERLAPS", "CONTAINS"):
+    if t is model.Type.POINT and op in ("OVERLAPS", "CONTAINS"):
         raise error("bad_operator", f"{op} does not apply to {name}: " + _OPERATORS_OF[t], op_loc)
     lit = lits[0]
     if lit.kind is None:
         return Atom(attr, WILDCARD, loc, "*")
     if op == "=":
         value = convert(lit, t, name)
-        if t is Type.POINT:
-            assert isinstance(value, Point)
-            return Atom(attr, PointEq(value), loc, op)
-        assert isinstance(value, Box)
-        return Atom(attr, BoxEq(value), loc, op)
-    if lit.kind is not Type.BOX:
+        if t is model.Type.POINT:
+            assert isinstance(value, model.Point)
+            return Atom(attr, model.PointEq(value), loc, op)
+        assert isinstance(value, model.Box)
+        return Atom(attr, model.BoxEq(value), loc, op)
+    if lit.kind is not model.Type.BOX:
         raise error(
             "type_mismatch",
-            f"{op} needs {EXAMPLES[Type.BOX]}, not {shown(lit)}",
+            f"{op} needs {EXAMPLES[model.Type.BOX]}, not {shown(lit)}",
             lit.loc,
         )
     box = lit.raw
-    assert isinstance(box, Box)
-    if t is Type.POINT:
-        return Atom(attr, PointWithin(box), loc, op)
+    assert isinstance(box, model.Box)
+    if t is model.Type.POINT:
+        return Atom(attr, model.PointWithin(box), loc, op)
     if op == "WITHIN":
-        return Atom(attr, BoxWithin(box), loc, op)
+        return Atom(attr, model.BoxWithin(box), loc, op)
     if op == "OVERLAPS":
-        return Atom(attr, BoxOverlaps(box), loc, op)
-    return Atom(attr, BoxContains(box), loc, op)
+        return Atom(attr, model.BoxOverlaps(box), loc, op)
+    return Atom(attr, model.BoxContains(box), loc, op)
 
 
-def _empty_message(name: str, t: Type, op: str, lits: list[Lit], bounds: str) -> str:
+def _empty_message(name: str, t: model.Type, op: str, lits: list[Lit], bounds: str) -> str:
     a = shown(lits[0])
     if op == "BETWEEN":
         b = shown(lits[1])
@@ -260,11 +246,11 @@ def _empty_message(name: str, t: Type, op: str, lits: list[Lit], bounds: str) ->
 def describe_negation(atom: Atom) -> str:
     """Why ``NOT atom`` is refused, for the trader."""
     name = atom.attr.name
-    if type(atom.pred) is Interval:
+    if type(atom.pred) is model.Interval:
         raise AssertionError("intervals can be negated")
     if atom.op == "*":
         return f"cannot negate a wildcard: NOT {name} = * would match no value at all"
-    if type(atom.pred) is Wildcard or atom.attr.type.ordered:
+    if type(atom.pred) is model.Wildcard or atom.attr.type.ordered:
         return (
             f"cannot negate this condition on {name}: it allows every value, "
             "so its negation would allow none"

@@ -11,7 +11,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
+from typing import TypeVar
 
 from .errors import Loc, error
 from .model import Box, Point, Type, Value
@@ -35,6 +37,8 @@ _NUMERIC_RANK = {Type.INT: 0, Type.DECIMAL: 1, Type.FLOAT: 2}
 
 # Characters PostgreSQL text cannot hold (NUL) or UTF-8 cannot encode (lone surrogates).
 _BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+_T = TypeVar("_T")
 
 _DATE_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})\Z", re.ASCII)
 _TIMESTAMP_RE = re.compile(
@@ -326,48 +330,63 @@ def _to_decimal(lit: Lit) -> Decimal:
 
 
 def _to_date(lit: Lit) -> dt.date:
-    if isinstance(lit.raw, dt.date):
-        return lit.raw  # already converted where it was read
-    m = _DATE_RE.match(str(lit.raw))
-    if m is not None:
-        try:
-            return dt.date(int(m[1]), int(m[2]), int(m[3]))
-        except ValueError:
-            pass
-    raise error(
-        "bad_literal",
-        f"{shown(lit)} is not a valid date: write DATE 'YYYY-MM-DD', such as DATE '2026-11-20'",
-        lit.loc,
+    return _temporal(
+        lit,
+        dt.date,
+        _DATE_RE,
+        lambda m: dt.date(int(m[1]), int(m[2]), int(m[3])),
+        "date: write DATE 'YYYY-MM-DD', such as DATE '2026-11-20'",
     )
 
 
 def _to_timestamp(lit: Lit) -> dt.datetime:
-    if isinstance(lit.raw, dt.datetime):
-        return lit.raw  # already converted where it was read
-    m = _TIMESTAMP_RE.match(str(lit.raw))
-    if m is not None:
-        try:
-            zone = dt.UTC
-            if m[8] not in (None, "Z"):
-                hours, minutes = int(m[8][1:3]), int(m[8][4:6])
-                if hours > 23 or minutes > 59:
-                    raise ValueError
-                offset = dt.timedelta(hours=hours, minutes=minutes)
-                zone = dt.timezone(-offset if m[8][0] == "-" else offset)
-            micro = int((m[7] or "0").ljust(6, "0"))
-            value = dt.datetime(
-                int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6]), micro, zone
-            )
-            return value.astimezone(dt.UTC)
-        except (ValueError, OverflowError):
-            pass
-    raise error(
-        "bad_literal",
-        f"{shown(lit)} is not a valid timestamp: write TIMESTAMP 'YYYY-MM-DDTHH:MM:SS', "
+    return _temporal(
+        lit,
+        dt.datetime,
+        _TIMESTAMP_RE,
+        _timestamp,
+        "timestamp: write TIMESTAMP 'YYYY-MM-DDTHH:MM:SS', "
         "optionally with .ffffff and a zone (Z or +HH:MM; no zone means UTC), "
         "such as TIMESTAMP '2026-11-20T10:00:00Z'",
-        lit.loc,
     )
+
+
+def _timestamp(m: re.Match[str]) -> dt.datetime:
+    """The UTC instant a ``_TIMESTAMP_RE`` match spells (``ValueError`` if there is none)."""
+    zone = dt.UTC
+    if m[8] not in (None, "Z"):
+        hours, minutes = int(m[8][1:3]), int(m[8][4:6])
+        if hours > 23 or minutes > 59:
+            raise ValueError
+        offset = dt.timedelta(hours=hours, minutes=minutes)
+        zone = dt.timezone(-offset if m[8][0] == "-" else offset)
+    micro = int((m[7] or "0").ljust(6, "0"))
+    value = dt.datetime(
+        int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6]), micro, zone
+    )
+    return value.astimezone(dt.UTC)
+
+
+def _temporal(
+    lit: Lit,
+    kind: type[_T],
+    pattern: re.Pattern[str],
+    build: Callable[[re.Match[str]], _T],
+    expected: str,
+) -> _T:
+    """The date or timestamp ``lit`` spells: taken as it is when the JSON form's reader has
+    already converted it to ``kind``, else ``build`` from its text's match of ``pattern``.
+    A text that does not match, or names no such day or time, is a ``bad_literal`` error
+    that says what was ``expected``."""
+    if isinstance(lit.raw, kind):
+        return lit.raw
+    m = pattern.match(str(lit.raw))
+    if m is not None:
+        try:
+            return build(m)
+        except (ValueError, OverflowError):
+            pass
+    raise error("bad_literal", f"{shown(lit)} is not a valid {expected}", lit.loc)
 
 
 def coordinate(lit: Lit) -> float:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models.lookups import Exact
 
 from matching.subscriptions.schema import EVENT_TYPES, OWNER_AND_STAFF
+
+from .jsonb import jsonb_is, jsonb_matches_none
 
 # The parent table's name; its partitions are ``<EVENT_TABLE>_pYYYYMMDD`` (one per UTC day)
 # and ``<EVENT_TABLE>_default`` for a time no daily partition covers yet.
@@ -59,21 +60,8 @@ class Event(models.Model):
             ),
             # SPEC 8.1: an attribute an event does not have is absent, never null.
             models.CheckConstraint(
-                condition=Exact(
-                    models.Func(
-                        models.F("data"), function="jsonb_typeof", output_field=models.TextField()
-                    ),
-                    "object",
-                )
-                & Exact(
-                    models.Func(
-                        models.F("data"),
-                        models.Value("strict $.* ? (@ == null)"),
-                        function="jsonb_path_exists",
-                        output_field=models.BooleanField(),
-                    ),
-                    False,
-                ),
+                condition=jsonb_is("data", "object")
+                & jsonb_matches_none("data", "strict $.* ? (@ == null)"),
                 name="event_data_object_without_nulls",
             ),
         ]

@@ -5,9 +5,11 @@ from decimal import Decimal
 from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models.functions import Length
-from django.db.models.lookups import Exact, LessThanOrEqual
+from django.db.models.lookups import LessThanOrEqual
 
 from matching.subjects import SUBJECT_MAX_LENGTH, SUBJECT_REGEX
+
+from .jsonb import jsonb_is, jsonb_matches_none
 
 # Length limits of what staff type (SPEC 9: every staff text field has one), enforced by the
 # schema validation and the services with a clear error, and here by PostgreSQL.
@@ -66,12 +68,7 @@ class Market(models.Model):
                 name="market_description_length",
             ),
             models.CheckConstraint(
-                condition=Exact(
-                    models.Func(
-                        models.F("schema"), function="jsonb_typeof", output_field=models.TextField()
-                    ),
-                    "array",
-                )
+                condition=jsonb_is("schema", "array")
                 & LessThanOrEqual(
                     models.Func(
                         models.F("schema"),
@@ -83,15 +80,7 @@ class Market(models.Model):
                 name="market_schema_size",
             ),
             models.CheckConstraint(
-                condition=Exact(
-                    models.Func(
-                        models.F("schema"),
-                        models.Value(_SCHEMA_TEXT_TOO_LONG),
-                        function="jsonb_path_exists",
-                        output_field=models.BooleanField(),
-                    ),
-                    False,
-                ),
+                condition=jsonb_matches_none("schema", _SCHEMA_TEXT_TOO_LONG),
                 name="market_schema_text_length",
             ),
         ]

@@ -32,14 +32,36 @@ class Order(models.Model):
 
     class Meta:
         abstract = True
+        ordering = ["id"]
+        indexes = [models.Index(fields=["market", "state"])]
+
+
+def _order_checks(kind: str, states: list[str]) -> list[models.BaseConstraint]:
+    """What PostgreSQL checks on every row of one kind of order: its state is one of
+    ``states`` (the choices of the model's state), and it has a reason iff it is set aside."""
+    return [
+        models.CheckConstraint(condition=models.Q(state__in=states), name=f"{kind}_state_known"),
+        models.CheckConstraint(condition=SET_ASIDE_HAS_REASON, name=f"{kind}_set_aside_has_reason"),
+    ]
+
+
+# The states of offers and of bids, outside their models so that each model's Meta can check
+# them (a class nested in a model does not see the model's other names).
+class OfferState(models.TextChoices):
+    OPEN = "open", "Open"
+    CLOSED = "closed", "Closed"
+    CANCELLED = "cancelled", "Cancelled by staff"
+    WITHDRAWN = "withdrawn", "Withdrawn by the seller"
+
+
+class BidState(models.TextChoices):
+    ACTIVE = "active", "Active"
+    FILLED = "filled", "Filled"
+    WITHDRAWN = "withdrawn", "Withdrawn"
 
 
 class Offer(Order):
-    class State(models.TextChoices):
-        OPEN = "open", "Open"
-        CLOSED = "closed", "Closed"
-        CANCELLED = "cancelled", "Cancelled by staff"
-        WITHDRAWN = "withdrawn", "Withdrawn by the seller"
+    State = OfferState
 
     seller = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="offers"
@@ -47,28 +69,15 @@ class Offer(Order):
     state = models.CharField(max_length=12, choices=State.choices, default=State.OPEN)
     closes_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["id"]
-        indexes = [models.Index(fields=["market", "state"])]
-        constraints = [
-            models.CheckConstraint(
-                condition=models.Q(state__in=["open", "closed", "cancelled", "withdrawn"]),
-                name="offer_state_known",
-            ),
-            models.CheckConstraint(
-                condition=SET_ASIDE_HAS_REASON, name="offer_set_aside_has_reason"
-            ),
-        ]
+    class Meta(Order.Meta):
+        constraints = _order_checks("offer", OfferState.values)
 
     def __str__(self) -> str:
         return f"offer {self.pk} in {self.market.subject}"
 
 
 class Bid(Order):
-    class State(models.TextChoices):
-        ACTIVE = "active", "Active"
-        FILLED = "filled", "Filled"
-        WITHDRAWN = "withdrawn", "Withdrawn"
+    State = BidState
 
     buyer = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="bids"
@@ -78,16 +87,8 @@ class Bid(Order):
     # amended bid queues behind the bids that were there before the amendment.
     priority_at = models.DateTimeField(default=timezone.now)
 
-    class Meta:
-        ordering = ["id"]
-        indexes = [models.Index(fields=["market", "state"])]
-        constraints = [
-            models.CheckConstraint(
-                condition=models.Q(state__in=["active", "filled", "withdrawn"]),
-                name="bid_state_known",
-            ),
-            models.CheckConstraint(condition=SET_ASIDE_HAS_REASON, name="bid_set_aside_has_reason"),
-        ]
+    class Meta(Order.Meta):
+        constraints = _order_checks("bid", BidState.values)
 
     def __str__(self) -> str:
         return f"bid {self.pk} in {self.market.subject}"

@@ -54,22 +54,7 @@ from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import Any
 
-from matching.model import (
-    Attribute,
-    BoxContains,
-    BoxEq,
-    BoxOverlaps,
-    BoxWithin,
-    Constraint,
-    Disjunct,
-    Interval,
-    PointEq,
-    PointWithin,
-    Predicate,
-    Type,
-    Value,
-    Wildcard,
-)
+from matching import model
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MICROSECOND = dt.timedelta(microseconds=1)
@@ -83,7 +68,7 @@ _TERMINATOR = b"\xff"  # above every inverted digit (0xc6..0xcf)
 _INVERT = bytes(255 - i for i in range(256))
 
 
-def field_key(attribute: Attribute) -> str:
+def field_key(attribute: model.Attribute) -> str:
     """``int:lot``: the name and the type, as the range store keys its fields."""
     return f"{attribute.type.value}:{attribute.name}"
 
@@ -137,19 +122,19 @@ def decimal_key(value: Decimal) -> bytes:
     return _NEGATIVE + body.translate(_INVERT) + _TERMINATOR
 
 
-def value_key(t: Type, value: Value) -> bytes:
+def value_key(t: model.Type, value: model.Value) -> bytes:
     """The order-preserving key of a value of the ordered type ``t``."""
-    if t is Type.INT:
+    if t is model.Type.INT:
         return int_key(value)  # type: ignore[arg-type]
-    if t is Type.DECIMAL:
+    if t is model.Type.DECIMAL:
         return decimal_key(value)  # type: ignore[arg-type]
-    if t is Type.FLOAT:
+    if t is model.Type.FLOAT:
         return float_key(float(value))  # type: ignore[arg-type]
-    if t is Type.DATE:
+    if t is model.Type.DATE:
         return date_key(value)  # type: ignore[arg-type]
-    if t is Type.TIMESTAMP:
+    if t is model.Type.TIMESTAMP:
         return timestamp_key(value)  # type: ignore[arg-type]
-    if t is Type.STRING:
+    if t is model.Type.STRING:
         return string_key(value)  # type: ignore[arg-type]
     raise TypeError(f"{t} has no ordered values")
 
@@ -158,20 +143,20 @@ Region = tuple[float, float, float, float, float, float, float, float]
 """A 4-D region: lower corner (x1, y1, x2, y2), then upper corner."""
 
 
-def region(pred: Predicate) -> Region:
+def region(pred: model.Predicate) -> Region:
     """The region of box space that a point or box predicate allows (see the module doc)."""
     kind = type(pred)
-    if kind is PointEq:
+    if kind is model.PointEq:
         x, y = pred.point.x, pred.point.y  # type: ignore[union-attr]
         return (x, y, x, y, x, y, x, y)
     b = pred.box  # type: ignore[union-attr]
-    if kind is PointWithin or kind is BoxWithin:
+    if kind is model.PointWithin or kind is model.BoxWithin:
         return (b.x1, b.y1, b.x1, b.y1, b.x2, b.y2, b.x2, b.y2)
-    if kind is BoxEq:
+    if kind is model.BoxEq:
         return (b.x1, b.y1, b.x2, b.y2, b.x1, b.y1, b.x2, b.y2)
-    if kind is BoxOverlaps:
+    if kind is model.BoxOverlaps:
         return (-INF, -INF, b.x1, b.y1, b.x2, b.y2, INF, INF)
-    if kind is BoxContains:
+    if kind is model.BoxContains:
         return (-INF, -INF, b.x2, b.y2, b.x1, b.y1, INF, INF)
     raise TypeError(f"{pred!r} is not a point or box predicate")
 
@@ -180,12 +165,12 @@ def _clean(v: float) -> float:
     return 0.0 if v == 0.0 else float(v)
 
 
-LOOSE = (BoxOverlaps, BoxContains)
+LOOSE = (model.BoxOverlaps, model.BoxContains)
 
 
-def _role(pred: Predicate) -> str:
+def _role(pred: model.Predicate) -> str:
     kind = type(pred)
-    if kind is Wildcard:
+    if kind is model.Wildcard:
         return "wild"
     return "loose" if kind in LOOSE else "tight"
 
@@ -210,7 +195,7 @@ class Shape:
         return (self.key, self.fields, self.wild, self.loose, self.tight)
 
 
-def shape_of(disjunct: Disjunct) -> Shape:
+def shape_of(disjunct: model.Disjunct) -> Shape:
     return Shape((field_key(a), _role(p)) for a, p in disjunct.items)
 
 
@@ -218,12 +203,12 @@ PredicateRow = tuple[Any, ...]
 
 
 def predicate_row(
-    i: int, j: int, shape: str, attribute: Attribute, pred: Predicate
+    i: int, j: int, shape: str, attribute: model.Attribute, pred: model.Predicate
 ) -> PredicateRow:
     """The row of one non-wildcard predicate (column order: ``PREDICATE_COLUMNS``)."""
     t = attribute.type
     field = field_key(attribute)
-    if type(pred) is Interval:
+    if type(pred) is model.Interval:
         lo = None if pred.lo is None else value_key(t, pred.lo)
         hi = None if pred.hi is None else value_key(t, pred.hi)
         return (i, j, shape, field, lo, pred.lo_closed, hi, pred.hi_closed, False) + (None,) * 8
@@ -257,7 +242,7 @@ DISJUNCT_COLUMNS = ("id", "dj", "shape")
 SHAPE_COLUMNS = ("shape", "fields", "wild", "loose", "tight")
 
 
-def encode(item: tuple[int, Constraint]) -> Iterator[tuple[str, tuple[Any, ...]]]:
+def encode(item: tuple[int, model.Constraint]) -> Iterator[tuple[str, tuple[Any, ...]]]:
     """Every row of one ``(id, constraint)``, tagged ``"d"`` (disjunct), ``"s"`` (shape) or
     ``"p"`` (predicate)."""
     i, constraint = item
@@ -266,5 +251,5 @@ def encode(item: tuple[int, Constraint]) -> Iterator[tuple[str, tuple[Any, ...]]
         yield "d", (i, j, shape.key)
         yield "s", shape.row()
         for attribute, pred in disjunct.items:
-            if type(pred) is not Wildcard:
+            if type(pred) is not model.Wildcard:
                 yield "p", predicate_row(i, j, shape.key, attribute, pred)

@@ -20,58 +20,42 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from matching.model import (
-    Attribute,
-    Box,
-    BoxContains,
-    BoxEq,
-    BoxOverlaps,
-    BoxWithin,
-    Constraint,
-    Interval,
-    Point,
-    PointEq,
-    PointWithin,
-    Predicate,
-    Type,
-    Value,
-    Wildcard,
-)
+from matching import model
 
 from .base import StoreLimitError
 
 # The order in which type tables are created, matched and reported.
-TYPES: tuple[Type, ...] = (
-    Type.INT,
-    Type.DECIMAL,
-    Type.FLOAT,
-    Type.DATE,
-    Type.TIMESTAMP,
-    Type.STRING,
-    Type.POINT,
-    Type.BOX,
+TYPES: tuple[model.Type, ...] = (
+    model.Type.INT,
+    model.Type.DECIMAL,
+    model.Type.FLOAT,
+    model.Type.DATE,
+    model.Type.TIMESTAMP,
+    model.Type.STRING,
+    model.Type.POINT,
+    model.Type.BOX,
 )
 
 WILDCARD_OP = "*"
 
 # The PostgreSQL type holding a single value of each ordered type.
-SCALAR_SQL_TYPES: dict[Type, str] = {
-    Type.INT: "int8",
-    Type.DECIMAL: "numeric",
-    Type.FLOAT: "float8",
-    Type.DATE: "date",
-    Type.TIMESTAMP: "timestamptz",
-    Type.STRING: 'text COLLATE "C"',
+SCALAR_SQL_TYPES: dict[model.Type, str] = {
+    model.Type.INT: "int8",
+    model.Type.DECIMAL: "numeric",
+    model.Type.FLOAT: "float8",
+    model.Type.DATE: "date",
+    model.Type.TIMESTAMP: "timestamptz",
+    model.Type.STRING: 'text COLLATE "C"',
 }
 
 # Operators of point and box predicates, as stored in the ``op`` column.
 GEOMETRIC_OPS: dict[type, str] = {
-    PointEq: "=",
-    PointWithin: "within",
-    BoxEq: "=",
-    BoxOverlaps: "overlaps",
-    BoxContains: "contains",
-    BoxWithin: "within",
+    model.PointEq: "=",
+    model.PointWithin: "within",
+    model.BoxEq: "=",
+    model.BoxOverlaps: "overlaps",
+    model.BoxContains: "contains",
+    model.BoxWithin: "within",
 }
 
 # A B-tree entry must fit in about a third of an 8 kB page (2,704 bytes) and a GiST
@@ -87,7 +71,7 @@ LIMITS = (
 )
 
 
-def field_key(attribute: Attribute) -> str:
+def field_key(attribute: model.Attribute) -> str:
     """The type-qualified name (``int:lot``) that tells apart ``int x`` and ``float x``.
 
     Unambiguous although names may contain ``:``: the type never does, so the key
@@ -96,7 +80,7 @@ def field_key(attribute: Attribute) -> str:
     return f"{attribute.type.value}:{attribute.name}"
 
 
-def interval_op(iv: Interval) -> str:
+def interval_op(iv: model.Interval) -> str:
     """The paper's operator for a normalized interval (never empty, never unbounded twice)."""
     if iv.lo is None:
         return "<=" if iv.hi_closed else "<"
@@ -107,38 +91,38 @@ def interval_op(iv: Interval) -> str:
     return ("[" if iv.lo_closed else "(") + ("]" if iv.hi_closed else ")")
 
 
-def operator(pred: Predicate) -> str:
+def operator(pred: model.Predicate) -> str:
     """The stored operator of any predicate."""
     kind = type(pred)
-    if kind is Interval:
+    if kind is model.Interval:
         return interval_op(pred)  # type: ignore[arg-type]
-    if kind is Wildcard:
+    if kind is model.Wildcard:
         return WILDCARD_OP
     return GEOMETRIC_OPS[kind]
 
 
-def value_text(t: Type, value: Value) -> str:
+def value_text(t: model.Type, value: model.Value) -> str:
     """A value of an ordered type as PostgreSQL's input function for that type reads it."""
-    if t is Type.INT or t is Type.STRING:
+    if t is model.Type.INT or t is model.Type.STRING:
         return str(value)
-    if t is Type.DECIMAL:
+    if t is model.Type.DECIMAL:
         return str(value)  # scientific notation (1E+3) is valid numeric input
-    if t is Type.FLOAT:
+    if t is model.Type.FLOAT:
         return repr(float(value))  # type: ignore[arg-type]
-    if t is Type.DATE or t is Type.TIMESTAMP:
+    if t is model.Type.DATE or t is model.Type.TIMESTAMP:
         assert isinstance(value, dt.date)
         return value.isoformat()
     raise TypeError(f"{t} has no interval values")
 
 
-def value_key(t: Type, value: Value) -> str:
+def value_key(t: model.Type, value: model.Value) -> str:
     """One text per value of an ordered type: equal values give equal texts, and only they.
 
     Unlike ``value_text`` it does not keep how a value was written: decimals lose
     trailing zeros (``1.00`` and ``1.0`` are one value), ``-0.0`` is ``0.0``, and a
     timestamp is written in UTC.
     """
-    if t is Type.DECIMAL:
+    if t is model.Type.DECIMAL:
         assert isinstance(value, Decimal)
         sign, digits, exponent = value.as_tuple()
         assert isinstance(exponent, int)  # the language has no NaN or infinity
@@ -150,10 +134,10 @@ def value_key(t: Type, value: Value) -> str:
             return "0"
         # No Decimal context is involved, so no digit is ever rounded away.
         return ("-" if sign else "") + "".join(map(str, digits[:end])) + f"e{exponent}"
-    if t is Type.FLOAT:
+    if t is model.Type.FLOAT:
         number = float(value)  # type: ignore[arg-type]
         return repr(number) if number else "0.0"
-    if t is Type.TIMESTAMP:
+    if t is model.Type.TIMESTAMP:
         assert isinstance(value, dt.datetime)
         return value.astimezone(dt.UTC).isoformat()
     return value_text(t, value)
@@ -164,7 +148,7 @@ def _quote_bound(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def range_text(t: Type, iv: Interval) -> str:
+def range_text(t: model.Type, iv: model.Interval) -> str:
     """The interval as a range literal: ``["1","5"]``, ``(,"x")``.
 
     Discrete bounds are written closed and PostgreSQL canonicalizes them
@@ -176,15 +160,15 @@ def range_text(t: Type, iv: Interval) -> str:
     return ("[" if iv.lo_closed else "(") + lo + "," + hi + ("]" if iv.hi_closed else ")")
 
 
-def point_text(p: Point) -> str:
+def point_text(p: model.Point) -> str:
     return f"({p.x!r},{p.y!r})"
 
 
-def box_text(b: Box) -> str:
+def box_text(b: model.Box) -> str:
     return f"({b.x1!r},{b.y1!r}),({b.x2!r},{b.y2!r})"
 
 
-def check_storable(constraint: Constraint) -> None:
+def check_storable(constraint: model.Constraint) -> None:
     """Raise ``StoreLimitError`` if some field or value would not fit in an index entry."""
     for disjunct in constraint.disjuncts:
         for attribute, pred in disjunct.items:
@@ -193,13 +177,16 @@ def check_storable(constraint: Constraint) -> None:
                     f"the attribute name {attribute.name[:40]!r}... is longer than "
                     f"{MAX_FIELD_BYTES} bytes, more than the constraint store holds"
                 )
-            if type(pred) is Interval and attribute.type in (Type.STRING, Type.DECIMAL):
+            if type(pred) is model.Interval and attribute.type in (
+                model.Type.STRING,
+                model.Type.DECIMAL,
+            ):
                 for value in (pred.lo, pred.hi):
                     if value is not None:
                         _check_value(attribute, value)
 
 
-def _check_value(attribute: Attribute, value: Value) -> None:
+def _check_value(attribute: model.Attribute, value: model.Value) -> None:
     if isinstance(value, str):
         if len(value.encode()) > MAX_STRING_BYTES:
             raise StoreLimitError(

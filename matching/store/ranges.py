@@ -77,18 +77,7 @@ from typing import Any
 
 import psycopg
 
-from matching.model import (
-    BoxContains,
-    BoxOverlaps,
-    Disjunct,
-    Interval,
-    PointEq,
-    PointWithin,
-    Predicate,
-    Type,
-    Value,
-    Wildcard,
-)
+from matching import model
 
 from .base import DisjunctPair, Item, check_ids
 from .database import SIDES, DatabaseStore, Index, Side, chunked
@@ -117,16 +106,16 @@ from .range_query import (
 from .rules import TABLE_NAMES
 from .sql import bump_counters, copy_rows
 
-RANGE_TYPES: dict[Type, str] = {
-    Type.INT: "int8range",
-    Type.DECIMAL: "numrange",
-    Type.FLOAT: "floatrange",  # created in the store's schema
-    Type.DATE: "daterange",
-    Type.TIMESTAMP: "tstzrange",
-    Type.STRING: "textrange",  # created in the store's schema
+RANGE_TYPES: dict[model.Type, str] = {
+    model.Type.INT: "int8range",
+    model.Type.DECIMAL: "numrange",
+    model.Type.FLOAT: "floatrange",  # created in the store's schema
+    model.Type.DATE: "daterange",
+    model.Type.TIMESTAMP: "tstzrange",
+    model.Type.STRING: "textrange",  # created in the store's schema
 }
 
-_LOOSE = (BoxOverlaps, BoxContains)
+_LOOSE = (model.BoxOverlaps, model.BoxContains)
 
 # What the match reads from a predicate row, carried in its indexes so that scans
 # need not visit the table (once VACUUM has marked the pages all-visible).
@@ -164,17 +153,17 @@ class Shape:
 
 def _role(pred: Any) -> int:
     kind = type(pred)
-    if kind is Wildcard:
+    if kind is model.Wildcard:
         return _WILD
     return _LOOSE_ROLE if kind in _LOOSE else _TIGHT
 
 
 def _single(pred: Any) -> bool:
     """Whether a predicate is one value of an ordered type (``lot = 5``)."""
-    return type(pred) is Interval and pred.lo is not None and pred.lo == pred.hi
+    return type(pred) is model.Interval and pred.lo is not None and pred.lo == pred.hi
 
 
-def is_whole(disjunct: Disjunct) -> bool:
+def is_whole(disjunct: model.Disjunct) -> bool:
     """Two or more predicates, every one a single value of an ordered type."""
     items = disjunct.items
     return len(items) > 1 and all(_single(pred) for _, pred in items)
@@ -183,7 +172,7 @@ def is_whole(disjunct: Disjunct) -> bool:
 _ShapeCache = dict[tuple[tuple[tuple[str, int], ...], bool], Shape]
 
 
-def _shape_of(disjunct: Disjunct, whole: bool, cache: _ShapeCache) -> Shape:
+def _shape_of(disjunct: model.Disjunct, whole: bool, cache: _ShapeCache) -> Shape:
     # Disjuncts differ in values far more often than in shape: look the shape up by
     # its signature instead of sorting and hashing for every disjunct.
     signature = tuple((field_key(a), _role(pred)) for a, pred in disjunct.items)
@@ -195,7 +184,7 @@ def _shape_of(disjunct: Disjunct, whole: bool, cache: _ShapeCache) -> Shape:
     return shape
 
 
-def whole_key(disjunct: Disjunct) -> uuid.UUID:
+def whole_key(disjunct: model.Disjunct) -> uuid.UUID:
     """The values of a whole disjunct, in the order of its field keys, as one digest.
 
     Two whole disjuncts of one shape (the same field keys) get the same key exactly
@@ -211,38 +200,40 @@ def whole_key(disjunct: Disjunct) -> uuid.UUID:
     return uuid.UUID(bytes=hashlib.blake2b(text.encode(), digest_size=16).digest())
 
 
-def _equal_value(pred: Predicate) -> Value:
+def _equal_value(pred: model.Predicate) -> model.Value:
     # A whole disjunct is one of equalities only (see ``Shape``).
-    assert isinstance(pred, Interval) and pred.lo is not None
+    assert isinstance(pred, model.Interval) and pred.lo is not None
     return pred.lo
 
 
 # -- rows --------------------------------------------------------------------------------
 
 
-def _row(t: Type, i: int, j: int, key: int, name: str, pred: Any, whole: bool) -> tuple[Any, ...]:
+def _row(
+    t: model.Type, i: int, j: int, key: int, name: str, pred: Any, whole: bool
+) -> tuple[Any, ...]:
     """A non-wildcard predicate as a row of its type table (values as text).
 
     The fifth item is the row's kind (for ``used_operators``), not a column.
     """
     kind = type(pred)
-    if kind is Interval:
+    if kind is model.Interval:
         single = _single(pred)
         pt = value_text(t, pred.lo) if single else None
         kind_name = (WHOLE_VALUE if whole else POINT_VALUE) if single else INTERVAL
         return (i, j, key, name, kind_name, pt, range_text(t, pred), whole)
-    if kind is PointEq:
+    if kind is model.PointEq:
         p = pred.point
         return (i, j, key, name, INTERVAL, f"({p.x!r},{p.y!r}),({p.x!r},{p.y!r})")
-    if kind is PointWithin:
+    if kind is model.PointWithin:
         return (i, j, key, name, INTERVAL, box_text(pred.box))
     return (i, j, key, name, GEOMETRIC_OPS[kind], box_text(pred.box))
 
 
-def _columns(t: Type) -> list[str]:
+def _columns(t: model.Type) -> list[str]:
     if t.ordered:
         return ["id", "disjunct_id", "shape", "field", "pt", "val", "whole"]
-    if t is Type.BOX:
+    if t is model.Type.BOX:
         return ["id", "disjunct_id", "shape", "field", "op", "val"]
     return ["id", "disjunct_id", "shape", "field", "val"]
 
@@ -251,7 +242,7 @@ class RangeStore(DatabaseStore):
     strategy = "range"
     extensions = ("btree_gist",)
 
-    def table(self, t: Type, side: Side) -> str:
+    def table(self, t: model.Type, side: Side) -> str:
         return self.q(f"{TABLE_NAMES[t]}_{side}s")
 
     def _ddl(self) -> list[str]:
@@ -285,7 +276,7 @@ class RangeStore(DatabaseStore):
                     if name in ("floatrange", "textrange"):
                         name = self.q(name)
                     values = f"pt {SCALAR_SQL_TYPES[t]}, val {name} NOT NULL, whole bool NOT NULL"
-                elif t is Type.BOX:
+                elif t is model.Type.BOX:
                     values = "op text NOT NULL, val box NOT NULL"
                 else:
                     values = "val box NOT NULL"
@@ -352,7 +343,7 @@ class RangeStore(DatabaseStore):
             counts = Counter(shape for shapes in shaped for shape in shapes)
             ids.update(self._add_shapes(cur, side, list(counts.items())))
             masters: list[tuple[int, int, int, int, uuid.UUID | None]] = []
-            rows: dict[Type, list[tuple[Any, ...]]] = {}
+            rows: dict[model.Type, list[tuple[Any, ...]]] = {}
             for (i, constraint), shapes in zip(chunk, shaped, strict=True):
                 for j, disjunct in enumerate(constraint.disjuncts):
                     shape = shapes[j]
@@ -360,13 +351,13 @@ class RangeStore(DatabaseStore):
                     vkey = whole_key(disjunct) if shape.whole else None
                     masters.append((i, j, len(disjunct.items), shape_id, vkey))
                     for attribute, pred in disjunct.items:
-                        if type(pred) is Wildcard:
+                        if type(pred) is model.Wildcard:
                             used[(attribute.type.value, side, WILDCARD)] += 1
                             continue
                         t = attribute.type
                         row = _row(t, i, j, shape_id, attribute.name, pred, shape.whole)
                         used[(t.value, side, row[4])] += 1
-                        if t is not Type.BOX:
+                        if t is not model.Type.BOX:
                             row = row[:4] + row[5:]  # the kind is bookkeeping, not a column
                         rows.setdefault(t, []).append(row)
             copy_rows(
@@ -423,14 +414,14 @@ class RangeStore(DatabaseStore):
         )
         removed: Counter[tuple[str, str, str]] = Counter()
         for (type_name,) in cur.fetchall():
-            t = Type(type_name)
+            t = model.Type(type_name)
             if t.ordered:
                 kind = (
                     f"CASE WHEN pt IS NULL THEN '{INTERVAL}'"
                     f" WHEN whole THEN '{WHOLE_VALUE}' ELSE '{POINT_VALUE}' END"
                 )
             else:
-                kind = "op" if t is Type.BOX else f"'{INTERVAL}'"
+                kind = "op" if t is model.Type.BOX else f"'{INTERVAL}'"
             cur.execute(
                 f"WITH d AS (DELETE FROM {self.table(t, side)} WHERE id = ANY(%s::int8[])"
                 f" RETURNING {kind} AS op) SELECT op, count(*) FROM d GROUP BY op",

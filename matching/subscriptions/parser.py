@@ -27,25 +27,11 @@ below) are checked as the text is read, so an oversized query fails before any w
 
 from __future__ import annotations
 
+from . import model
 from .clauses import MAX_ITEMS, NUMERIC, ClauseReader
 from .conditions import COMPARISONS, ConditionReader
 from .errors import QueryError
 from .lexer import DOTTED, END, KW, NAME, OP, Token, describe, tokenize
-from .model import (
-    AGGREGATES,
-    Aggregate,
-    AtomicQuery,
-    Attr,
-    CompositeQuery,
-    Condition,
-    Having,
-    Item,
-    Join,
-    Kind,
-    Query,
-    TimeBound,
-    TimeRange,
-)
 from .pattern_parser import PatternReader
 from .schema import END_TIME, EVENT_SCHEMA, START_TIME, check_attribute
 from .watch_parser import WatchReader
@@ -57,7 +43,7 @@ MIN_ALIASES, MAX_ALIASES = 2, 4
 _PATTERN_WORDS = frozenset({"next", "fold", "filter", "events", "union"})
 
 
-def parse_query(text: str) -> Query:
+def parse_query(text: str) -> model.Query:
     """The query written in ``text``; ``QueryError`` for anything that is not one."""
     if not isinstance(text, str):
         raise QueryError("a query is text, such as SELECT price WHERE type = 'trade'", 0)
@@ -70,7 +56,7 @@ def parse_query(text: str) -> Query:
     return _Parser(text, tokenize(text)).query()
 
 
-def kind_of(tokens: list[Token]) -> tuple[Kind, Token | None]:
+def kind_of(tokens: list[Token]) -> tuple[model.Kind, Token | None]:
     """The form a token list has, and the token its source starts at (after ``FROM``).
 
     Only what follows ``FROM`` decides: a pattern's words there (``FILTER``, ``EVENTS``,
@@ -82,45 +68,45 @@ def kind_of(tokens: list[Token]) -> tuple[Kind, Token | None]:
             source = tokens[i + 1]
             for later in tokens[i + 1 :]:
                 if later.kind == KW and later.text in _PATTERN_WORDS:
-                    return Kind.PATTERN, later
+                    return model.Kind.PATTERN, later
             after = tokens[min(i + 2, len(tokens) - 1)]
             if (
                 source.kind == NAME
                 and source.text.lower() == "offers"
                 and (after.kind == END or (after.kind == KW and after.text in ("where", "notify")))
             ):
-                return Kind.STATE, source
-            return Kind.COMPOSITE, source
-    return Kind.EVENTS, None
+                return model.Kind.STATE, source
+            return model.Kind.COMPOSITE, source
+    return model.Kind.EVENTS, None
 
 
 class _Parser(ClauseReader):
-    def query(self) -> Query:
+    def query(self) -> model.Query:
         self._expect(KW, "select", what="SELECT at the start of a subscription")
         kind, source = kind_of(self.tokens)
-        if kind is Kind.PATTERN:
+        if kind is model.Kind.PATTERN:
             reader = PatternReader(self.text, self.tokens)
             reader.i = self.i
             return reader.patterns()
-        if kind is Kind.STATE:
+        if kind is model.Kind.STATE:
             watch = WatchReader(self.text, self.tokens)
             watch.i = self.i
             return watch.watch()
-        if kind is Kind.COMPOSITE:
+        if kind is model.Kind.COMPOSITE:
             return self.composite()
         return self.atomic()
 
     # -- form 1 -----------------------------------------------------------------------------
 
-    def atomic(self) -> AtomicQuery:
+    def atomic(self) -> model.AtomicQuery:
         select = self.select_list(self.item)
         reader = ConditionReader(self, EVENT_SCHEMA, None)
-        conditions: list[Condition] = []
-        bounds: dict[str, TimeBound] = {}
+        conditions: list[model.Condition] = []
+        bounds: dict[str, model.TimeBound] = {}
         if self._match(KW, "where"):
             self.conjuncts(reader, conditions, bounds, None)
         group_by: tuple[str, ...] = ()
-        having: Having | None = None
+        having: model.Having | None = None
         group_tok = having_tok = None
         for _ in range(2):
             if group_tok is None and self.is_kw("group"):
@@ -131,18 +117,18 @@ class _Parser(ClauseReader):
                 having = self.having()
         self.expect_end("GROUP BY, HAVING" if group_tok is None or having_tok is None else "")
         items = select or ()
-        aggregates = [i for i in items if isinstance(i, Aggregate)]
+        aggregates = [i for i in items if isinstance(i, model.Aggregate)]
         if aggregates:
             n = aggregates[0].n
             for item, tok in zip(items, self.item_tokens, strict=True):
-                if isinstance(item, Aggregate) and item.n != n:
+                if isinstance(item, model.Aggregate) and item.n != n:
                     raise QueryError(
                         f"all aggregates of one SELECT share their window: this one has "
                         f"{item.n} events, the first {n}",
                         tok.position,
                         code="bad_aggregate",
                     )
-                if isinstance(item, Attr) and item.attribute not in group_by:
+                if isinstance(item, model.Attr) and item.attribute not in group_by:
                     raise QueryError(
                         f"{item.attribute} is selected beside aggregates, so it must be "
                         f"grouped: add GROUP BY {item.attribute}, or aggregate it",
@@ -162,19 +148,19 @@ class _Parser(ClauseReader):
                 group_tok.position,
                 code="bad_aggregate",
             )
-        return AtomicQuery(
+        return model.AtomicQuery(
             select,
             tuple(conditions),
-            TimeRange(bounds.get(START_TIME), bounds.get(END_TIME)),
+            model.TimeRange(bounds.get(START_TIME), bounds.get(END_TIME)),
             group_by,
             having,
         )
 
-    def item(self) -> Item:
+    def item(self) -> model.Item:
         tok = self.peek
-        if tok.kind == KW and tok.text.upper() in AGGREGATES:
+        if tok.kind == KW and tok.text.upper() in model.AGGREGATES:
             aggregate = self.aggregate()
-            return Aggregate(
+            return model.Aggregate(
                 aggregate.func, aggregate.attribute, aggregate.n, aggregate.type, self.as_name()
             )
         if tok.kind == DOTTED:
@@ -184,9 +170,9 @@ class _Parser(ClauseReader):
                 code="unknown_attribute",
             )
         attribute = self.attribute()
-        return Attr(attribute, self.as_name())
+        return model.Attr(attribute, self.as_name())
 
-    def composite(self) -> CompositeQuery:
+    def composite(self) -> model.CompositeQuery:
         select_tokens: list[Token] = []
         if not self._match(OP, "*"):
             while True:
@@ -230,14 +216,14 @@ class _Parser(ClauseReader):
             raise self.error(
                 "a composite subscription joins two to four aliases: FROM a AND b", code="syntax"
             )
-        select: tuple[Attr, ...] | None = None
+        select: tuple[model.Attr, ...] | None = None
         if select_tokens:
             items = []
             for tok in select_tokens:
                 alias, _, attribute = tok.text.partition(".")
                 self.check_alias(alias, tuple(aliases), tok)
                 check_attribute(attribute, tok.position + len(alias) + 1)
-                item = Attr(attribute, None, alias)
+                item = model.Attr(attribute, None, alias)
                 if item in items:
                     raise QueryError(
                         f"{tok.text} is selected twice", tok.position, code="duplicate"
@@ -246,26 +232,26 @@ class _Parser(ClauseReader):
             select = tuple(items)
         self._expect(KW, "where", what="WHERE and the conditions of the join")
         reader = ConditionReader(self, EVENT_SCHEMA, tuple(aliases))
-        conditions: list[Condition] = []
-        joins: list[Join] = []
-        bounds: dict[str, TimeBound] = {}
+        conditions: list[model.Condition] = []
+        joins: list[model.Join] = []
+        bounds: dict[str, model.TimeBound] = {}
         self.conjuncts(reader, conditions, bounds, joins)
         self.expect_end("")
         alias_times = []
         for alias in aliases:
             start, end = bounds.get(f"{alias}.{START_TIME}"), bounds.get(f"{alias}.{END_TIME}")
             if start is not None or end is not None:
-                alias_times.append((alias, TimeRange(start, end)))
-        return CompositeQuery(
+                alias_times.append((alias, model.TimeRange(start, end)))
+        return model.CompositeQuery(
             select,
             tuple(aliases),
             tuple(conditions),
             tuple(joins),
-            TimeRange(bounds.get(START_TIME), bounds.get(END_TIME)),
+            model.TimeRange(bounds.get(START_TIME), bounds.get(END_TIME)),
             tuple(alias_times),
         )
 
-    def join(self, aliases: tuple[str, ...]) -> Join:
+    def join(self, aliases: tuple[str, ...]) -> model.Join:
         left_tok = self.advance()
         op_tok = self.advance()
         right_tok = self.advance()
@@ -291,16 +277,16 @@ class _Parser(ClauseReader):
                 code="type_mismatch",
             )
         op = "!=" if op_tok.text == "<>" else op_tok.text
-        return Join(la, lattr, op, ra, rattr)
+        return model.Join(la, lattr, op, ra, rattr)
 
     # -- shared -----------------------------------------------------------------------------
 
     def conjuncts(
         self,
         reader: ConditionReader,
-        conditions: list[Condition],
-        bounds: dict[str, TimeBound],
-        joins: list[Join] | None,
+        conditions: list[model.Condition],
+        bounds: dict[str, model.TimeBound],
+        joins: list[model.Join] | None,
     ) -> None:
         count = 0
         while True:

@@ -14,31 +14,15 @@ import matching
 from matching import Constraint, Disjunct, Type
 from matching.values import format_value
 
+from . import model
 from .clauses import UNITS, result_type
 from .lexer import KEYWORDS
-from .model import (
-    Aggregate,
-    AtomicQuery,
-    Attr,
-    CompositeQuery,
-    Condition,
-    Having,
-    Item,
-    Join,
-    Query,
-    SubjectTest,
-    Test,
-    Threshold,
-    TimeBound,
-    TimeRange,
-    WatchQuery,
-)
 from .schema import END_TIME, START_TIME
 
 _IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def to_text(query: Query) -> str:
+def to_text(query: model.Query) -> str:
     """The canonical text of ``query``."""
     from .pattern_model import PatternQuery
 
@@ -46,14 +30,14 @@ def to_text(query: Query) -> str:
         from .pattern_printer import pattern_text  # it builds on this module's helpers
 
         return pattern_text(query)
-    if isinstance(query, CompositeQuery):
+    if isinstance(query, model.CompositeQuery):
         return _composite(query)
-    if isinstance(query, WatchQuery):
+    if isinstance(query, model.WatchQuery):
         return _watch(query)
     return _atomic(query)
 
 
-def _atomic(q: AtomicQuery) -> str:
+def _atomic(q: model.AtomicQuery) -> str:
     parts = ["SELECT " + _select(q.select)]
     where = [condition_text(c) for c in q.conditions] + _bounds("", q.time)
     if where:
@@ -65,7 +49,7 @@ def _atomic(q: AtomicQuery) -> str:
     return " ".join(parts)
 
 
-def _composite(q: CompositeQuery) -> str:
+def _composite(q: model.CompositeQuery) -> str:
     select = "*" if q.select is None else ", ".join(f"{i.alias}.{i.attribute}" for i in q.select)
     where = [condition_text(c) for c in q.conditions]
     where += [_join(j) for j in q.joins]
@@ -75,7 +59,7 @@ def _composite(q: CompositeQuery) -> str:
     return f"SELECT {select} FROM {' AND '.join(q.aliases)} WHERE {', '.join(where)}"
 
 
-def _watch(q: WatchQuery) -> str:
+def _watch(q: model.WatchQuery) -> str:
     attribute = name_text(q.attribute)
     if q.func is None:
         text = f"SELECT {attribute} FROM offers WHERE offer = {q.offer}"
@@ -87,11 +71,11 @@ def _watch(q: WatchQuery) -> str:
     return text
 
 
-def threshold_text(t: Threshold) -> str:
+def threshold_text(t: model.Threshold) -> str:
     return format_value(Type.DECIMAL, t.amount) + ("%" if t.percent else "")
 
 
-def _select(items: tuple[Item, ...] | None) -> str:
+def _select(items: tuple[model.Item, ...] | None) -> str:
     if items is None:
         return "*"
     return ", ".join(
@@ -99,16 +83,16 @@ def _select(items: tuple[Item, ...] | None) -> str:
     )
 
 
-def item_text(item: Item) -> str:
+def item_text(item: model.Item) -> str:
     """An item without its ``AS`` name: ``price``, ``a.price`` or ``AVG(price, 2)``."""
-    if isinstance(item, Aggregate):
+    if isinstance(item, model.Aggregate):
         return aggregate_text(item)
-    assert isinstance(item, Attr)
+    assert isinstance(item, model.Attr)
     name = name_text(item.attribute)
     return name if item.alias is None else f"{item.alias}.{name}"
 
 
-def aggregate_text(a: Aggregate) -> str:
+def aggregate_text(a: model.Aggregate) -> str:
     return f"{a.func}({name_text(a.attribute)}, {a.n})"
 
 
@@ -118,12 +102,12 @@ def name_text(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def condition_text(c: Condition) -> str:
+def condition_text(c: model.Condition) -> str:
     if len(c.disjuncts) == 1:
         (tests,) = c.disjuncts
         body = " AND ".join(test_text(t) for t in tests)
         needs_parens = len(tests) > 1 or any(
-            isinstance(t, SubjectTest) and t.negated for t in tests
+            isinstance(t, model.SubjectTest) and t.negated for t in tests
         )
         return f"({body})" if needs_parens else body
     texts = []
@@ -133,9 +117,9 @@ def condition_text(c: Condition) -> str:
     return "(" + " OR ".join(texts) + ")"
 
 
-def test_text(t: Test) -> str:
+def test_text(t: model.Test) -> str:
     prefix = "" if t.alias is None else t.alias + "."
-    if isinstance(t, SubjectTest):
+    if isinstance(t, model.SubjectTest):
         pattern = t.pattern.replace("'", "''")
         return f"{'NOT ' if t.negated else ''}{prefix}subject MATCHES '{pattern}'"
     text = matching.to_text(
@@ -148,11 +132,11 @@ def test_text(t: Test) -> str:
     return prefix + text
 
 
-def _join(j: Join) -> str:
+def _join(j: model.Join) -> str:
     return f"{j.left_alias}.{j.left} {j.op} {j.right_alias}.{j.right}"
 
 
-def _bounds(prefix: str, time: TimeRange) -> list[str]:
+def _bounds(prefix: str, time: model.TimeRange) -> list[str]:
     out = []
     for name, bound in ((START_TIME, time.start), (END_TIME, time.end)):
         if bound is not None:
@@ -160,7 +144,7 @@ def _bounds(prefix: str, time: TimeRange) -> list[str]:
     return out
 
 
-def bound_text(b: TimeBound) -> str:
+def bound_text(b: model.TimeBound) -> str:
     if b.at is not None:
         return format_value(Type.TIMESTAMP, b.at)
     if b.offset == 0:
@@ -170,7 +154,7 @@ def bound_text(b: TimeBound) -> str:
     return f"NOW {'+' if b.offset > 0 else '-'} {seconds // UNITS[unit]}{unit}"
 
 
-def _having(h: Having) -> str:
+def _having(h: model.Having) -> str:
     value = format_value(result_type(h.aggregate), h.value)
     text = f"HAVING {aggregate_text(h.aggregate)} {h.op} {value}"
     return text + (" RESET" if h.reset else "")

@@ -83,6 +83,19 @@ def fresh_database(database: str) -> str:
     return url
 
 
+def load_bench_book(url: str, *, offers: int, bids: int) -> None:
+    """The bench book (``manage.py bench_book``, seed 1) loaded into the database at ``url``."""
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "manage.py", "bench_book", "--offers", str(offers)]
+        + ["--bids", str(bids), "--seed", "1"],
+        cwd=ROOT,
+        env=_env(url),
+        check=True,
+    )
+
+
 def provision_log(size: dict[str, int]) -> str:
     """A fresh bench database with the log of ``size``; returns its URL."""
     import subprocess
@@ -366,13 +379,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
         text=True,
     )
     book = QUICK_CYCLE_BOOK if quick else CYCLE_BOOK
-    subprocess.run(
-        [sys.executable, "manage.py", "bench_book", "--offers", str(book["offers"])]
-        + ["--bids", str(book["bids"]), "--seed", "1"],
-        cwd=ROOT,
-        env=_env(url),
-        check=True,
-    )
+    load_bench_book(url, offers=book["offers"], bids=book["bids"])
     cycles = subprocess.run(
         [sys.executable, __file__, "--cycles", "6" if quick else "24"],
         cwd=ROOT,

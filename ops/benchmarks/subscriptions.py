@@ -53,18 +53,10 @@ def _load() -> float:
 
 def provision_book(size: dict[str, int]) -> str:
     """A fresh bench database holding the bench book; returns its URL."""
-    import subprocess
-
-    from ops.benchmarks.history import _env, fresh_database
+    from ops.benchmarks.history import fresh_database, load_bench_book
 
     url = fresh_database(DATABASE)
-    subprocess.run(
-        [sys.executable, "manage.py", "bench_book", "--offers", str(size["offers"])]
-        + ["--bids", str(size["bids"]), "--seed", "1"],
-        cwd=ROOT,
-        env=_env(url),
-        check=True,
-    )
+    load_bench_book(url, offers=size["offers"], bids=size["bids"])
     return url
 
 

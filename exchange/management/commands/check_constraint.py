@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import sys
 
-from django.core.management.base import BaseCommand
-
 import matching
+from exchange.management.offline import OfflineCommand
 
 
-class Command(BaseCommand):
+class Command(OfflineCommand):
     help = "Parse and normalize a constraint; print it one disjunct per line, or the error."
-    requires_system_checks: list[str] = []
-    requires_migrations_checks = False
 
     def add_arguments(self, parser):
         parser.add_argument("text", help="the constraint, in the text syntax of SPEC 2.3")

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from django.core.management.base import BaseCommand
 from psycopg.conninfo import make_conninfo
 
 import matching
+from exchange.management.offline import OfflineCommand
 from matching.model import Constraint
 from matching.store import StoreLimitError, check_storable, open_store
 from matching.store.memory import MemoryStore
@@ -193,13 +193,11 @@ def read_constraints(
     return parsed, bad
 
 
-class Command(BaseCommand):
+class Command(OfflineCommand):
     help = (
         "Match the constraints of two files (<id><TAB><constraint> per line) and print "
         "the matching pairs as <pub id><TAB><sub id>, sorted as text."
     )
-    requires_system_checks: list[str] = []
-    requires_migrations_checks = False
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("pubs", help="the publications file")

@@ -18,8 +18,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
+from exchange.management.offline import OfflineCommand
 from matching.subscriptions import (
     EventError,
     QueryError,
@@ -34,10 +33,8 @@ class _BadFile(Exception):
     pass
 
 
-class Command(BaseCommand):
+class Command(OfflineCommand):
     help = "Run a subscription over an events file (SPEC 8.3's offline contract)."
-    requires_system_checks: list[str] = []
-    requires_migrations_checks = False
 
     def add_arguments(self, parser):
         parser.add_argument("events", help="a JSON-lines file, one SPEC 8.1 event per line")

@@ -15,17 +15,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from exchange.management.commands.match_files import database_conninfo
+from exchange.management.offline import OfflineCommand
 from matching.store import StoreError
 from matching.workload import KINDS, Workload, WorkloadError, generate, load_workload
 
 
-class Command(BaseCommand):
+class Command(OfflineCommand):
     help = "Generate the paper's workloads with Spark, or bulk-load one into a constraint store."
-    requires_system_checks: list[str] = []
-    requires_migrations_checks = False
 
     def add_arguments(self, parser: Any) -> None:
         actions = parser.add_subparsers(dest="action", required=True)

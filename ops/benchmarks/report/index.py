@@ -4,6 +4,7 @@ benchmark runs alone."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,24 +22,18 @@ def index(doc: Doc) -> None:
     r = doc.results.get("index")
     if not r:
         return
-    points, naive = r["points"], r["naive"]
-    top = points[-1]
-    measured = {p["subscriptions"]: p["us_per_event"] for p in naive}
+    points, top = r["points"], r["points"][-1]
+    naive = naive_cells(r, "subscriptions")
     rows = [
         fmt.row(
             [
-                f"{p['subscriptions']:,}",
-                fmt.rate(p["events_per_s"]),
-                f"{p['us_per_event']:,.1f}",
-                f"{1e6 * p['wall_s'] / p['events']:,.1f}",
+                *lead_cells(p, "subscriptions"),
                 f"{p['visited_per_event']:,.1f}",
                 f"{p['matches_per_event']:,.2f}",
                 f"{p['nodes']:,}",
                 f"{p['bytes_per_subscription']:,.0f}",
                 fmt.s(p["build_cpu_s"]),
-                f"{measured[p['subscriptions']]:,.0f}"
-                if p["subscriptions"] in measured
-                else f"{p['naive_us_per_event_extrapolated']:,.0f} (extrapolated)",
+                naive(p),
             ]
         )
         for p in points
@@ -46,26 +41,62 @@ def index(doc: Doc) -> None:
     full = top["subscriptions"] >= 1_000_000
     doc.prose(
         "index",
-        command="ops/bench --index-only" + (" --quick" if r["quick"] else ""),
-        date=r["date"],
-        seconds=f"{r['seconds']:,.0f}",
-        load=f"{r['load']:.1f}",
-        order=", ".join(f"`{a}`" for a in r["order"]),
-        events=f"{top['events']:,}",
-        top_rate=fmt.rate(top["events_per_s"]),
-        top_size=f"{top['subscriptions']:,}",
+        **run_facts(r, "subscriptions", "--index-only"),
         low=f"{points[0]['subscriptions']:,}",
         rate_verdict=_verdict(top["events_per_s"] >= RATE, full),
         exponent=f"{r['exponent']:.2f}",
         naive_exponent=f"{r['naive_exponent']:.2f}",
         exponent_verdict=_verdict(r["exponent"] <= EXPONENT, full),
         rows="\n".join(rows),
-        naive_sizes=", ".join(f"{p['subscriptions']:,}" for p in naive),
-        naive_events=f"{naive[0]['events']:,}",
-        naive_costs=", ".join(f"{p['us_per_event']:,.0f}" for p in naive),
         per_node_low=f"{points[0]['us_per_event'] / points[0]['visited_per_event']:.2f}",
         per_node_top=f"{top['us_per_event'] / top['visited_per_event']:.2f}",
     )
+
+
+# What the sections of the benchmarks that grow one size against a naive loop (this one and
+# patterns.py's) share: a run's facts in the prose, and the first and naive cells of a row.
+
+
+def run_facts(r: dict[str, Any], size: str, flag: str) -> dict[str, str]:
+    """The prose values about run ``r`` of the benchmark that ``ops/bench flag`` runs, whose
+    points grow ``size``: how it was run, its largest point and the naive loop's points."""
+    top, naive = r["points"][-1], r["naive"]
+    return {
+        "command": f"ops/bench {flag}" + (" --quick" if r["quick"] else ""),
+        "date": r["date"],
+        "seconds": f"{r['seconds']:,.0f}",
+        "load": f"{r['load']:.1f}",
+        "order": ", ".join(f"`{a}`" for a in r["order"]),
+        "events": f"{top['events']:,}",
+        "top_rate": fmt.rate(top["events_per_s"]),
+        "top_size": f"{top[size]:,}",
+        "naive_sizes": ", ".join(f"{p[size]:,}" for p in naive),
+        "naive_events": f"{naive[0]['events']:,}",
+        "naive_costs": ", ".join(f"{p['us_per_event']:,.0f}" for p in naive),
+    }
+
+
+def lead_cells(p: dict[str, Any], size: str) -> list[str]:
+    """A point's first cells: its size, events per second, CPU and wall µs per event."""
+    return [
+        f"{p[size]:,}",
+        fmt.rate(p["events_per_s"]),
+        f"{p['us_per_event']:,.1f}",
+        f"{1e6 * p['wall_s'] / p['events']:,.1f}",
+    ]
+
+
+def naive_cells(r: dict[str, Any], size: str) -> Callable[[dict[str, Any]], str]:
+    """The naive loop's cost per event at a point of ``r``: measured where it was measured,
+    else extrapolated (and said so)."""
+    measured = {p[size]: p["us_per_event"] for p in r["naive"]}
+
+    def cell(p: dict[str, Any]) -> str:
+        if p[size] in measured:
+            return f"{measured[p[size]]:,.0f}"
+        return f"{p['naive_us_per_event_extrapolated']:,.0f} (extrapolated)"
+
+    return cell
 
 
 def _verdict(met: bool, full: bool) -> str:

@@ -10,7 +10,7 @@ from ops.benchmarks.patterns import FACTOR, RATE
 
 from . import fmt
 from .doc import Doc, splice_section
-from .index import cost_plot, verdict
+from .index import cost_plot, lead_cells, naive_cells, run_facts, verdict
 
 TITLE = "## Patterns: many form 3 subscriptions in one process"
 PLOT = "img/bench-patterns.png"
@@ -20,50 +20,34 @@ def patterns(doc: Doc) -> None:
     r = doc.results.get("patterns")
     if not r:
         return
-    points, naive = r["points"], r["naive"]
-    top = points[-1]
-    measured = {p["patterns"]: p["us_per_event"] for p in naive}
+    top = r["points"][-1]
+    naive = naive_cells(r, "patterns")
     rows = [
         fmt.row(
             [
-                f"{p['patterns']:,}",
-                fmt.rate(p["events_per_s"]),
-                f"{p['us_per_event']:,.1f}",
-                f"{1e6 * p['wall_s'] / p['events']:,.1f}",
+                *lead_cells(p, "patterns"),
                 f"{p['sources_per_event']:,.1f}",
                 f"{p['instances_touched_per_event']:,.1f}",
                 f"{p['outputs_per_event']:,.2f}",
                 f"{p['instances_held']:,}",
                 f"{p['bytes_per_pattern']:,.0f}",
                 fmt.s(p["build_cpu_s"]),
-                f"{measured[p['patterns']]:,.0f}"
-                if p["patterns"] in measured
-                else f"{p['naive_us_per_event_extrapolated']:,.0f} (extrapolated)",
+                naive(p),
                 f"{p['speedup']:,.0f}×",
             ]
         )
-        for p in points
+        for p in r["points"]
     ]
     full = top["patterns"] >= 100_000
     doc.prose(
         "patterns",
-        command="ops/bench --patterns-only" + (" --quick" if r["quick"] else ""),
-        date=r["date"],
-        seconds=f"{r['seconds']:,.0f}",
-        load=f"{r['load']:.1f}",
+        **run_facts(r, "patterns", "--patterns-only"),
         markets=f"{r['markets']:,}",
-        order=", ".join(f"`{a}`" for a in r["order"]),
         warm=f"{r['warm_events']:,}",
-        events=f"{top['events']:,}",
-        top_rate=fmt.rate(top["events_per_s"]),
-        top_size=f"{top['patterns']:,}",
         rate_verdict=_verdict(top["events_per_s"] >= RATE, full),
         speedup=f"{top['speedup']:,.0f}×",
         speedup_verdict=_verdict(top["speedup"] >= FACTOR, full),
         rows="\n".join(rows),
-        naive_sizes=", ".join(f"{p['patterns']:,}" for p in naive),
-        naive_events=f"{naive[0]['events']:,}",
-        naive_costs=", ".join(f"{p['us_per_event']:,.0f}" for p in naive),
         naive_per_pattern=f"{r['naive_us_per_pattern']:.1f}",
         exponent=f"{r['exponent']:.2f}",
         plot=PLOT,
