@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -30,79 +29,30 @@ PASSWORD = "pw-for-tests-1"  # tests.factories.UserFactory's
 WAIT_MS = 45_000  # generous: two cores, a worker and other suites share the machine
 
 
-class _SharedChromium:
-    """One Chromium for each unbroken run of tests that use it.
-
-    pytest-django runs the committed (``transactional_db``) tests together, so the Chromium
-    tests of every module in this package follow one another and share one launch, where a
-    module-scoped browser started and closed Chromium once per module. Playwright's sync API
-    keeps an event loop running in this thread, which Django's async-safety check takes for
-    async code; the test's own ORM calls between browser steps are plain synchronous code,
-    so the check is lifted while Chromium is open. ``close`` runs after the teardown of the
-    last test of the run (``pytest_runtest_teardown`` below), so the next test that does
-    not use Chromium finds neither the loop nor the lifted check."""
-
-    def __init__(self) -> None:
-        self._stack: contextlib.ExitStack | None = None
-        self.chromium = None
-
-    def open(self):
-        if self.chromium is not None:
-            return self.chromium
-        from playwright.sync_api import sync_playwright
-
-        stack = contextlib.ExitStack()
-        before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-        stack.callback(_restore_env, "DJANGO_ALLOW_ASYNC_UNSAFE", before)
-        try:
-            playwright = stack.enter_context(sync_playwright())
-            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            stack.callback(chromium.close)
-        except BaseException:
-            stack.close()
-            raise
-        self._stack, self.chromium = stack, chromium
-        return chromium
-
-    def close(self) -> None:
-        stack, self._stack, self.chromium = self._stack, None, None
-        if stack is not None:
-            stack.close()
-
-
-def _restore_env(name: str, value: str | None) -> None:
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
-
-
-_shared = _SharedChromium()
-
-
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser():
-    """Chromium (Playwright's ``Browser``), shared with the neighbouring tests that use it
-    (see ``_SharedChromium``); each test makes its own contexts (``new_page``)."""
+    """Chromium for one test module. Playwright's sync API keeps an event loop running in
+    this thread, which Django's async-safety check takes for async code; the test's own ORM
+    calls between browser steps are plain synchronous code, so the check is lifted while the
+    module runs, and the loop ends with it (other suites keep the check)."""
+    from playwright.sync_api import sync_playwright
+
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (ops/test installs it)")
-    return _shared.open()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item, nextitem):
-    """After a test's own teardown (its contexts closed), close Chromium unless the next
-    test uses it too."""
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
-        return (yield)
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                yield chromium
+            finally:
+                chromium.close()
     finally:
-        if nextitem is None or "browser" not in nextitem.fixturenames:
-            _shared.close()
-
-
-def pytest_sessionfinish(session, exitstatus):
-    _shared.close()  # a run stopped early (-x, Ctrl-C) has no last test
+        if before is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
 @pytest.fixture
