@@ -77,3 +77,84 @@ def test_group_send_all_sends_the_other_groups_when_one_fails(monkeypatch):
     with pytest.raises(ConnectionError, match="redis went away"):
         streams.group_send_all(messages)
     assert sent == [("fine", 1), ("fine", 2)]
+
+
+def test_sends_outside_the_server_run_on_one_kept_loop_per_process():
+    """Outside a request's thread (a worker process, a command) every ``run_sends`` call
+    runs on the same loop, kept running in a thread of its own; a failure is raised."""
+    from exchange.realtime.streams import run_sends
+
+    loops = []
+
+    async def note() -> None:
+        loops.append(asyncio.get_running_loop())
+
+    for _ in range(3):
+        run_sends(note)
+    assert len(loops) == 3 and loops[0] is loops[1] is loops[2]
+    assert loops[0].is_running()
+
+    async def fail() -> None:
+        raise ValueError("a send failed")
+
+    with pytest.raises(ValueError, match="a send failed"):
+        run_sends(fail)
+    run_sends(note)  # the loop outlives a failure
+    assert loops[-1] is loops[0]
+
+
+def test_sends_from_a_request_thread_run_on_the_servers_loop():
+    """In sync code run for an event loop by asgiref (a request under uvicorn), the sends run
+    on that loop, as ``async_to_sync`` would run them."""
+    from asgiref.sync import sync_to_async
+
+    from exchange.realtime.streams import run_sends
+
+    seen = []
+
+    async def note() -> None:
+        seen.append(asyncio.get_running_loop())
+
+    async def server() -> asyncio.AbstractEventLoop:
+        await sync_to_async(run_sends, thread_sensitive=False)(note)
+        return asyncio.get_running_loop()
+
+    loop = asyncio.run(server())
+    assert seen == [loop]
+
+
+def test_the_shared_layer_can_be_flushed_after_sends_on_the_kept_loop():
+    """The kept loop sends through a private copy of the Redis layer, so closing the shared
+    layer's connections on another loop never reaches the kept loop's (asyncio would refuse:
+    a future attached to a different loop)."""
+    from exchange.realtime.streams import group_send_all, run_sends, sending_layer
+
+    group_send_all([("flush-test", {"type": "stream.frame", "n": 1})])
+    used = []
+
+    async def note() -> None:
+        used.append(sending_layer())
+
+    run_sends(note)
+    shared = get_channel_layer()
+    assert used[0] is not shared and type(used[0]) is type(shared)
+    asyncio.run(shared.flush())  # raised RuntimeError when the kept loop used the shared layer
+    group_send_all([("flush-test", {"type": "stream.frame", "n": 2})])
+
+
+def test_a_changed_channel_layer_setting_gives_the_kept_loop_a_new_copy(settings):
+    from exchange.realtime.streams import run_sends, sending_layer
+
+    used = []
+
+    async def note() -> None:
+        used.append(sending_layer())
+
+    run_sends(note)
+    config = settings.CHANNEL_LAYERS["default"]
+    settings.CHANNEL_LAYERS = {
+        "default": {**config, "CONFIG": {**config["CONFIG"], "prefix": "changed-layer-test"}}
+    }
+    run_sends(note)
+    assert used[1] is not used[0]
+    assert used[1].prefix == "changed-layer-test"
