@@ -19,6 +19,7 @@ Only the standard library is imported here, so every layer may import this modul
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import Decimal
 from typing import overload
@@ -38,6 +39,7 @@ def decimal_exponent(value: Decimal) -> int:
     return exponent
 
 
+@functools.lru_cache(maxsize=256)  # a few ticks, asked for each price written (the log's writer)
 def price_quantum(tick: Decimal) -> Decimal:
     """The smallest step prices are written with: 0.01 for a tick of 0.05, 1 for 25."""
     return Decimal(1).scaleb(min(0, decimal_exponent(tick.normalize())))

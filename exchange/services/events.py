@@ -233,8 +233,9 @@ def events_append(
         first_seq=last_seq + 1,
         counter=(time, best[-1][0] if best else mark),
     )
+    stamp = format_timestamp_body(time)
     live = [
-        {"owner": owner, "data": event_row_json(last_seq + n, time, kind, subject, data)}
+        {"owner": owner, "data": event_row_json(last_seq + n, stamp, kind, subject, data)}
         for n, (kind, subject, owner, data) in enumerate(rows, 1)
     ]
     after_commit("pushing events", lambda: events_push(live))
@@ -266,9 +267,10 @@ def events_insert(
     ``first_seq`` in list order. Only the writer and the migration that builds the log of
     older data call it; they keep the counter: with ``counter`` (the last time and the
     best-change mark) the same statement sets it past these rows."""
+    stamps = {time: time.isoformat() for time in {time for _row, time in rows}}
     payload = json.dumps(
         [
-            {"type": t, "subject": s, "owner": o, "data": d, "time": time.isoformat()}
+            {"type": t, "subject": s, "owner": o, "data": d, "time": stamps[time]}
             for (t, s, o, d), time in rows
         ],
         separators=(",", ":"),

@@ -71,6 +71,14 @@ def section(r: dict[str, Any]) -> str:
             f"{cycle['load_before']:.1f} / {cycle['load_after']:.1f}, so single cycles "
             f"vary more than that on this machine).\n"
         )
+        if "cpu_added" in cycle:
+            cost += (
+                f"In CPU (the cycle's process and its PostgreSQL backend, which the other "
+                f"work on the machine does not inflate), mean per cycle: "
+                f"{cycle['cpu_ms_with']:,.1f} ms with the writer, "
+                f"{cycle['cpu_ms_without']:,.1f} ms without, "
+                f"**{100 * cycle['cpu_added']:+.1f}%**.\n"
+            )
     plan = r["one_day"]["plan"]
     touched = sorted(set(re.findall(r"on (exchange_event_(?:p\d{8}|default))", plan)))
     return f"""{TITLE}
