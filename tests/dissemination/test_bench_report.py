@@ -3,6 +3,7 @@ splice that replaces the section and leaves the rest of the report as it was."""
 
 from __future__ import annotations
 
+from ops.benchmarks.dissemination import _median_records
 from ops.benchmarks.report.dissemination import TITLE, splice
 
 
@@ -23,10 +24,13 @@ def results(totals: dict[str, dict[str, float]]) -> dict:
     }  # fmt: skip
 
 
+MARKER = "<!-- request costs: written by ops/bench_live.py --request-costs -->"
+
+
 def test_the_verdict_and_the_splice(tmp_path):
     report = tmp_path / "benchmarks.md"
     report.write_text(
-        f"# Benchmarks\n\n## Before\n\nkept\n\n{TITLE}\n\nold\n\n## After\n\nkept too\n"
+        f"# Benchmarks\n\n## Before\n\nkept\n\n{TITLE}\n\nold\n\n{MARKER}\n## After\n\nkept too\n"
     )
     splice(report, results({
         "few": {"enumerate": 1.0, "relax": 3.0, "reformulate": 2.0, "optimizer": 1.1},
@@ -34,10 +38,26 @@ def test_the_verdict_and_the_splice(tmp_path):
     }))  # fmt: skip
     text = report.read_text()
     assert text.startswith("# Benchmarks\n\n## Before\n\nkept\n\n" + TITLE)
-    assert text.endswith("\n\n## After\n\nkept too\n")
+    # the marker of a part another command writes stays before the next section
+    assert text.endswith(f"\n\n{MARKER}\n## After\n\nkept too\n")
     assert "old" not in text and text.count(TITLE) == 1
     assert "best fixed: enumerate; optimizer / best = 1.10: met." in text
     # on the mix the optimizer must beat every fixed strategy, not tie the best
     assert "best fixed: enumerate; optimizer / best = 1.00: missed." in text
     assert "This run held 400 watches, not SPEC 9's 100,000" in text
     assert "| optimizer | 4 | 500 | 10 | 1.00 | 2.00 | 1.10 | reformulate 2 | 1.0 / 1.5 |" in text
+
+
+def test_each_change_counts_with_its_median_round():
+    def rec(delivery, choice):
+        return {"delivery_s": delivery, "choice": choice}
+
+    rounds = [
+        [rec(0.9, "a"), rec(0.1, "a")],
+        [rec(0.2, "b"), rec(5.0, "b")],  # a spike on the second change
+        [rec(0.3, "c"), rec(0.2, "c")],
+    ]
+    assert _median_records(rounds) == [rec(0.3, "c"), rec(0.2, "c")]
+    # an even count takes the lower middle; one round is itself
+    assert _median_records(rounds[:2]) == [rec(0.2, "b"), rec(0.1, "a")]
+    assert _median_records(rounds[:1]) == rounds[0]

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
+
+from ops.benchmarks.report.doc import splice_section
 
 TITLE = "## Dissemination of range watches (SPEC 8.3, SPEC 9)"
 RUN_NAMES = ("enumerate", "relax", "reformulate", "optimizer")
@@ -52,6 +53,14 @@ Registration took {w["registration_s"]:,.1f} s. {_verdict(w)}.
         else f"\nThis run held {r['size']['watches']:,} watches, not SPEC 9's 100,000 "
         "(a quick or reduced run).\n"
     )
+    count = max((w.get("rounds", 1) for w in r["workloads"]), default=1)
+    rounds = (
+        ""
+        if count == 1
+        else f" The four runs took turns {count} times; each change counts with its median "
+        "round (by the time to its last update), so a spike of the shared machine during one "
+        "run does not decide the comparison."
+    )
     return f"""{TITLE}
 
 `ops/bench --dissemination-only{" --quick" if r["quick"] else ""}`, {r["date"]}, commit
@@ -61,22 +70,11 @@ processes on channels-redis; each change is sent and waited for alone (the metho
 `ops/benchmarks/dissemination.py` and `docs/dissemination.md`). Producer time is the deltas,
 the messages and sending them; the time to the last update runs from the change's start to
 the last consumer's reply. The optimizer runs last on each workload, with its costs moved by
-what the fixed runs measured.
+what the fixed runs measured.{rounds}
 {scale}
 {chr(10).join(blocks)}"""
 
 
 def splice(report: Path, results: dict[str, Any]) -> Path:
-    """Put the section into ``report`` in place of the one there (every level-2 heading
-    starts a section), else at the end."""
-    text = report.read_text() if report.exists() else ""
-    parts = re.split(r"(?m)^(?=## )", text)
-    new = section(results).rstrip("\n") + "\n\n"
-    for i, part in enumerate(parts):
-        if part.startswith(TITLE):
-            parts[i] = new
-            break
-    else:
-        parts.append(("\n" if text and not text.endswith("\n\n") else "") + new)
-    report.write_text("".join(parts).rstrip("\n") + "\n")
-    return report
+    """Put the section into ``report`` (see ``splice_section``)."""
+    return splice_section(report, TITLE, section(results))

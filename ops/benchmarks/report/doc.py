@@ -35,9 +35,11 @@ def splice_section(report: Path, title: str, section: str) -> Path:
     """Put ``section`` (whose first line starts with ``title``) into ``report``, replacing
     the section there with that title or, if none, before *Where the missed targets lose
     their time*, else at the end: a benchmark run alone updates its part of a whole run's
-    report."""
+    report. A section ends at the next level-2 heading or at a line that opens an HTML
+    comment: the marker of a part another command writes (``ops/bench_live.py``) may
+    stand just before that heading, and must stay."""
     text = report.read_text() if report.exists() else ""
-    found = re.search(rf"^{re.escape(title)}.*?(?=^## |\Z)", text, flags=re.M | re.S)
+    found = re.search(rf"^{re.escape(title)}.*?(?=^## |^<!-- |\Z)", text, flags=re.M | re.S)
     if found:
         text = text[: found.start()] + section + "\n" + text[found.end() :]
     else:

@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ops.benchmarks.report.doc import splice_section
+
 TITLE = "## History: the event log read back (SPEC 8.1, SPEC 9)"
 RATE = 50_000
 ROLE = {
@@ -110,13 +112,5 @@ def _short(plan: str) -> str:
 
 
 def splice(report: Path, results: dict[str, Any]) -> Path:
-    """Put the section into ``report``, replacing the one there, else at the end."""
-    text = report.read_text() if report.exists() else ""
-    new = section(results)
-    found = re.search(rf"^{re.escape(TITLE)}.*?(?=^## |\Z)", text, flags=re.M | re.S)
-    if found:
-        text = text[: found.start()] + new + "\n" + text[found.end() :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + new
-    report.write_text(text)
-    return report
+    """Put the section into ``report`` (see ``splice_section``)."""
+    return splice_section(report, TITLE, section(results))
