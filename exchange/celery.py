@@ -18,9 +18,11 @@ import socket
 import time
 
 from celery import Celery, bootsteps
+from celery.signals import worker_process_init
 from click import Choice, Option
 from django.conf import settings
 
+from exchange.collector import collector_settle
 from exchange.redis_clients import redis_client
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "exchange.settings.development")
@@ -103,3 +105,10 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
 
 app.steps["worker"].add(WorkerRole)
 app.steps["worker"].add(WorkerHeartbeat)
+
+
+@worker_process_init.connect
+def pool_process_settle(**_kwargs: object) -> None:
+    """A pool process has imported the project and set Django up before it takes a task:
+    what it holds now lives as long as it does (``exchange/collector.py``)."""
+    collector_settle()

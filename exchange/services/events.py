@@ -27,7 +27,7 @@ from django.db import connection
 
 from exchange.engine.constraints import UnusableOrder, market_schema_of
 from exchange.market_rules import numeric_value
-from exchange.models import BestOfferChange, Bid, Offer, Trade
+from exchange.models import BestOfferChange, Bid, Market, Offer, Trade
 from exchange.models.events import EVENT_TABLE
 from exchange.numbers import number_text, price_text
 from exchange.selectors.events import event_row_json
@@ -185,6 +185,21 @@ def best_offer_event(
     return ("best_offer", subject, None, data)
 
 
+def _best_changes_after(mark: int) -> list[tuple[Any, ...]]:
+    """The ``BestOfferChange`` rows past id ``mark``, in id order, each as its id and its
+    ``BEST_CHANGE_FIELDS``. One plain statement: the ORM's query building and row handling
+    were a third of the writer's Python time on a cycle's ~200 changes."""
+    change, offer, market = (m._meta.db_table for m in (BestOfferChange, Offer, Market))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT c.id, c.offer_id, c.value, c.matching_bids, m.subject, m.tick "
+            f"FROM {change} c JOIN {offer} o ON o.id = c.offer_id "
+            f"JOIN {market} m ON m.id = o.market_id WHERE c.id > %s ORDER BY c.id",
+            [mark],
+        )
+        return cursor.fetchall()
+
+
 def _counter_locked() -> tuple[int, Any, int]:
     """Lock the counter row (created if a flush emptied the table): the last seq, the time
     the next events get (never before the last one) and the best-change mark. One
@@ -220,11 +235,7 @@ def events_append(
         assert isinstance(event, dict)
         rows.append((event["type"], event["subject"], owner, _attributes(event)))
     rows.extend(closed)
-    best = list(
-        BestOfferChange.objects.filter(id__gt=mark)
-        .order_by("id")
-        .values_list("id", *BEST_CHANGE_FIELDS)
-    )
+    best = _best_changes_after(mark)
     rows.extend(best_offer_event(*fields) for _id, *fields in best)
     if not rows:
         return 0

@@ -293,10 +293,12 @@ def cycle_cost(cycles: int) -> dict[str, Any]:
     from django.contrib.auth.models import User
     from django.db import connection
 
+    from exchange.collector import collector_settle
     from exchange.management.commands.bench_book import SUBJECT, bid_text, offer_text
     from exchange.models import Market, Offer
     from exchange.services import matching, orders
 
+    collector_settle()  # as the matching worker's pool process does at its start
     orders.matching_cycle_request = lambda: None  # the cycles run here
     writer = matching.events_append
     market = Market.objects.get(subject=SUBJECT)
