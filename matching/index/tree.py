@@ -20,9 +20,14 @@ made, and a walk never passes a node that only says "anything". A leaf holds the
 
 Ranges. One-sided ranges sit in two sorted lists of bounds at the node: the lower bounds an
 event value reaches form a prefix of theirs and the upper bounds it stays under a suffix of
-theirs, found by bisection, so every child followed is one the event passes. Two-sided
-ranges are sorted by their lower bound; the prefix the value reaches is scanned and each
-upper bound checked (each bound looked at counts as a visited node in ``match_counted``).
+theirs, found by one bisection on the bound values themselves (an open and a closed bound
+at the event's own value are told apart by one more comparison), so every child followed
+is one the event passes. Two-sided ranges are sorted by their lower bound; the prefix the
+value reaches is scanned and each upper bound checked (each bound looked at counts as a
+visited node in ``match_counted``).
+
+A leaf is the set of its ids itself (``_Leaf``), so the walk adds a leaf to its answer in
+one call, and a run of range bounds whose children are all leaves in one call too.
 
 Insertion and removal may be interleaved with matching. Removal frees the nodes left
 empty and undoes the don't-care splits it no longer needs, so the tree after removing a
@@ -35,7 +40,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, final
 
 from matching import Interval, Wildcard
 from matching.subjects import ONE, REST, SubjectPattern
@@ -56,9 +61,11 @@ class IndexEntryError(ValueError):
 
 
 def _classify(attribute: str, pred: object) -> tuple[int, Any]:
-    """The edge kind of a test and its key. Bounds become keys that compare like points:
-    an event value ``v`` is the key ``(v, 1)``; a lower bound is reached when the point is
-    at or above its key, an upper bound kept when the point is below its key."""
+    """The edge kind of a test and its key: the value for an equality; for a bound, the
+    pair ``(value, rank)`` in the order a rising event value meets them: a closed lower
+    bound (rank 0) is reached at its value and an open one (rank 1) only above it; an open
+    upper bound (rank 0) is left at its value and a closed one (rank 1) only above it. A
+    two-sided range's key is its lower pair followed by its upper pair."""
     if type(pred) is Wildcard:
         return _PRESENT, None
     if not isinstance(pred, Interval):
@@ -69,67 +76,98 @@ def _classify(attribute: str, pred: object) -> tuple[int, Any]:
     lo, hi = pred.lo, pred.hi
     if lo is not None and hi is not None and pred.lo_closed and pred.hi_closed and lo == hi:
         return _EQ, lo
-    begin = None if lo is None else (lo, 1 if pred.lo_closed else 2)
-    end = None if hi is None else (hi, 2 if pred.hi_closed else 1)
-    if begin is None and end is None:
+    if lo is None and hi is None:
         return _PRESENT, None
-    if end is None:
-        return _LOWER, begin
-    if begin is None:
-        return _UPPER, end
-    return _BOTH, (begin, end)
+    lo_rank = 0 if pred.lo_closed else 1
+    hi_rank = 1 if pred.hi_closed else 0
+    if hi is None:
+        return _LOWER, (lo, lo_rank)
+    if lo is None:
+        return _UPPER, (hi, hi_rank)
+    return _BOTH, (lo, lo_rank, hi, hi_rank)
+
+
+@final
+class _Leaf(set[Hashable]):
+    """The ids of the subscriptions whose tests end here. Being the set itself, a leaf is
+    added to a walk's answer in one call, with no node object to pass through."""
+
+    __slots__ = ()
+    level = LEAF
 
 
 class _Sorted:
-    """Children under sorted, distinct keys (bisection on a plain list)."""
+    """Children under range bounds, sorted by bound value and then by ``tails`` (the rest
+    of the key: a bound's rank, or for a two-sided range its lower rank and upper pair).
 
-    __slots__ = ("keys", "nodes")
+    ``keys`` holds the bare values so that the walk bisects with the event's own value,
+    one comparison of values per step. ``inner`` counts the children that are not leaves:
+    when it is 0 a run of children is added to the answer whole.
+    """
+
+    __slots__ = ("keys", "tails", "nodes", "inner")
 
     def __init__(self) -> None:
         self.keys: list[Any] = []
-        self.nodes: list[_Node] = []
+        self.tails: list[Any] = []
+        self.nodes: list[_Child] = []
+        self.inner = 0
 
-    def get(self, key: Any) -> _Node | None:
-        i = bisect_left(self.keys, key)
-        if i < len(self.keys) and self.keys[i] == key:
-            return self.nodes[i]
-        return None
+    def _find(self, key: tuple[Any, ...]) -> tuple[int, bool]:
+        value, tail = key[0], key[1] if len(key) == 2 else key[1:]
+        keys, tails = self.keys, self.tails
+        i = bisect_left(keys, value)
+        n = len(keys)
+        while i < n and keys[i] == value and tails[i] < tail:
+            i += 1
+        return i, i < n and keys[i] == value and tails[i] == tail
 
-    def put(self, key: Any, node: _Node | None) -> None:
+    def get(self, key: tuple[Any, ...]) -> _Child | None:
+        i, found = self._find(key)
+        return self.nodes[i] if found else None
+
+    def put(self, key: tuple[Any, ...], node: _Child | None) -> None:
         """Set (or, with ``None``, drop) the child under ``key``."""
-        i = bisect_left(self.keys, key)
-        found = i < len(self.keys) and self.keys[i] == key
-        if node is None:
-            if found:
-                del self.keys[i], self.nodes[i]
-        elif found:
+        i, found = self._find(key)
+        if found:
+            self.inner -= type(self.nodes[i]) is _Node
+            if node is None:
+                del self.keys[i], self.tails[i], self.nodes[i]
+                return
             self.nodes[i] = node
+        elif node is None:
+            return
         else:
-            self.keys.insert(i, key)
+            self.keys.insert(i, key[0])
+            self.tails.insert(i, key[1] if len(key) == 2 else key[1:])
             self.nodes.insert(i, node)
+        self.inner += type(node) is _Node
 
 
+@final
 class _Node:
-    __slots__ = ("level", "skip", "eq", "present", "lower", "upper", "both", "ids")
+    __slots__ = ("level", "skip", "eq", "present", "lower", "upper", "both")
 
     def __init__(self, level: int) -> None:
         self.level = level
-        self.skip: _Node | None = None
-        self.eq: dict[Any, _Node] | None = None
-        self.present: _Node | None = None
+        self.skip: _Child | None = None
+        self.eq: dict[Any, _Child] | None = None
+        self.present: _Child | None = None
         self.lower: _Sorted | None = None
         self.upper: _Sorted | None = None
         self.both: _Sorted | None = None
-        self.ids: set[Hashable] | None = set() if level == LEAF else None
 
     def has_tests(self) -> bool:
         return bool(
             self.eq
-            or self.present
+            or self.present is not None
             or (self.lower and self.lower.keys)
             or (self.upper and self.upper.keys)
             or (self.both and self.both.keys)
         )
+
+
+_Child = _Node | _Leaf
 
 
 class _Trie:
@@ -138,8 +176,8 @@ class _Trie:
     def __init__(self) -> None:
         self.lit: dict[str, _Trie] = {}
         self.one: _Trie | None = None
-        self.rest: _Node | None = None  # patterns ending in '>' here
-        self.end: _Node | None = None  # patterns ending here
+        self.rest: _Child | None = None  # patterns ending in '>' here
+        self.end: _Child | None = None  # patterns ending here
 
     def empty(self) -> bool:
         return not self.lit and self.one is None and self.rest is None and self.end is None
@@ -191,7 +229,7 @@ class MatchingIndex:
         self._entries: dict[Hashable, Entry] = {}
         self._residuals: dict[Hashable, Residual] = {}
         self._trie = _Trie()
-        self._any: _Node | None = None  # subscriptions without a subject pattern
+        self._any: _Child | None = None  # subscriptions without a subject pattern
 
     def _add_level(self, attribute: str) -> int:
         if attribute not in self._level:
@@ -280,19 +318,18 @@ class MatchingIndex:
         return path
 
     def _insert(
-        self, node: _Node | None, path: list[tuple[int, int, Any]], i: int, sub_id: Hashable
-    ) -> _Node:
+        self, node: _Child | None, path: list[tuple[int, int, Any]], i: int, sub_id: Hashable
+    ) -> _Child:
         level = path[i][0] if i < len(path) else LEAF
         if node is None:
-            node = _Node(level)
+            node = _Leaf() if level == LEAF else _Node(level)
         elif node.level > level:
             # This subscription tests a level the don't-care edge leading here jumped over.
             split = _Node(level)
             split.skip = node
             node = split
-        if node.level == LEAF:
-            assert node.ids is not None
-            node.ids.add(sub_id)
+        if type(node) is _Leaf:
+            node.add(sub_id)
         elif node.level < level:
             node.skip = self._insert(node.skip, path, i, sub_id)
         else:
@@ -323,16 +360,15 @@ class MatchingIndex:
         return node.both
 
     def _remove(
-        self, node: _Node | None, path: list[tuple[int, int, Any]], i: int, sub_id: Hashable
-    ) -> _Node | None:
+        self, node: _Child | None, path: list[tuple[int, int, Any]], i: int, sub_id: Hashable
+    ) -> _Child | None:
         """The node that replaces ``node`` once ``sub_id`` is gone below it (``None``: nothing
         is left; its don't-care child: it no longer tests anything itself)."""
         assert node is not None, "a held subscription's path is in the tree"
         level = path[i][0] if i < len(path) else LEAF
-        if node.level == LEAF:
-            assert node.ids is not None
-            node.ids.discard(sub_id)
-            return node if node.ids else None
+        if type(node) is _Leaf:
+            node.discard(sub_id)
+            return node if len(node) else None
         if node.level < level:
             node.skip = self._remove(node.skip, path, i, sub_id)
         else:
@@ -393,7 +429,7 @@ class MatchingIndex:
     def candidates(self, values: Mapping[str, Any]) -> tuple[set[Hashable], int]:
         """The subscriptions whose tree tests ``values`` passes, before residual checks
         (``residual(id)`` gives each one's check), and the nodes visited."""
-        stack: list[_Node] = []
+        stack: list[_Child] = []
         visited = 0
         if self._any is not None:
             stack.append(self._any)
@@ -417,19 +453,19 @@ class MatchingIndex:
                 if trie.one is not None:
                     tries.append((trie.one, k + 1))
         found: set[Hashable] = set()
+        add_all = found.update
         order = self.order
         push = stack.append
         extend = stack.extend
         while stack:
             node = stack.pop()
             visited += 1
-            level = node.level
-            if level == LEAF:
-                found.update(node.ids)  # type: ignore[arg-type]
+            if type(node) is _Leaf:
+                add_all(node)
                 continue
             if node.skip is not None:
                 push(node.skip)
-            v = values.get(order[level])
+            v = values.get(order[node.level])
             if v is None:
                 continue
             if node.eq is not None:
@@ -438,18 +474,40 @@ class MatchingIndex:
                     push(child)
             if node.present is not None:
                 push(node.present)
-            if node.lower is not None or node.upper is not None or node.both is not None:
-                point = (v, 1)
-                if node.lower is not None:
-                    extend(node.lower.nodes[: bisect_right(node.lower.keys, point)])
-                if node.upper is not None:
-                    extend(node.upper.nodes[bisect_right(node.upper.keys, point) :])
-                if node.both is not None:
-                    both = node.both
-                    for j in range(bisect_right(both.keys, ((v, 1), _TOP))):
-                        visited += 1
-                        if point < both.keys[j][1]:
-                            push(both.nodes[j])
+            bounds = node.lower
+            if bounds is not None:
+                keys = bounds.keys
+                i = bisect_right(keys, v)
+                if i and bounds.tails[i - 1] and keys[i - 1] == v:
+                    i -= 1  # an open lower bound at v itself is not reached
+                if bounds.inner:
+                    extend(bounds.nodes[:i])
+                elif i:  # no inner child: these are all leaves
+                    add_all(*bounds.nodes[:i])  # type: ignore[arg-type]
+                    visited += i
+            bounds = node.upper
+            if bounds is not None:
+                keys = bounds.keys
+                i = bisect_left(keys, v)
+                if i < len(keys) and not bounds.tails[i] and keys[i] == v:
+                    i += 1  # an open upper bound at v itself is not kept
+                if bounds.inner:
+                    extend(bounds.nodes[i:])
+                elif i < len(keys):  # no inner child: these are all leaves
+                    add_all(*bounds.nodes[i:])  # type: ignore[arg-type]
+                    visited += len(keys) - i
+            bounds = node.both
+            if bounds is not None:
+                keys = bounds.keys
+                tails = bounds.tails
+                i = bisect_right(keys, v)
+                while i and tails[i - 1][0] and keys[i - 1] == v:
+                    i -= 1  # open lower bounds at v itself are not reached
+                visited += i
+                for j in range(i):
+                    _, hi, hi_rank = tails[j]
+                    if v < hi or (hi_rank and v == hi):
+                        push(bounds.nodes[j])
         return found, visited
 
     def residual(self, sub_id: Hashable) -> Residual | None:
@@ -470,6 +528,8 @@ class MatchingIndex:
         while nodes:
             node = nodes.pop()
             count += 1
+            if type(node) is _Leaf:
+                continue
             nodes.extend(n for n in (node.skip, node.present) if n is not None)
             if node.eq:
                 nodes.extend(node.eq.values())
@@ -477,21 +537,3 @@ class MatchingIndex:
                 if sorted_ is not None:
                     nodes.extend(sorted_.nodes)
         return count
-
-
-class _Top:
-    """Greater than any end key, so ``(begin, _TOP)`` sorts after every ``(begin, end)``."""
-
-    def __lt__(self, other: object) -> bool:
-        return False
-
-    def __gt__(self, other: object) -> bool:
-        return True
-
-    def __eq__(self, other: object) -> bool:
-        return other is self
-
-    __hash__ = object.__hash__
-
-
-_TOP = _Top()

@@ -20,6 +20,9 @@ ATTRS = ("a", "b", "c")
 INTS = st.integers(0, 4)
 STRS = st.sampled_from(["x", "y", "z"])
 VALUES = {"a": INTS, "b": INTS.map(Decimal), "c": STRS}
+# An event's number may be an int or a decimal whatever the bounds were written as (the
+# tree bisects bounds with the event's own value, so both kinds must compare alike).
+EVENT_VALUES = {**VALUES, "a": st.one_of(INTS, INTS.map(Decimal))}
 TOKENS = st.sampled_from(["p", "q", "r"])
 
 
@@ -71,7 +74,7 @@ def events(draw: st.DrawFn) -> dict[str, Any]:
     if subject is not None:
         event["subject"] = subject
     for attr in ATTRS:
-        v = draw(st.one_of(st.none(), VALUES[attr]))
+        v = draw(st.one_of(st.none(), EVENT_VALUES[attr]))
         if v is not None:
             event[attr] = v
     return event
@@ -147,6 +150,42 @@ def test_absent_attribute_fails_every_test_and_star_means_present() -> None:
     assert index.match({}) == {"none"}
     assert index.match({"a": -1}) == {"star", "none"}
     assert index.match({"a": 0}) == {"star", "low", "none"}
+
+
+@pytest.mark.parametrize("then_b", [False, True])
+def test_open_and_closed_bounds_at_the_event_value_itself(then_b: bool) -> None:
+    # Every kind of bound placed exactly at the event's value, open and closed, on a range
+    # level whose children are leaves only (read in one call) and, with then_b, one where
+    # half of them test b next (so inner nodes sit among the leaves).
+    bounds = {
+        "ge2": Interval(2, True, None, False),
+        "gt2": Interval(2, False, None, False),
+        "le2": Interval(None, False, 2, True),
+        "lt2": Interval(None, False, 2, False),
+        "2to3": Interval(2, True, 3, True),
+        "2to3 open at 2": Interval(2, False, 3, True),
+        "1to2": Interval(1, True, 2, True),
+        "1to2 open at 2": Interval(1, True, 2, False),
+        "1to3": Interval(1, False, 3, False),
+    }
+    index = MatchingIndex(["a", "b"])
+    for n, (name, interval) in enumerate(bounds.items()):
+        tests: list[Any] = [("a", interval)]
+        if then_b and n % 2:
+            tests.append(("b", Wildcard()))
+        index.add(name, tests=tests)
+    expected = {"ge2", "le2", "2to3", "1to2", "1to3"}
+    assert index.match({"a": 2, "b": 0}) == expected
+    assert index.match({"a": Decimal("2.0"), "b": 0}) == expected
+    assert index.match({"a": Decimal("2.5"), "b": 0}) == {
+        "ge2",
+        "gt2",
+        "2to3",
+        "2to3 open at 2",
+        "1to3",
+    }
+    assert index.match({"a": 3, "b": 0}) == {"ge2", "gt2", "2to3", "2to3 open at 2"}
+    assert index.match({"a": 1, "b": 0}) == {"le2", "lt2", "1to2", "1to2 open at 2"}
 
 
 def test_subject_wildcards_follow_spec_8_2() -> None:
