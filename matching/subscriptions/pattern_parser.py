@@ -26,6 +26,7 @@ and every error points at the offending token. Limits fail fast as the text is r
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 
@@ -304,13 +305,7 @@ class PatternReader(ClauseReader):
     def condition(self, scope: _Scope) -> pattern_model.Cond:
         self._depth = 0
         self._nodes = 0
-        cond = self._or(scope, False)
-        if isinstance(cond, _Bare):
-            raise self.error(
-                f"expected a comparison (=, !=, <, <=, >, >=) after the value; found "
-                f"{describe(self.peek)}"
-            )
-        return cond
+        return self._cond(self._or(scope, False))
 
     def _deeper(self) -> None:
         self._depth += 1
@@ -321,22 +316,25 @@ class PatternReader(ClauseReader):
             )
 
     def _or(self, scope: _Scope, negated: bool) -> pattern_model.Cond | _Bare:
-        first = self._and(scope, negated)
-        if isinstance(first, _Bare) or not self.is_kw("or"):
-            return first
-        parts = [first]
-        while self._match(KW, "or"):
-            parts.append(self._cond(self._and(scope, negated)))
-        return _join(parts, conjunction=negated)  # NOT (x OR y) is NOT x AND NOT y
+        # NOT (x OR y) is NOT x AND NOT y
+        return self._chain("or", lambda: self._and(scope, negated), conjunction=negated)
 
     def _and(self, scope: _Scope, negated: bool) -> pattern_model.Cond | _Bare:
-        first = self._not(scope, negated)
-        if isinstance(first, _Bare) or not self.is_kw("and"):
+        return self._chain("and", lambda: self._not(scope, negated), conjunction=not negated)
+
+    def _chain(
+        self, word: str, operand: Callable[[], pattern_model.Cond | _Bare], *, conjunction: bool
+    ) -> pattern_model.Cond | _Bare:
+        """Operands read by ``operand`` and joined by the keyword ``word``: a single one as
+        it came (a bare value included), several as one condition, an ``All`` if
+        ``conjunction`` else an ``Any_``."""
+        first = operand()
+        if isinstance(first, _Bare) or not self.is_kw(word):
             return first
         parts = [first]
-        while self._match(KW, "and"):
-            parts.append(self._cond(self._not(scope, negated)))
-        return _join(parts, conjunction=not negated)
+        while self._match(KW, word):
+            parts.append(self._cond(operand()))
+        return _join(parts, conjunction=conjunction)
 
     def _cond(self, part: pattern_model.Cond | _Bare) -> pattern_model.Cond:
         if isinstance(part, _Bare):
