@@ -113,11 +113,10 @@ class Box:
         )
 
     def contains(self, other: Box) -> bool:
+        # On each axis, other's range lies within this box's (corners are normalized).
         return (
-            self.x1 <= other.x1
-            and other.x2 <= self.x2
-            and self.y1 <= other.y1
-            and other.y2 <= self.y2
+            self.x1 <= other.x1 <= other.x2 <= self.x2
+            and self.y1 <= other.y1 <= other.y2 <= self.y2
         )
 
     def contains_point(self, p: Point) -> bool:
