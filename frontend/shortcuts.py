@@ -148,15 +148,27 @@ def _percent_field() -> forms.DecimalField:
     return forms.DecimalField(max_digits=8, decimal_places=4, min_value=0, max_value=MAX_PERCENT)
 
 
-class PriceAlertForm(forms.Form):
-    """The shortcut "alert me when a trade is above / below x"."""
+class ShortcutForm(forms.Form):
+    """What every shortcut's form gives once ``is_valid()`` holds."""
 
-    direction = forms.ChoiceField(choices=(("above", "above"), ("below", "below")))
-    price = _amount()
+    def alert(self) -> Alert:
+        raise NotImplementedError
+
+
+class _MarketShortcut(ShortcutForm):
+    """A shortcut of the market page: the view gives it the market, whose subject and title
+    go into the alert, and the market's schema, which some shortcuts check against."""
 
     def __init__(self, *args: Any, market: Market, schema: MarketSchema, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.market = market
+
+
+class PriceAlertForm(_MarketShortcut):
+    """The shortcut "alert me when a trade is above / below x"."""
+
+    direction = forms.ChoiceField(choices=(("above", "above"), ("below", "below")))
+    price = _amount()
 
     def alert(self) -> Alert:
         above = self.cleaned_data["direction"] == "above"
@@ -169,16 +181,12 @@ class PriceAlertForm(forms.Form):
         )
 
 
-class JumpAlertForm(forms.Form):
+class JumpAlertForm(_MarketShortcut):
     """The shortcut "a jump of x%": a trade, then a later one x% higher (or lower)."""
 
     direction = forms.ChoiceField(choices=(("rise", "rise"), ("fall", "fall")))
     percent = _percent_field()
     within = forms.ChoiceField(choices=WINDOWS)
-
-    def __init__(self, *args: Any, market: Market, schema: MarketSchema, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.market = market
 
     def clean_percent(self) -> Decimal:
         return _positive(self.cleaned_data.get("percent"), "a percentage")
@@ -204,7 +212,7 @@ class JumpAlertForm(forms.Form):
         )
 
 
-class CheapestLotForm(forms.Form):
+class CheapestLotForm(_MarketShortcut):
     """The shortcut "watch the cheapest offer for a lot of a to b" (issue 21 item 4). Only for markets
     with a quantity attribute (the offers' ``quantity_max`` comes from it)."""
 
@@ -212,8 +220,7 @@ class CheapestLotForm(forms.Form):
     high = _amount()
 
     def __init__(self, *args: Any, market: Market, schema: MarketSchema, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.market = market
+        super().__init__(*args, market=market, schema=schema, **kwargs)
         self.quantity = schema.by_role("quantity")
 
     def clean(self) -> dict[str, Any]:
@@ -245,7 +252,7 @@ class CheapestLotForm(forms.Form):
         )
 
 
-class BestBidMoveForm(forms.Form):
+class BestBidMoveForm(ShortcutForm):
     """The shortcut "tell me when the best bid moves by x / x%" on one offer's page."""
 
     by = _amount()
@@ -276,7 +283,7 @@ class BestBidMoveForm(forms.Form):
         )
 
 
-MARKET_SHORTCUTS: dict[str, type[PriceAlertForm | JumpAlertForm | CheapestLotForm]] = {
+MARKET_SHORTCUTS: dict[str, type[_MarketShortcut]] = {
     "price": PriceAlertForm,
     "jump": JumpAlertForm,
     "lot": CheapestLotForm,

@@ -32,6 +32,7 @@ __all__ = [
     "Box",
     "BoxContains",
     "BoxEq",
+    "BoxOperand",
     "BoxOverlaps",
     "BoxWithin",
     "Constraint",
@@ -112,11 +113,10 @@ class Box:
         )
 
     def contains(self, other: Box) -> bool:
+        # On each axis, other's range lies within this box's (corners are normalized).
         return (
-            self.x1 <= other.x1
-            and other.x2 <= self.x2
-            and self.y1 <= other.y1
-            and other.y2 <= self.y2
+            self.x1 <= other.x1 <= other.x2 <= self.x2
+            and self.y1 <= other.y1 <= other.y2 <= self.y2
         )
 
     def contains_point(self, p: Point) -> bool:
@@ -140,32 +140,39 @@ class Interval:
 
 @dataclass(frozen=True)
 class PointEq:
+    """A point attribute that is ``point``."""
+
     point: Point
 
 
 @dataclass(frozen=True)
-class PointWithin:
+class BoxOperand:
+    """What the predicates written with a box share: the ``box`` they compare the attribute
+    with (SPEC 2.2); the subclass says how. The subclasses add no field, so they need no
+    decorator of their own: they take the dataclass's ``__init__``, ``__repr__``, ``__hash__``
+    and ``__eq__``, which also compares the class (``BoxEq(b) != BoxWithin(b)``)."""
+
     box: Box
 
 
-@dataclass(frozen=True)
-class BoxEq:
-    box: Box
+class PointWithin(BoxOperand):
+    """A point attribute that lies in ``box``, its edges included."""
 
 
-@dataclass(frozen=True)
-class BoxOverlaps:
-    box: Box
+class BoxEq(BoxOperand):
+    """A box attribute that is ``box``."""
 
 
-@dataclass(frozen=True)
-class BoxContains:
-    box: Box
+class BoxOverlaps(BoxOperand):
+    """A box attribute that shares at least a point with ``box``."""
 
 
-@dataclass(frozen=True)
-class BoxWithin:
-    box: Box
+class BoxContains(BoxOperand):
+    """A box attribute that contains ``box``."""
+
+
+class BoxWithin(BoxOperand):
+    """A box attribute that lies inside ``box``."""
 
 
 Predicate = (

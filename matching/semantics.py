@@ -35,7 +35,12 @@ def _points_intersect(p: model.Predicate, q: model.Predicate) -> bool:
 
 # Box predicates in the order of the SPEC 3.2 table; the table is symmetric, so a
 # pair is looked up with the lower rank first.
-_BOX_RANK = {model.BoxEq: 0, model.BoxOverlaps: 1, model.BoxContains: 2, model.BoxWithin: 3}
+_BOX_RANK: dict[type[model.Predicate], int] = {
+    model.BoxEq: 0,
+    model.BoxOverlaps: 1,
+    model.BoxContains: 2,
+    model.BoxWithin: 3,
+}
 
 
 def _boxes_intersect(p: model.Predicate, q: model.Predicate) -> bool:

@@ -291,6 +291,15 @@ def _bid_data(request: Request, bid_id: int) -> dict:
     return s.BidSerializer(bid, context={"request": request, "standings": standings}).data
 
 
+def _visible_bid_id(request: Request, bid_id: str) -> int:
+    """The bid's id, or a 404 when the caller may not see the bid: another buyer's bid does
+    not exist for them, so changing it is a 404 as reading it is, never a 403."""
+    pk = _order_id(bid_id)
+    if order_selectors.bid_get(user=request.user, bid_id=pk) is None:
+        raise Http404
+    return pk
+
+
 class BidDetail(KnownParameters, APIView):
     permission_classes = [permissions.IsAuthenticated]
 
@@ -300,9 +309,7 @@ class BidDetail(KnownParameters, APIView):
 
     @extend_schema(request=s.AmendRequest, responses=s.BidSerializer)
     def patch(self, request, bid_id: str):
-        pk = _order_id(bid_id)
-        if order_selectors.bid_get(user=request.user, bid_id=pk) is None:
-            raise Http404
+        pk = _visible_bid_id(request, bid_id)
         data = _valid(s.AmendRequest, request)
         orders.bid_amend(
             buyer=request.user, bid_id=pk, constraint=data["constraint"], version=data["version"]
@@ -315,9 +322,7 @@ class BidWithdraw(KnownParameters, APIView):
 
     @extend_schema(request=None, responses=s.BidSerializer)
     def post(self, request, bid_id: str):
-        pk = _order_id(bid_id)
-        if order_selectors.bid_get(user=request.user, bid_id=pk) is None:
-            raise Http404
+        pk = _visible_bid_id(request, bid_id)
         orders.bid_withdraw(buyer=request.user, bid_id=pk)
         return Response(_bid_data(request, pk))
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import aclosing
 from typing import Any
 
@@ -280,10 +280,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
             self.last_seq = after
             await self._catch_up()
             return
-        if stream not in self.streams and len(self.streams) >= MAX_STREAMS:
-            await self._error(
-                "too_many_streams", f"A connection follows at most {MAX_STREAMS} streams."
-            )
+        if not await self._room_for(stream, self.streams, MAX_STREAMS, "streams"):
             return
         await self._join(stream, pattern)
         if stream == ME and self.last_seq is None:
@@ -305,18 +302,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
     ) -> None:
         """Follow ``stream`` (an ``events:<pattern>``) from the log's event after ``after``:
         replay (in ``batch`` frames if ``batch``), then live."""
-        start = frame_whole_number(after)
-        if start is None:
-            await self._error(
-                "bad_frame",
-                f'Resume {stream!r} after a sequence number, a whole number: {{"after": 42}}.',
-                stream=stream,
-            )
-            return
-        if stream not in self.streams and len(self.streams) >= MAX_STREAMS:
-            await self._error(
-                "too_many_streams", f"A connection follows at most {MAX_STREAMS} streams."
-            )
+        start = await self._resume_point(stream, after, "a sequence number, a whole number")
+        if start is None or not await self._room_for(stream, self.streams, MAX_STREAMS, "streams"):
             return
         assert pattern is not None  # every events stream is a pattern stream
         await self._join(stream, pattern)
@@ -598,6 +585,26 @@ class StreamConsumer(AsyncWebsocketConsumer):
             **sent,
             position=exc.position,
         )
+
+    async def _resume_point(self, stream: str, after: object, counted: str) -> int | None:
+        """Where a ``resume`` of ``stream`` starts: ``after`` as a whole number, or None once
+        the client has been told (a ``bad_frame`` saying what ``after`` counts)."""
+        start = frame_whole_number(after)
+        if start is None:
+            await self._error(
+                "bad_frame", f'Resume {stream!r} after {counted}: {{"after": 42}}.', stream=stream
+            )
+        return start
+
+    async def _room_for(
+        self, stream: str, followed: Collection[str], limit: int, kind: str
+    ) -> bool:
+        """Whether this connection may follow ``stream`` beside the ``followed`` streams of its
+        ``kind`` (one it follows already is always allowed); if not, the client is told."""
+        if stream in followed or len(followed) < limit:
+            return True
+        await self._error("too_many_streams", f"A connection follows at most {limit} {kind}.")
+        return False
 
     async def _error(self, code: str, message: str, **detail: Any) -> None:
         await self._send({"type": "error", "code": code, "message": message, **detail})

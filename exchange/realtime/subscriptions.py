@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
 
-from exchange.http import frame_whole_number, whole_number
+from exchange.http import whole_number
 from exchange.models import Subscription
 from exchange.selectors.subscriptions import (
     subscription_notifications,
@@ -105,22 +105,16 @@ class SubscriptionStreams:
         if batch is None:
             await consumer._error("bad_frame", f"{BATCH_USAGE} ({stream!r})", stream=stream)
             return
-        after = message.get("after")
         start = None
         if action == "resume":
-            start = frame_whole_number(after)
-            if start is None:
-                await consumer._error(
-                    "bad_frame",
-                    f'Resume {stream!r} after a notification number n: {{"after": 42}}.',
-                    stream=stream,
-                )
-                return
-        if stream not in self.positions and len(self.positions) >= MAX_FOLLOWED:
-            await consumer._error(
-                "too_many_streams",
-                f"A connection follows at most {MAX_FOLLOWED} subscription streams.",
+            start = await consumer._resume_point(
+                stream, message.get("after"), "a notification number n"
             )
+            if start is None:
+                return
+        if not await consumer._room_for(
+            stream, self.positions, MAX_FOLLOWED, "subscription streams"
+        ):
             return
         await self._join(stream)
         await consumer._send({"type": "subscribed", "stream": stream})

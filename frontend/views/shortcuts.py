@@ -6,7 +6,6 @@ again on a page of its own, with the form, the values typed and the message besi
 
 from __future__ import annotations
 
-from django import forms
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
@@ -14,19 +13,19 @@ from django.views.decorators.http import require_GET
 from exchange.http import whole_number
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
-from frontend.shortcuts import MARKET_SHORTCUTS, BestBidMoveForm, alerts_address
+from frontend.shortcuts import MARKET_SHORTCUTS, BestBidMoveForm, ShortcutForm, alerts_address
 from matching.subscriptions import QueryError, parse_query
 
 from .common import live_context
 from .markets import breadcrumbs
 
 
-def _answer(request: HttpRequest, form: forms.Form, context: dict) -> HttpResponse:
+def _answer(request: HttpRequest, form: ShortcutForm, context: dict) -> HttpResponse:
     """On to the Alerts and feeds page with the shortcut's text, or the form again with
     what is wrong. The text is parsed here with the language's own parser so that a
     shortcut can never send the user to a query the page would refuse."""
     if form.is_valid():
-        alert = form.alert()  # type: ignore[attr-defined]
+        alert = form.alert()
         try:
             parse_query(alert.query)
         except QueryError as exc:

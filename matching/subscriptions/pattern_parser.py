@@ -26,36 +26,17 @@ and every error points at the offending token. Limits fail fast as the text is r
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 
 from matching import Type
 
+from . import pattern_model
 from .clauses import MAX_DURATION, MAX_ITEMS, UNITS, ClauseReader
 from .conditions import ConditionReader  # the one home of subject pattern checks
 from .errors import QueryError
 from .lexer import DOTTED, DURATION, END, KW, NAME, NUM, OP, QNAME, STR, Token, describe
-from .pattern_model import (
-    AggregateRef,
-    All,
-    Any_,
-    Arithmetic,
-    Bound,
-    Compare,
-    Cond,
-    Dur,
-    Duration,
-    Expr,
-    FoldAggregate,
-    Literal,
-    Matches,
-    Pattern,
-    PatternItem,
-    PatternQuery,
-    Ref,
-    Source,
-    Step,
-)
 from .schema import EVENT_SCHEMA, check_attribute
 
 MAX_STEPS = 8  # steps after the first source, per side
@@ -81,7 +62,7 @@ def _kind(t: Type) -> str:
 class _Bare(NamedTuple):
     """A value read where a condition may start, inside parentheses: ``(b.price - 1)``."""
 
-    expr: Expr
+    expr: pattern_model.Expr
     type: str
 
 
@@ -105,7 +86,7 @@ class _Scope:
 class PatternReader(ClauseReader):
     """Reads form 3 from just after the first ``SELECT``."""
 
-    def patterns(self) -> PatternQuery:
+    def patterns(self) -> pattern_model.PatternQuery:
         sides = [self.pattern()]
         while self._match(KW, "union"):
             tok = self.peek
@@ -119,12 +100,14 @@ class PatternReader(ClauseReader):
             raise self.error(
                 f"expected WHERE, WITHIN, UNION or the end of the query; found {describe(self.peek)}"
             )
-        return PatternQuery(tuple(sides))
+        return pattern_model.PatternQuery(tuple(sides))
 
     # -- one pattern ------------------------------------------------------------------------
 
-    def pattern(self) -> Pattern:
-        self._pending: list[tuple[Ref | AggregateRef | Dur, Token]] = []
+    def pattern(self) -> pattern_model.Pattern:
+        self._pending: list[
+            tuple[pattern_model.Ref | pattern_model.AggregateRef | pattern_model.Dur, Token]
+        ] = []
         if self.is_op("*"):
             raise self.error(
                 "a pattern selects its items (a.price, DUR, start, end, aggregate names), not *"
@@ -150,7 +133,7 @@ class PatternReader(ClauseReader):
         aliases: list[str] = [first.alias]
         folds: set[str] = set()
         aggregates: set[str] = set()
-        steps: list[Step] = []
+        steps: list[pattern_model.Step] = []
         while self.is_kw("next", "fold"):
             step_tok = self.advance()
             if len(steps) >= MAX_STEPS:
@@ -177,29 +160,36 @@ class PatternReader(ClauseReader):
         if self._match(KW, "within"):
             within = self.duration_seconds()
         select = self.items(raw_items, scope)
-        return Pattern(select, first, tuple(steps), where, within)
+        return pattern_model.Pattern(select, first, tuple(steps), where, within)
 
-    def items(self, raw: list[tuple[Token, str | None]], scope: _Scope) -> tuple[PatternItem, ...]:
-        items: list[PatternItem] = []
+    def items(
+        self, raw: list[tuple[Token, str | None]], scope: _Scope
+    ) -> tuple[pattern_model.PatternItem, ...]:
+        items: list[pattern_model.PatternItem] = []
         keys: set[str] = set()
         for tok, name in raw:
-            expr: Ref | AggregateRef | Dur | Bound
+            expr: (
+                pattern_model.Ref
+                | pattern_model.AggregateRef
+                | pattern_model.Dur
+                | pattern_model.Bound
+            )
             if tok.kind == KW:
-                expr = Dur()
+                expr = pattern_model.Dur()
             elif tok.kind == NAME and tok.text in _BOUNDS and tok.text not in scope.aggregates:
-                expr = Bound(tok.text)
+                expr = pattern_model.Bound(tok.text)
             elif tok.kind == DOTTED:
                 expr = self.ref(tok)
                 self.check(expr, tok, scope)
             else:
-                expr = AggregateRef(self.bare_name(tok))
+                expr = pattern_model.AggregateRef(self.bare_name(tok))
                 self.check(expr, tok, scope)
-            item = PatternItem(expr, name)
+            item = pattern_model.PatternItem(expr, name)
             self.unique_key(item_key(item), keys, tok)
             items.append(item)
         return tuple(items)
 
-    def source(self, taken: tuple[str, ...]) -> Source:
+    def source(self, taken: tuple[str, ...]) -> pattern_model.Source:
         condition = None
         if self.is_kw("filter"):
             self.advance()
@@ -223,17 +213,17 @@ class PatternReader(ClauseReader):
             raise QueryError(
                 f"the alias {tok.text} is already used", tok.position, code="duplicate"
             )
-        return Source(tok.text, condition)
+        return pattern_model.Source(tok.text, condition)
 
     def step(
         self, kind: str, before: tuple[str, ...], folds: frozenset[str], aggregates: frozenset[str]
-    ) -> Step:
+    ) -> pattern_model.Step:
         self._expect(OP, "{", what=f"'{{' after {kind.upper()}, as in {kind.upper()}{{...}}")
         mark = len(self._pending)
         scope = _Scope((), folds, aggregates)  # aliases filled in once the source is read
         condition = self.condition(scope)
         rebind = None
-        found: list[FoldAggregate] = []
+        found: list[pattern_model.FoldAggregate] = []
         agg_tokens: list[Token] = []
         if kind == "fold":
             self._expect(OP, ",", what="',' and the FOLD's iteration condition, as in FOLD{c, f}")
@@ -267,9 +257,9 @@ class PatternReader(ClauseReader):
         for expr, tok in self._pending[mark:]:
             self.check(expr, tok, checks)
         del self._pending[mark:]
-        return Step(kind, condition, source, rebind, tuple(found))
+        return pattern_model.Step(kind, condition, source, rebind, tuple(found))
 
-    def fold_aggregate(self) -> FoldAggregate:
+    def fold_aggregate(self) -> pattern_model.FoldAggregate:
         tok = self.advance()
         func = tok.text.upper()
         if tok.kind != KW or func not in _FOLD_FUNCS:
@@ -299,7 +289,7 @@ class PatternReader(ClauseReader):
         name = self.as_name()
         if name is None:
             raise self.error(f"a FOLD's aggregate is named: {func}... AS name", code="syntax")
-        return FoldAggregate(func, argument, name)
+        return pattern_model.FoldAggregate(func, argument, name)
 
     def duration_seconds(self) -> int:
         d = self._expect(DURATION, what="a duration such as 30s, 25m, 2h, 7d or 1w")
@@ -312,16 +302,10 @@ class PatternReader(ClauseReader):
 
     # -- conditions -------------------------------------------------------------------------
 
-    def condition(self, scope: _Scope) -> Cond:
+    def condition(self, scope: _Scope) -> pattern_model.Cond:
         self._depth = 0
         self._nodes = 0
-        cond = self._or(scope, False)
-        if isinstance(cond, _Bare):
-            raise self.error(
-                f"expected a comparison (=, !=, <, <=, >, >=) after the value; found "
-                f"{describe(self.peek)}"
-            )
-        return cond
+        return self._cond(self._or(scope, False))
 
     def _deeper(self) -> None:
         self._depth += 1
@@ -331,25 +315,28 @@ class PatternReader(ClauseReader):
                 code="too_many",
             )
 
-    def _or(self, scope: _Scope, negated: bool) -> Cond | _Bare:
-        first = self._and(scope, negated)
-        if isinstance(first, _Bare) or not self.is_kw("or"):
+    def _or(self, scope: _Scope, negated: bool) -> pattern_model.Cond | _Bare:
+        # NOT (x OR y) is NOT x AND NOT y
+        return self._chain("or", lambda: self._and(scope, negated), conjunction=negated)
+
+    def _and(self, scope: _Scope, negated: bool) -> pattern_model.Cond | _Bare:
+        return self._chain("and", lambda: self._not(scope, negated), conjunction=not negated)
+
+    def _chain(
+        self, word: str, operand: Callable[[], pattern_model.Cond | _Bare], *, conjunction: bool
+    ) -> pattern_model.Cond | _Bare:
+        """Operands read by ``operand`` and joined by the keyword ``word``: a single one as
+        it came (a bare value included), several as one condition, an ``All`` if
+        ``conjunction`` else an ``Any_``."""
+        first = operand()
+        if isinstance(first, _Bare) or not self.is_kw(word):
             return first
         parts = [first]
-        while self._match(KW, "or"):
-            parts.append(self._cond(self._and(scope, negated)))
-        return _join(parts, conjunction=negated)  # NOT (x OR y) is NOT x AND NOT y
+        while self._match(KW, word):
+            parts.append(self._cond(operand()))
+        return _join(parts, conjunction=conjunction)
 
-    def _and(self, scope: _Scope, negated: bool) -> Cond | _Bare:
-        first = self._not(scope, negated)
-        if isinstance(first, _Bare) or not self.is_kw("and"):
-            return first
-        parts = [first]
-        while self._match(KW, "and"):
-            parts.append(self._cond(self._not(scope, negated)))
-        return _join(parts, conjunction=not negated)
-
-    def _cond(self, part: Cond | _Bare) -> Cond:
+    def _cond(self, part: pattern_model.Cond | _Bare) -> pattern_model.Cond:
         if isinstance(part, _Bare):
             raise self.error(
                 f"expected a comparison (=, !=, <, <=, >, >=) after the value; found "
@@ -357,7 +344,7 @@ class PatternReader(ClauseReader):
             )
         return part
 
-    def _not(self, scope: _Scope, negated: bool) -> Cond | _Bare:
+    def _not(self, scope: _Scope, negated: bool) -> pattern_model.Cond | _Bare:
         """One comparison, ``MATCHES`` or parenthesised condition, under ``negated``. Inside
         parentheses a bare value comes back as ``_Bare`` for the enclosing comparison, so
         ``(b.price - a.price) / a.price > 0.05`` reads as arithmetic."""
@@ -404,10 +391,10 @@ class PatternReader(ClauseReader):
         finally:
             self._depth = depth
 
-    def _matches(self, scope: _Scope, negated: bool) -> Matches:
+    def _matches(self, scope: _Scope, negated: bool) -> pattern_model.Matches:
         tok = self.peek
         ref, _ = self._factor(scope)
-        if not isinstance(ref, Ref) or ref.attribute != "subject":
+        if not isinstance(ref, pattern_model.Ref) or ref.attribute != "subject":
             raise QueryError(
                 f"MATCHES takes a subject, as in {'subject' if scope.aliases is None else 'b.subject'}"
                 " MATCHES 'office.>'",
@@ -417,11 +404,13 @@ class PatternReader(ClauseReader):
         string = self._expect(
             STR, what="a quoted subject pattern after MATCHES, such as 'office.>'"
         )
-        return Matches(ref, ConditionReader(self, EVENT_SCHEMA, None).pattern(string), negated)
+        return pattern_model.Matches(
+            ref, ConditionReader(self, EVENT_SCHEMA, None).pattern(string), negated
+        )
 
     def _compare(
-        self, scope: _Scope, left: tuple[Expr, str], negated: bool, left_tok: Token
-    ) -> Cond:
+        self, scope: _Scope, left: tuple[pattern_model.Expr, str], negated: bool, left_tok: Token
+    ) -> pattern_model.Cond:
         op_tok = self.advance()
         if not (op_tok.kind == OP and op_tok.text in _CMP):
             raise self.error(
@@ -437,11 +426,11 @@ class PatternReader(ClauseReader):
                 code="type_mismatch",
             )
         op = "!=" if op_tok.text == "<>" else op_tok.text
-        return Compare(NEGATE[op] if negated else op, left[0], right)
+        return pattern_model.Compare(NEGATE[op] if negated else op, left[0], right)
 
     def _expr(
-        self, scope: _Scope, first: tuple[Expr, str, Token] | None = None
-    ) -> tuple[Expr, str]:
+        self, scope: _Scope, first: tuple[pattern_model.Expr, str, Token] | None = None
+    ) -> tuple[pattern_model.Expr, str]:
         """An expression; ``first`` is an operand already read (a parenthesised value)."""
         left_tok = self.peek if first is None else first[2]
         left, lt = self._term(scope, None if first is None else first[:2])
@@ -454,13 +443,16 @@ class PatternReader(ClauseReader):
                 right, rt = self._term(scope)
             elif tok.kind == NUM and tok.text.startswith("-"):  # a.price -1 lexes as a number
                 self.advance()
-                op, right_tok, right, rt = "-", tok, Literal(Decimal(tok.text[1:])), "number"
+                op, right_tok, rt = "-", tok, "number"
+                right = pattern_model.Literal(Decimal(tok.text[1:]))
             else:
                 return left, lt
             self._arith(left_tok, lt, right_tok, rt, op)
-            left = Arithmetic(op, left, right)
+            left = pattern_model.Arithmetic(op, left, right)
 
-    def _term(self, scope: _Scope, first: tuple[Expr, str] | None = None) -> tuple[Expr, str]:
+    def _term(
+        self, scope: _Scope, first: tuple[pattern_model.Expr, str] | None = None
+    ) -> tuple[pattern_model.Expr, str]:
         left_tok = self.peek
         left, lt = self._factor(scope) if first is None else first
         while self.is_op("*", "/"):
@@ -468,7 +460,7 @@ class PatternReader(ClauseReader):
             right_tok = self.peek
             right, rt = self._factor(scope)
             self._arith(left_tok, lt, right_tok, rt, op)
-            left = Arithmetic(op, left, right)
+            left = pattern_model.Arithmetic(op, left, right)
         return left, lt
 
     def _arith(self, left_tok: Token, lt: str, right_tok: Token, rt: str, op: str) -> None:
@@ -480,23 +472,23 @@ class PatternReader(ClauseReader):
                     code="type_mismatch",
                 )
 
-    def _factor(self, scope: _Scope) -> tuple[Expr, str]:
+    def _factor(self, scope: _Scope) -> tuple[pattern_model.Expr, str]:
         tok = self.advance()
         if tok.kind == NUM:
             try:
-                return Literal(Decimal(tok.text)), "number"
+                return pattern_model.Literal(Decimal(tok.text)), "number"
             except InvalidOperation:  # pragma: no cover - the lexer admits numbers only
                 raise self.error(f"{tok.text} is not a number", tok) from None
         if tok.kind == DURATION:
             self.i -= 1
-            return Duration(self.duration_seconds()), "number"
+            return pattern_model.Duration(self.duration_seconds()), "number"
         if tok.kind == STR:
-            return Literal(tok.text[1:-1].replace("''", "'")), "string"
+            return pattern_model.Literal(tok.text[1:-1].replace("''", "'")), "string"
         if tok.kind == KW and tok.text == "timestamp":
             self.i -= 1
             at = self.literal(Type.TIMESTAMP, "the time")
             assert isinstance(at, dt.datetime)
-            return Literal(at), "timestamp"
+            return pattern_model.Literal(at), "timestamp"
         if tok.kind == KW and tok.text == "dur":
             if scope.aliases is None:
                 raise QueryError(
@@ -505,8 +497,8 @@ class PatternReader(ClauseReader):
                     tok.position,
                     code="not_static",
                 )
-            self._pending.append((Dur(), tok))
-            return Dur(), "number"
+            self._pending.append((pattern_model.Dur(), tok))
+            return pattern_model.Dur(), "number"
         if tok.kind == OP and tok.text == "(":
             self._deeper()
             inner = self._expr(scope)
@@ -517,7 +509,7 @@ class PatternReader(ClauseReader):
             operand_tok = self.peek
             operand, t = self._factor(scope)
             self._arith(operand_tok, t, operand_tok, t, "-")
-            return Arithmetic("-", Literal(Decimal(0)), operand), t
+            return pattern_model.Arithmetic("-", pattern_model.Literal(Decimal(0)), operand), t
         if tok.kind == DOTTED:
             ref = self.ref(tok)
             if scope.aliases is None:
@@ -533,8 +525,8 @@ class PatternReader(ClauseReader):
             name = self.bare_name(tok)
             if scope.aliases is None:
                 check_attribute(name, tok.position)
-                return Ref(None, name), _kind(EVENT_SCHEMA[name])
-            agg = AggregateRef(name)
+                return pattern_model.Ref(None, name), _kind(EVENT_SCHEMA[name])
+            agg = pattern_model.AggregateRef(name)
             self._pending.append((agg, tok))
             return agg, "number"
         if tok.kind == KW:
@@ -553,12 +545,12 @@ class PatternReader(ClauseReader):
     def bare_name(self, tok: Token) -> str:
         return tok.text[1:-1].replace('""', '"') if tok.kind == QNAME else tok.text
 
-    def ref(self, tok: Token) -> Ref:
+    def ref(self, tok: Token) -> pattern_model.Ref:
         parts = tok.text.split(".")
         if len(parts) == 3 and parts[1] == "last":
-            ref = Ref(parts[0], parts[2], last=True)
+            ref = pattern_model.Ref(parts[0], parts[2], last=True)
         elif len(parts) == 2:
-            ref = Ref(parts[0], parts[1])
+            ref = pattern_model.Ref(parts[0], parts[1])
         else:
             raise QueryError(
                 f"{tok.text}: write alias.attr or alias.last.attr", tok.position, code="syntax"
@@ -566,10 +558,15 @@ class PatternReader(ClauseReader):
         check_attribute(ref.attribute, tok.position + len(tok.text) - len(ref.attribute))
         return ref
 
-    def check(self, expr: Ref | AggregateRef | Dur, tok: Token, scope: _Scope) -> None:
+    def check(
+        self,
+        expr: pattern_model.Ref | pattern_model.AggregateRef | pattern_model.Dur,
+        tok: Token,
+        scope: _Scope,
+    ) -> None:
         """``expr`` (read at ``tok``) names only what ``scope`` allows."""
         assert scope.aliases is not None
-        if isinstance(expr, Ref):
+        if isinstance(expr, pattern_model.Ref):
             if expr.alias not in scope.aliases:
                 raise QueryError(
                     f"{expr.alias} is not an alias bound here (bound: {', '.join(scope.aliases)})",
@@ -582,7 +579,7 @@ class PatternReader(ClauseReader):
                     tok.position,
                     code="unknown_alias",
                 )
-        elif isinstance(expr, AggregateRef):
+        elif isinstance(expr, pattern_model.AggregateRef):
             if expr.name in scope.own:
                 raise QueryError(
                     f"{expr.name} is this FOLD's own aggregate: it may be used in later steps "
@@ -599,24 +596,28 @@ class PatternReader(ClauseReader):
                 )
 
 
-def _join(parts: list[Cond], *, conjunction: bool) -> Cond:
+def _join(parts: list[pattern_model.Cond], *, conjunction: bool) -> pattern_model.Cond:
     """``All`` (or ``Any_``) of ``parts``, flattened; one part stands alone."""
-    kind = All if conjunction else Any_
-    flat: list[Cond] = []
+    kind = pattern_model.All if conjunction else pattern_model.Any_
+    flat: list[pattern_model.Cond] = []
     for p in parts:
-        flat.extend(p.parts if isinstance(p, All | Any_) and isinstance(p, kind) else (p,))
+        flat.extend(
+            p.parts
+            if isinstance(p, pattern_model.All | pattern_model.Any_) and isinstance(p, kind)
+            else (p,)
+        )
     return flat[0] if len(flat) == 1 else kind(tuple(flat))
 
 
-def item_key(item: PatternItem) -> str:
+def item_key(item: pattern_model.PatternItem) -> str:
     """The key of an item in ``data``: its ``AS`` name, else its canonical text."""
     if item.name is not None:
         return item.name
     expr = item.expr
-    if isinstance(expr, Dur):
+    if isinstance(expr, pattern_model.Dur):
         return "DUR"
-    if isinstance(expr, Bound):
+    if isinstance(expr, pattern_model.Bound):
         return expr.which
-    if isinstance(expr, AggregateRef):
+    if isinstance(expr, pattern_model.AggregateRef):
         return expr.name
     return f"{expr.alias}.{'last.' if expr.last else ''}{expr.attribute}"

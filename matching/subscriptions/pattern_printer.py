@@ -14,37 +14,19 @@ import datetime as dt
 from matching import Type
 from matching.values import format_value
 
+from . import pattern_model
 from .clauses import UNITS
-from .pattern_model import (
-    AggregateRef,
-    All,
-    Any_,
-    Arithmetic,
-    Bound,
-    Compare,
-    Cond,
-    Dur,
-    Duration,
-    Expr,
-    Literal,
-    Matches,
-    Pattern,
-    PatternQuery,
-    Ref,
-    Source,
-    Step,
-)
 from .pattern_parser import item_key
 from .printer import name_text
 
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
 
 
-def pattern_text(query: PatternQuery) -> str:
+def pattern_text(query: pattern_model.PatternQuery) -> str:
     return " UNION ".join(_pattern(p) for p in query.sides)
 
 
-def _pattern(p: Pattern) -> str:
+def _pattern(p: pattern_model.Pattern) -> str:
     items = []
     for item in p.select:
         if item.name is None:
@@ -61,13 +43,13 @@ def _pattern(p: Pattern) -> str:
     return " ".join(parts)
 
 
-def _source(s: Source) -> str:
+def _source(s: pattern_model.Source) -> str:
     if s.filter is None:
         return f"EVENTS AS {s.alias}"
     return f"FILTER{{{cond_text(s.filter)}}}(EVENTS) AS {s.alias}"
 
 
-def _step(s: Step) -> str:
+def _step(s: pattern_model.Step) -> str:
     inside = [cond_text(s.condition)]
     if s.rebind is not None:
         inside.append(cond_text(s.rebind))
@@ -77,43 +59,44 @@ def _step(s: Step) -> str:
     return f"{s.kind.upper()}{{{', '.join(inside)}}} {_source(s.source)}"
 
 
-def cond_text(c: Cond) -> str:
-    if isinstance(c, Compare):
+def cond_text(c: pattern_model.Cond) -> str:
+    if isinstance(c, pattern_model.Compare):
         return f"{expr_text(c.left)} {c.op} {expr_text(c.right)}"
-    if isinstance(c, Matches):
+    if isinstance(c, pattern_model.Matches):
         pattern = c.pattern.replace("'", "''")
         return f"{'NOT ' if c.negated else ''}{expr_text(c.ref)} MATCHES '{pattern}'"
-    if isinstance(c, All):
+    if isinstance(c, pattern_model.All):
         return " AND ".join(
-            f"({cond_text(p)})" if isinstance(p, Any_) else cond_text(p) for p in c.parts
+            f"({cond_text(p)})" if isinstance(p, pattern_model.Any_) else cond_text(p)
+            for p in c.parts
         )
     return " OR ".join(cond_text(p) for p in c.parts)
 
 
-def expr_text(e: Expr | Bound) -> str:
-    if isinstance(e, Arithmetic):
+def expr_text(e: pattern_model.Expr | pattern_model.Bound) -> str:
+    if isinstance(e, pattern_model.Arithmetic):
         mine = _PRECEDENCE[e.op]
         left, right = expr_text(e.left), expr_text(e.right)
-        if isinstance(e.left, Arithmetic) and _PRECEDENCE[e.left.op] < mine:
+        if isinstance(e.left, pattern_model.Arithmetic) and _PRECEDENCE[e.left.op] < mine:
             left = f"({left})"
-        if isinstance(e.right, Arithmetic) and _PRECEDENCE[e.right.op] <= mine:
+        if isinstance(e.right, pattern_model.Arithmetic) and _PRECEDENCE[e.right.op] <= mine:
             right = f"({right})"
         return f"{left} {e.op} {right}"
-    if isinstance(e, Ref):
+    if isinstance(e, pattern_model.Ref):
         prefix = "" if e.alias is None else f"{e.alias}.{'last.' if e.last else ''}"
         return prefix + (e.attribute if prefix else name_text(e.attribute))
-    if isinstance(e, Literal):
+    if isinstance(e, pattern_model.Literal):
         v = e.value
         if isinstance(v, str):
             return "'" + v.replace("'", "''") + "'"
         if isinstance(v, dt.datetime):
             return format_value(Type.TIMESTAMP, v)
         return str(v)
-    if isinstance(e, Duration):
+    if isinstance(e, pattern_model.Duration):
         return duration_text(e.seconds)
-    if isinstance(e, Dur):
+    if isinstance(e, pattern_model.Dur):
         return "DUR"
-    if isinstance(e, AggregateRef):
+    if isinstance(e, pattern_model.AggregateRef):
         return name_text(e.name)
     return e.which
 

@@ -40,7 +40,7 @@ class Bot:
     def _ok(response: httpx.Response) -> dict:
         if response.status_code >= 400:
             error = response.json().get("error", {})
-            where = f" (at character {error['position']})" if "position" in error else ""
+            where = f" (at character {error['position'] + 1})" if "position" in error else ""
             raise SystemExit(
                 f"{response.status_code} {error.get('code')}: {error.get('message')}{where}"
             )

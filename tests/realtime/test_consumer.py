@@ -10,6 +10,7 @@ from channels.testing.websocket import WebsocketCommunicator
 from rest_framework.authtoken.models import Token
 
 from exchange.models import Notification
+from exchange.realtime import consumers
 from exchange.realtime.streams import stream_publish, user_wake
 from exchange.services.orders import offer_publish
 from tests.factories import StaffFactory, UserFactory, pencils_market
@@ -65,6 +66,39 @@ def test_bad_frames_get_errors_and_the_connection_stays_usable(market):
         "bad_frame",
     ]
     assert replies[8] == {"type": "subscribed", "stream": "market:office.supplies.pencils"}
+
+
+def test_a_connection_follows_at_most_max_streams_and_may_repeat_one_it_follows(
+    market, monkeypatch
+):
+    monkeypatch.setattr(consumers, "MAX_STREAMS", 2)
+
+    async def scenario():
+        ws = await connect()
+        answers = [
+            await ask(ws, {"action": "subscribe", "stream": "system"}),
+            await ask(ws, {"action": "resume", "stream": "events:office.>", "after": 0}),
+            await ask(ws, {"action": "subscribe", "stream": "system"}),
+            await ask(ws, {"action": "subscribe", "stream": f"market:{market.subject}"}),
+            await ask(ws, {"action": "resume", "stream": "events:garden.>", "after": 0}),
+            await ask(ws, {"action": "resume", "stream": "events:office.>", "after": 0}),
+        ]
+        await ws.disconnect()
+        return answers
+
+    too_many = {
+        "type": "error",
+        "code": "too_many_streams",
+        "message": "A connection follows at most 2 streams.",
+    }
+    assert asyncio.run(scenario()) == [
+        {"type": "subscribed", "stream": "system"},
+        {"type": "subscribed", "stream": "events:office.>"},
+        {"type": "subscribed", "stream": "system"},
+        too_many,
+        too_many,
+        {"type": "subscribed", "stream": "events:office.>"},
+    ]
 
 
 def test_public_frames_reach_subscribers_of_that_stream_only(market):

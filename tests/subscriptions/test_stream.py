@@ -195,8 +195,41 @@ def test_a_bad_after_is_an_error_frame_and_the_connection_stays_usable(alice, af
         return bad, good
 
     bad, good = asyncio.run(scenario())
-    assert (bad["type"], bad["code"], bad["stream"]) == ("error", "bad_frame", stream)
+    assert bad == {
+        "type": "error",
+        "code": "bad_frame",
+        "message": f'Resume {stream!r} after a notification number n: {{"after": 42}}.',
+        "stream": stream,
+    }
     assert good == {"type": "subscribed", "stream": stream}
+
+
+def test_a_connection_follows_at_most_max_followed_subscription_streams(alice, monkeypatch):
+    monkeypatch.setattr(stream_module, "MAX_FOLLOWED", 2)
+    user, key = alice
+    first, second, third = (service.subscription_create(owner=user, query=QUERY) for _ in "123")
+
+    async def scenario():
+        ws = await connect(f"/ws/?token={key}")
+        answers = [
+            await ask(ws, {"action": "subscribe", "stream": f"sub:{first.pk}"}),
+            await ask(ws, {"action": "resume", "stream": f"sub:{second.pk}", "after": 0}),
+            await ask(ws, {"action": "subscribe", "stream": f"sub:{third.pk}"}),
+            await ask(ws, {"action": "resume", "stream": f"sub:{first.pk}", "after": 0}),
+        ]
+        await ws.disconnect()
+        return answers
+
+    assert asyncio.run(scenario()) == [
+        {"type": "subscribed", "stream": f"sub:{first.pk}"},
+        {"type": "subscribed", "stream": f"sub:{second.pk}"},
+        {
+            "type": "error",
+            "code": "too_many_streams",
+            "message": "A connection follows at most 2 subscription streams.",
+        },
+        {"type": "subscribed", "stream": f"sub:{first.pk}"},
+    ]
 
 
 def test_a_subscription_that_completes_live_sends_its_last_notifications_then_end(alice):
