@@ -22,10 +22,10 @@ nested value would keep ``jsonb``'s spacing.
 
 Filters that SQL applies exactly are pushed down (``HistoryWhere``): the caller's
 visibility (SPEC 5.6), the ``seq`` window, the time range (so PostgreSQL prunes the other
-days' partitions), event types, subject equality and patterns (``matching.subjects``'
-regex, which PostgreSQL's ``~`` reads the same way), and those of a subscription's
-conditions built only of such tests (``history_pushdown``). Everything else is the
-evaluator's.
+days' partitions), event types, subject equality and patterns (a prefix test for
+``a.b.>``, else ``matching.subjects``' regex, which PostgreSQL's ``~`` reads the same
+way), and those of a subscription's conditions built only of such tests
+(``history_pushdown``). Everything else is the evaluator's.
 
 Reads go to the replica (``settings.HISTORY_DATABASE``) once it holds the read's end, else
 to the primary (``history_source``), so a lagging replica never hides an event.
@@ -47,7 +47,7 @@ from django.db import DatabaseError, connections
 
 from exchange.models.events import EVENT_TABLE
 from matching import Interval, Type, Wildcard
-from matching.subjects import compile_pattern
+from matching.subjects import ONE, REST, compile_pattern
 from matching.subscriptions.model import Condition, SubjectTest, Test
 from matching.subscriptions.schema import EVENT_TYPES
 
@@ -135,10 +135,21 @@ class _Sql:
 
 
 def _pattern_sql(pattern: str, params: list[Any]) -> str:
+    """SQL true of exactly the log's subjects that match ``pattern``.
+
+    ``office.supplies.>`` is a prefix test, not the regex: the log's subjects are its
+    markets' subjects, which their check constraint keeps well formed, and a well formed
+    subject matches such a pattern when it starts with ``office.supplies.``. Why: PostgreSQL
+    runs the regex in about 3 µs a row, and while planning tries it on every partition's
+    statistics (about 15 ms more a query over a month of daily partitions)."""
     compiled = compile_pattern(pattern)
     if compiled.is_literal:
         params.append(pattern)
         return "e.subject = %s"
+    *head, last = compiled.tokens
+    if head and last == REST and ONE not in head:
+        params.append(".".join(head) + ".")
+        return "starts_with(e.subject, %s)"
     params.append(compiled.regex)
     return "e.subject ~ %s"
 
