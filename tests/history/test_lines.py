@@ -13,6 +13,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from psycopg.pq import TransactionStatus
 
 from exchange.models import Event
 from exchange.selectors import history
@@ -205,15 +206,14 @@ def test_closing_a_read_early_cancels_it_and_the_connection_goes_on(people):
     lines = history_lines(user=people["anonymous"], after=0, upto=upto)
     first = next(lines)
     lines.close()
-    # Then it got whole lines from the start, and the connection serves the next query
+    # Then it got whole lines from the start, its cursor and transaction are gone, and the
+    # connection serves the next query
     assert first.count(b"\n") == history.PART_ROWS
     assert json.loads(first.splitlines()[0])["seq"] == 1
+    assert connection.connection.info.transaction_status == TransactionStatus.IDLE
     assert Event.objects.count() == total
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND state = 'active' AND query LIKE 'COPY (SELECT%%'"
-        )
+        cursor.execute("SELECT count(*) FROM pg_cursors")
         assert cursor.fetchone()[0] == 0
 
 
