@@ -40,7 +40,7 @@ import time
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NotRequired, TypedDict, Unpack
 
 import psycopg
 from django.conf import settings
@@ -278,32 +278,15 @@ def _exact(lines: list[str]) -> list[str]:
     ]
 
 
-def history_lines(
-    *,
-    user: User | AnonymousUser,
-    after: int,
-    upto: int,
-    where: HistoryWhere | None = None,
-    using: str | None = None,
-    limit: int | None = None,
-) -> Generator[bytes, None, None]:
-    """The JSON lines (each ending in a newline) of the events ``user`` may see with
-    ``after`` < ``seq`` <= ``upto`` that pass ``where``, in ``seq`` order, as parts of at
-    most ``PART_ROWS`` lines: exactly what ``json.dumps(event_row_json(...),
-    separators=(",", ":"))`` writes for each. Read from the database ``using`` (by
-    default the one ``history_source`` picks for ``upto``) in pages of
-    ``PAGE_ROWS`` (see ``_pages``), the first ``limit`` lines only if given, each
-    streamed as it arrives, so memory does not grow
-    with the read; closing the iterator early cancels the page being read. A bad subject
-    pattern raises ``SubjectError`` here, before anything is read."""
-    texts = history_texts(user=user, after=after, upto=upto, where=where, using=using, limit=limit)
-    return _encoded(texts)
+class HistoryRead(TypedDict):
+    """A historic read's arguments, as ``history_texts`` takes them."""
 
-
-def _encoded(texts: Generator[list[str], None, None]) -> Generator[bytes, None, None]:
-    with closing(texts):  # closing this closes the read at once
-        for lines in texts:
-            yield ("\n".join(lines) + "\n").encode()
+    user: User | AnonymousUser
+    after: int
+    upto: int
+    where: NotRequired[HistoryWhere | None]
+    using: NotRequired[str | None]
+    limit: NotRequired[int | None]
 
 
 def history_texts(
@@ -315,13 +298,30 @@ def history_texts(
     using: str | None = None,
     limit: int | None = None,
 ) -> Generator[list[str], None, None]:
-    """``history_lines``' lines as text without their newlines, a list per part: for a
-    caller that handles lines one by one (a WebSocket replay's frames)."""
+    """The JSON lines of the events ``user`` may see with ``after`` < ``seq`` <= ``upto``
+    that pass ``where``, in ``seq`` order, as lists of at most ``PART_ROWS`` lines (text
+    without a newline): exactly what ``json.dumps(event_row_json(...), separators=(",",
+    ":"))`` writes for each. Read from the database ``using`` (by default the one
+    ``history_source`` picks for ``upto``) in pages of ``PAGE_ROWS`` (see ``_pages``), the
+    first ``limit`` lines only if given, each part handed on as it arrives, so memory does
+    not grow with the read; closing the iterator early stops the page being read. A bad
+    subject pattern raises ``SubjectError`` here, before anything is read."""
     where = where or HistoryWhere()
     history_sql(user=user, after=after, upto=upto, where=where)  # checks the filters now
     if using is None:
         using = history_source(upto=upto)
     return _pages(user=user, after=after, upto=upto, where=where, using=using, limit=limit)
+
+
+def history_lines(**read: Unpack[HistoryRead]) -> Generator[bytes, None, None]:
+    """``history_texts``' parts as bytes, each line ending in a newline (``format=jsonl``)."""
+    return _encoded(history_texts(**read))
+
+
+def _encoded(texts: Generator[list[str], None, None]) -> Generator[bytes, None, None]:
+    with closing(texts):  # closing this closes the read at once
+        for lines in texts:
+            yield ("\n".join(lines) + "\n").encode()
 
 
 def _pages(
@@ -417,21 +417,11 @@ def history_source(*, upto: int, wait: float | None = None) -> str:
         time.sleep(REPLICA_POLL)
 
 
-def history_events(
-    *,
-    user: User | AnonymousUser,
-    after: int,
-    upto: int,
-    where: HistoryWhere | None = None,
-    using: str | None = None,
-    limit: int | None = None,
-) -> Iterator[dict[str, Any]]:
-    """The events ``user`` may see (SPEC 5.6) with ``after`` < ``seq`` <= ``upto`` that
-    pass ``where``, in ``seq`` order, each as SPEC 8.1 writes it (``event_row_json``:
-    the envelope, then the attributes; decimals and timestamps as strings), in constant
-    memory (``history_lines``). ``upto`` is the caller's seam: a live part takes over
+def history_events(**read: Unpack[HistoryRead]) -> Iterator[dict[str, Any]]:
+    """The events of ``history_texts`` as dicts, each as SPEC 8.1 writes it
+    (``event_row_json``: the envelope, then the attributes; decimals and timestamps as
+    strings), in constant memory. ``upto`` is the caller's seam: a live part takes over
     after it. Read from ``using``, by default the replica when it holds ``upto`` and the
-    primary otherwise (``history_source``): nothing up to ``upto`` is missed either way.
-    ``limit``: the first that many events only."""
-    texts = history_texts(user=user, after=after, upto=upto, where=where, using=using, limit=limit)
+    primary otherwise (``history_source``): nothing up to ``upto`` is missed either way."""
+    texts = history_texts(**read)
     return (json.loads(line) for lines in texts for line in lines)
