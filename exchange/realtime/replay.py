@@ -24,17 +24,18 @@ import re
 import threading
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser, User
 
-from exchange.selectors.history import HistoryWhere, history_lines
+from exchange.selectors.history import HistoryWhere, history_texts
 
 FRAME_ITEMS = 500
 FRAME_BYTES = 256 * 1024
-# The head of a log line as ``history_lines`` writes it.
-_SEQ = re.compile(rb'\{"seq":(\d+),')
+# The head of a log line as ``history_texts`` writes it.
+_SEQ = re.compile(r'\{"seq":(\d+),')
 
 
 BATCH_USAGE = '"batch" is true (replays come in batch frames) or false.'
@@ -108,21 +109,20 @@ def _read_runs(
         while after < upto and sent < cap and not stop.is_set():
             want = min(read, cap - sent)
             got = 0
-            lines = history_lines(
+            parts = history_texts(
                 user=user, after=after, upto=upto, where=HistoryWhere(subject=subject), limit=want
             )
-            texts = (line.decode() for part in lines for line in part.splitlines())
             try:
-                for run in frame_chunks(texts):
+                for run in frame_chunks(chain.from_iterable(parts)):
                     if stop.is_set():
                         return
-                    head = _SEQ.match(run[-1].encode())
+                    head = _SEQ.match(run[-1])
                     assert head is not None, run[-1]
                     after = int(head[1])
                     got += len(run)
                     hand(EventBatch(after, len(run), run))
             finally:
-                lines.close()
+                parts.close()
             sent += got
             if got < want:
                 return

@@ -13,6 +13,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from psycopg.pq import TransactionStatus
 
 from exchange.models import Event
 from exchange.selectors import history
@@ -205,15 +206,14 @@ def test_closing_a_read_early_cancels_it_and_the_connection_goes_on(people):
     lines = history_lines(user=people["anonymous"], after=0, upto=upto)
     first = next(lines)
     lines.close()
-    # Then it got whole lines from the start, and the connection serves the next query
+    # Then it got whole lines from the start, its cursor and transaction are gone, and the
+    # connection serves the next query
     assert first.count(b"\n") == history.PART_ROWS
     assert json.loads(first.splitlines()[0])["seq"] == 1
+    assert connection.connection.info.transaction_status == TransactionStatus.IDLE
     assert Event.objects.count() == total
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND state = 'active' AND query LIKE 'COPY (SELECT%%'"
-        )
+        cursor.execute("SELECT count(*) FROM pg_cursors")
         assert cursor.fetchone()[0] == 0
 
 
@@ -241,3 +241,57 @@ def test_a_limit_reads_the_first_events_only(people, small_pages):
         got = [e["seq"] for e in history_events(user=staff, after=0, upto=upto, limit=limit)]
         assert got == expected, limit
     assert [e["seq"] for e in history_events(user=staff, after=4, upto=9, limit=4)] == [5, 6, 7, 8]
+
+
+# Attribute values around the two byte replacements that compact jsonb's text: strings
+# that start with ': ' or end with ', ' (where a separator's bytes are inside a string),
+# the interval syntax of constraints, nested values, keys the envelope has, no attributes.
+UNUSUAL = [
+    {"offer": 1, "constraint": ": lot >= 5"},
+    {"offer": 1, "constraint": "lot >= 5, "},
+    {"offer": 1, "constraint": ", "},
+    {"offer": 1, "constraint": ":"},
+    {"offer": 1, "constraint": ""},
+    {"offer": 1, "constraint": "lot IN [1, 5) AND colour IN ('red', 'blue')"},
+    {"offer": 1, "constraint": 'say "hi", ": '},
+    {"offer": 1, "zz": [1, "a, ", {"b": 2}]},
+    {"offer": 1, "zz": {"k": [3, 4]}},
+    {"offer": 1, "subject": "elsewhere"},
+    {"offer": 1, ": ": ", "},
+    {"": 1},
+    {},
+]
+
+
+@pytest.mark.parametrize("data", UNUSUAL, ids=[json.dumps(d) for d in UNUSUAL])
+def test_unusual_attributes_are_spelled_as_the_python_path_does(people, data):
+    # Given an event carrying them, between two plain ones (one part of three lines)
+    at = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
+    plain = ("offer_withdrawn", SUBJECTS[0], None, {"offer": 9})
+    upto = log_write([(plain, at), (("offer_posted", SUBJECTS[1], None, data), at), (plain, at)])
+    # When the log is read through SQL, then it is byte for byte the Python path's
+    got = b"".join(history_lines(user=people["anonymous"], after=0, upto=upto))
+    assert got == python_lines(people["anonymous"])
+    assert (
+        json.loads(got.splitlines()[1])
+        == {
+            "seq": 2,
+            "time": "2026-11-20T00:00:00Z",
+            "type": "offer_posted",
+            "subject": SUBJECTS[1],
+        }
+        | data
+    )
+
+
+def test_a_pattern_ending_in_rest_after_plain_tokens_is_a_prefix_test_in_sql(people):
+    sql, params = history.history_sql(
+        user=people["staff"], after=0, upto=9, where=HistoryWhere(subject="office.supplies.>")
+    )
+    assert "starts_with(e.subject, %s)" in sql and "~" not in sql
+    assert params == [0, 9, "office.supplies."]
+    sql, params = history.history_sql(
+        user=people["staff"], after=0, upto=9, where=HistoryWhere(subject="office.*.>")
+    )
+    assert "e.subject ~ %s" in sql and "starts_with" not in sql
+    assert params[-1] == r"^office\.[a-z0-9]+\.[a-z0-9]+(?:\.[a-z0-9]+)*$"

@@ -470,13 +470,13 @@ def test_event_runs_cut_frames_within_each_read_and_stop_reading_when_closed(boo
     upto = log[-1]["seq"]
     assert len(log) > 5
     reads = []
-    original = replay.history_lines
+    original = replay.history_texts
 
     def counted(**kwargs):
         reads.append((kwargs["after"], kwargs["limit"]))
         return original(**kwargs)
 
-    monkeypatch.setattr(replay, "history_lines", counted)
+    monkeypatch.setattr(replay, "history_texts", counted)
     chunks = replay.frame_chunks
     closing = threading.Event()
 

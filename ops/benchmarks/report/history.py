@@ -45,8 +45,17 @@ def _resume_row(resume: dict[str, Any]) -> str:
 
 def section(r: dict[str, Any]) -> str:
     size = r["size"]
-    whole = r["reads"][0]
     full = size["events"] >= 1_000_000
+    # SPEC 9's historic subscription: the batched events: resume over the whole log (older
+    # results have none; their verdict was the whole log over HTTP).
+    whole = next(
+        (
+            x
+            for x in r.get("resumes") or []
+            if x["batch"] and x["query"].startswith("events:") and x["events"] >= size["events"]
+        ),
+        r["reads"][0],
+    )
     verdict = (
         "not measured at 1,000,000 (a quick run)"
         if not full
@@ -89,8 +98,11 @@ def section(r: dict[str, Any]) -> str:
 {r["cpu"]} ({r["cores"]} cores, shared with other test runs: the load average before and after
 each read is beside it). {size["events"]:,} events over {size["days"]} days on
 {size["markets"]} markets, read as `GET /api/v1/events/?format=jsonl` from uvicorn on
-loopback by a client that counts the lines as they arrive (`httpx`). SPEC 9 asks for 50,000
-events/s or more over 1,000,000 events: {verdict}.
+loopback by a client that counts the lines as they arrive (`httpx`), and replayed over a
+WebSocket (`websockets`, compression as negotiated by default) by a client that parses each
+frame. SPEC 9 asks a historic subscription over 1,000,000 events to stream at 50,000
+events/s or more (here the batched `events:office.>` resume over the whole log):
+{verdict}.
 
 | read | query | events | size | time | first byte | events/s | load before / after |
 |---|---|---|---|---|---|---|---|
