@@ -70,26 +70,7 @@ def section(r: dict[str, Any]) -> str:
     # ``resume``: one events: resume, one frame an event (the results of earlier runs)
     for resume in r.get("resumes") or ([r["resume"]] if r.get("resume") else []):
         rows += "\n" + _resume_row(resume)
-    cycle = r.get("cycle")
-    cost = ""
-    if cycle:
-        cost = (
-            f"\nThe log's writer in the matching cycle, on a book of {cycle['offers']:,} offers "
-            f"and {cycle['bids']:,} bids, {cycle['cycles']} cycles of 40 bids and 10 offers "
-            f"placed through the services, the writer off in every other one: median "
-            f"{cycle['ms_with']:,.1f} ms with it, {cycle['ms_without']:,.1f} ms without, "
-            f"**{100 * cycle['added']:+.1f}%** (SPEC 9: at most 10%; load "
-            f"{cycle['load_before']:.1f} / {cycle['load_after']:.1f}, so single cycles "
-            f"vary more than that on this machine).\n"
-        )
-        if "cpu_added" in cycle:
-            cost += (
-                f"In CPU (the cycle's process and its PostgreSQL backend, which the other "
-                f"work on the machine does not inflate), mean per cycle: "
-                f"{cycle['cpu_ms_with']:,.1f} ms with the writer, "
-                f"{cycle['cpu_ms_without']:,.1f} ms without, "
-                f"**{100 * cycle['cpu_added']:+.1f}%**.\n"
-            )
+    cost = "\n" + cycle_paragraph(r["cycle"]) if r.get("cycle") else ""
     plan = r["one_day"]["plan"]
     touched = sorted(set(re.findall(r"on (exchange_event_(?:p\d{8}|default))", plan)))
     return f"""{TITLE}
@@ -121,6 +102,28 @@ A one-day read ({r["one_day"]["day"]}, `since` and `until` on that day) touches
 def _short(plan: str) -> str:
     """The plan without the projection's long expression."""
     return "\n".join(line for line in plan.splitlines() if not line.strip().startswith("Output:"))
+
+
+def cycle_paragraph(cycle: dict[str, Any]) -> str:
+    """What the log's writer adds to a matching cycle (``history.py --cycles``'s JSON)."""
+    text = (
+        f"The log's writer in the matching cycle, on a book of {cycle['offers']:,} offers "
+        f"and {cycle['bids']:,} bids, {cycle['cycles']} cycles of 40 bids and 10 offers "
+        f"placed through the services, the writer off in every other one: median "
+        f"{cycle['ms_with']:,.1f} ms with it, {cycle['ms_without']:,.1f} ms without, "
+        f"**{100 * cycle['added']:+.1f}%** (SPEC 9: at most 10%; load "
+        f"{cycle['load_before']:.1f} / {cycle['load_after']:.1f}, so single cycles "
+        f"vary more than that on this machine).\n"
+    )
+    if "cpu_added" in cycle:
+        text += (
+            f"In CPU (the cycle's process and its PostgreSQL backend, which the other "
+            f"work on the machine does not inflate), mean per cycle: "
+            f"{cycle['cpu_ms_with']:,.1f} ms with the writer, "
+            f"{cycle['cpu_ms_without']:,.1f} ms without, "
+            f"**{100 * cycle['cpu_added']:+.1f}%**.\n"
+        )
+    return text
 
 
 def splice(report: Path, results: dict[str, Any]) -> Path:
