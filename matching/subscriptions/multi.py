@@ -21,6 +21,16 @@ A ``SubscriptionSet`` holds live ``Subscription`` objects (the one evaluator of
   only the instances of its own value that it can advance.
 * Form 2 (composite) subscriptions, and any other kind, fall back to being pushed every
   event: their joins are not static tests.
+* Patterns of one side that are equal but for their ``WHERE`` ("prices rising for at
+  least D minutes", one per D) share one automaton compiled without it (``share``, the
+  default): its sources are indexed once, an event advances it once, and each member is
+  pushed only when its own ``WHERE`` passes an instance the event completed or the shared
+  instances exceed its ``state_limit``. A pattern joins only while neither it nor the
+  shared automaton holds an instance, so the shared instances are at every event the
+  ones it would hold alone (``WHERE`` is read once an instance is complete and moves
+  nothing); otherwise a new shared automaton is started for it. A member taken out
+  (``remove``) or asked for (``subscription``) is given a copy of the shared instances.
+  ``advance_members`` does not share: its evaluators are kept after the pass.
 
 Why the outputs are those of pushing every event to every subscription (the hypothesis
 test compares them): an event a form 1 subscription is not pushed fails its conjuncts, so
