@@ -38,6 +38,7 @@ the ``seq`` of all their bound events, then by side of ``UNION`` (left first).
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import heapq
 import itertools
@@ -360,6 +361,31 @@ class Automaton:
                 data[key] = value
         return data
 
+    def passing(
+        self, completed: list[tuple[tuple[int, ...], Instance]]
+    ) -> list[tuple[tuple[int, ...], Instance]]:
+        """The instances of ``completed`` (what an automaton of the same pattern without
+        ``WHERE`` completed on one event) that pass this automaton's ``WHERE``, in order:
+        what ``advance`` would have returned here, since ``WHERE`` is read only once an
+        instance is complete and never changes how instances move."""
+        where = self.where
+        if where is None:
+            return completed
+        return [c for c in completed if where(c[1], None)]
+
+    def take_state(self, other: Automaton) -> None:
+        """Hold a copy of ``other``'s instances in place of this automaton's own: ``other``
+        is compiled from this pattern without (or with another) ``WHERE``, so its nodes
+        are these nodes; ``multi.py`` gives a pattern that leaves a shared automaton the
+        state it would have reached alone."""
+        held = [(n.waiting, n.ranked, n.loose) for n in other.nodes]
+        # the sentinel of a key or threshold no value equals must stay that very object
+        nodes, self.expiry = copy.deepcopy((held, other.expiry), {id(_MISSING): _MISSING})
+        for node, (waiting, ranked, loose) in zip(self.nodes, nodes, strict=True):
+            node.waiting, node.ranked, node.loose = waiting, ranked, loose
+        self.live = other.live
+        self.ids = itertools.count(next(other.ids))  # after every id copied
+
     def _offer(self, node: Node, e: Event, moved: list[Instance]) -> None:
         value = None if node.key is None else e.values.get(node.key[0])
         if node.key is None:
@@ -591,6 +617,9 @@ def _shown(value: Value) -> Value:
 class PatternEngine:
     """Every side of a form 3 query; ``event`` gives the ``(seq, data)`` it completes."""
 
+    # a class default: an engine pickled before ``give`` existed reads it too
+    _given: list[tuple[tuple[int, ...], Instance]] | None = None
+
     def __init__(self, query: PatternQuery) -> None:
         ids = itertools.count()
         self.sides = [Automaton(p, i, ids) for i, p in enumerate(query.sides)]
@@ -603,6 +632,15 @@ class PatternEngine:
         index and hands each pattern its answers here, since ``Subscription.push`` calls
         ``event`` itself; the outputs are those of ``event`` without the route."""
         self._routed = passed
+
+    def give(self, completed: list[tuple[tuple[int, ...], Instance]], live: int) -> None:
+        """For the next ``event`` only, on a pattern of one side: ``completed`` is what a
+        shared automaton of this pattern without ``WHERE`` completed on it and this
+        ``WHERE`` passes (``Automaton.passing``), ``live`` the instances it holds after it,
+        which are this pattern's too (``multi.py`` runs one automaton for the patterns that
+        differ only in ``WHERE``); ``event`` then gives their outputs."""
+        self._given = completed
+        self.sides[0].live = live
 
     @property
     def kept_events(self) -> int:
@@ -617,9 +655,12 @@ class PatternEngine:
 
     def event(self, e: Event) -> list[tuple[int, dict[str, Any]]]:
         routed, self._routed = self._routed, None
+        given, self._given = self._given, None
         found = []
         for automaton in self.sides:
-            if routed is None:
+            if given is not None:
+                completed = given
+            elif routed is None:
                 completed = automaton.event(e)
             else:
                 completed = automaton.advance(e, routed.get(automaton.side, ()).__contains__)

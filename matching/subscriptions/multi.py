@@ -21,6 +21,16 @@ A ``SubscriptionSet`` holds live ``Subscription`` objects (the one evaluator of
   only the instances of its own value that it can advance.
 * Form 2 (composite) subscriptions, and any other kind, fall back to being pushed every
   event: their joins are not static tests.
+* Patterns of one side that are equal but for their ``WHERE`` ("prices rising for at
+  least D minutes", one per D) share one automaton compiled without it (``share``, the
+  default): its sources are indexed once, an event advances it once, and each member is
+  pushed only when its own ``WHERE`` passes an instance the event completed or the shared
+  instances exceed its ``state_limit``. A pattern joins only while neither it nor the
+  shared automaton holds an instance, so the shared instances are at every event the
+  ones it would hold alone (``WHERE`` is read once an instance is complete and moves
+  nothing); otherwise a new shared automaton is started for it. A member taken out
+  (``remove``) or asked for (``subscription``) is given a copy of the shared instances.
+  ``advance_members`` does not share: its evaluators are kept after the pass.
 
 Why the outputs are those of pushing every event to every subscription (the hypothesis
 test compares them): an event a form 1 subscription is not pushed fails its conjuncts, so
@@ -47,11 +57,12 @@ and the others go on: one subscription's failure must not stop the rest.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import heapq
 import itertools
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from functools import partial
 from typing import Any
@@ -65,7 +76,7 @@ from .automaton import Automaton, Node, PatternEngine
 from .evaluator import Output, Subscription
 from .events import Event, event_from_dict
 from .model import AtomicQuery
-from .pattern_model import All, Compare, Cond, Literal, Matches, PatternQuery, Ref, Step
+from .pattern_model import All, Compare, Cond, Literal, Matches, Pattern, PatternQuery, Ref, Step
 from .schema import EVENT_SCHEMA
 
 _FLIP = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -228,12 +239,32 @@ class _Source:
 class _Held:
     sub_id: Hashable
     sub: Subscription
-    kind: str  # "atomic", "pattern" or "every" (pushed every event)
+    kind: str  # "atomic", "pattern", "every" (pushed every event) or "shared" (a _Shared's)
     rank: int  # evaluated in the order added
     sources: list[int] = field(default_factory=list)
     # a pattern's sources with the node whose waiting instances keep each one in the index
     # (None for a first source, always in it)
     watch: list[tuple[Node | None, int, _Source]] = field(default_factory=list)
+    shared: _Shared | None = None  # a pattern run by a shared automaton: that one
+
+
+@dataclass(eq=False)
+class _Shared:
+    """One automaton run for the ``members``, patterns of one side equal but for their
+    ``WHERE`` (``key``: the pattern without it), which joined while it and they held no
+    instance, so that its instances are at every event each member's own. ``runner`` holds
+    it as a pattern whose sources are in the index, under an id of no subscription;
+    members are kept in rank order."""
+
+    key: Pattern
+    runner: _Held
+    members: list[_Held] = field(default_factory=list)
+
+    @property
+    def automaton(self) -> Automaton:
+        engine = self.runner.sub.engine
+        assert isinstance(engine, PatternEngine)
+        return engine.sides[0]
 
 
 class SubscriptionSet:
@@ -245,8 +276,10 @@ class SubscriptionSet:
     output is given. ``last`` holds the counts of the latest event, ``total`` their sums.
     """
 
-    def __init__(self, order: Sequence[str] = ("type",)) -> None:
+    def __init__(self, order: Sequence[str] = ("type",), *, share: bool = True) -> None:
         self.index = MatchingIndex(order)
+        self.share = share
+        self._shared: dict[Pattern, _Shared] = {}  # by key, the one that new members join
         self._held: dict[Hashable, _Held] = {}
         self._sources: dict[int, _Source] = {}
         self._ids = itertools.count()
@@ -263,7 +296,12 @@ class SubscriptionSet:
         return sub_id in self._held
 
     def subscription(self, sub_id: Hashable) -> Subscription:
-        return self._held[sub_id].sub
+        """The subscription held under ``sub_id``; one run by a shared automaton is first
+        given a copy of its instances (its engine then stands where the set does)."""
+        held = self._held[sub_id]
+        if held.shared is not None:
+            _own_state(held)
+        return held.sub
 
     def add(self, sub_id: Hashable, sub: Subscription) -> None:
         """Hold ``sub`` under ``sub_id``; ``ValueError`` (nothing changed) if the id is
@@ -295,9 +333,21 @@ class SubscriptionSet:
         held = self._held.pop(sub_id)
         self._fresh.pop(sub_id, None)
         self._every.pop(sub_id, None)
+        self._drop_sources(held)
+        shared = held.shared
+        if shared is not None:
+            _own_state(held)  # it goes on alone from where the shared automaton stands
+            held.shared = None
+            shared.members.remove(held)
+            if not shared.members:
+                self._drop_sources(shared.runner)
+                if self._shared.get(shared.key) is shared:
+                    del self._shared[shared.key]
+        return held.sub
+
+    def _drop_sources(self, held: _Held) -> None:
         for source_id in held.sources:
             self._deactivate(source_id, self._sources.pop(source_id))
-        return held.sub
 
     # -- the index ---------------------------------------------------------------------------
 
@@ -316,6 +366,10 @@ class SubscriptionSet:
             return
         engine = held.sub.engine
         assert isinstance(engine, PatternEngine)
+        key = _share_key(engine) if self.share and held.kind == "pattern" else None
+        if key is not None:
+            self._join(held, key)
+            return
         for automaton in engine.sides:
             pattern = automaton.pattern
             filters = [
@@ -333,6 +387,20 @@ class SubscriptionSet:
                 waiting = None if node == 0 else automaton.nodes[node - 1]
                 held.watch.append((waiting, self._new_source(held, source), source))
         self._reconcile(held)
+
+    def _join(self, held: _Held, key: Pattern) -> None:
+        """Run ``held`` (a pattern holding no instance) by the shared automaton of ``key``,
+        one made when there is none or the current one holds instances (the member would
+        then not have them)."""
+        shared = self._shared.get(key)
+        if shared is None or shared.automaton.live:
+            runner = Subscription(PatternQuery((key,)), now=held.sub.now)
+            shared = _Shared(key, _Held(_RunnerId(), runner, "shared", next(self._ids)))
+            shared.runner.shared = shared
+            self._shared[key] = shared
+            self._install(shared.runner)
+        bisect.insort(shared.members, held, key=_rank)
+        held.shared = shared
 
     def _new_source(self, held: _Held, source: _Source) -> int:
         source_id = next(self._ids)
@@ -372,7 +440,10 @@ class SubscriptionSet:
         visible: Callable[[Hashable], bool] | None = None,
     ) -> list[tuple[Hashable, Output | Failed]]:
         """The outputs one live event causes, as ``(subscription id, output)``. With
-        ``visible``, only the subscriptions it accepts (by id) are pushed the event."""
+        ``visible``, only the subscriptions it accepts (by id) are pushed the event: not in
+        a set that shares automata (``ValueError``), whose members could differ in it."""
+        if visible is not None and self.share:
+            raise ValueError("a set that shares automata cannot be told who sees an event")
         e = event if isinstance(event, Event) else event_from_dict(event)
         counts = Counts(events=1)
         out: list[tuple[Hashable, Output | Failed]] = []
@@ -391,6 +462,33 @@ class SubscriptionSet:
             counts.instances += _touched(held) - before
             if held.sub.finished:
                 self.remove(held.sub_id)
+
+        def run(shared: _Shared, passed: dict[int, set[int]]) -> None:
+            """Advance the shared automaton, then push each member whose ``WHERE`` passes
+            one of the instances completed, or whose ``state_limit`` the instances held
+            now exceed; any other member, pushed alone, would output nothing and change
+            nothing (it is live, and its instances are the shared ones)."""
+            automaton = shared.automaton
+            counts.evaluated += 1
+            before = automaton.touched
+            try:
+                completed = automaton.advance(e, passed.get(0, set()).__contains__)
+            except Exception as exc:  # noqa: BLE001 - each member would have raised alone
+                for member in list(shared.members):
+                    self.remove(member.sub_id)
+                    out.append((member.sub_id, Failed(e.seq, exc)))
+                return
+            counts.instances += automaton.touched - before
+            live = automaton.live
+            for member in list(shared.members):
+                engine = member.sub.engine
+                assert isinstance(engine, PatternEngine)
+                mine = engine.sides[0].passing(completed) if completed else completed
+                if mine or live > member.sub.state_limit:
+                    engine.give(mine, live)
+                    evaluate(member)
+            if shared.members:
+                self._reconcile(shared.runner)
 
         for held in list(self._every.values()):
             if sees(held.sub_id):
@@ -439,6 +537,9 @@ class SubscriptionSet:
         for held in atomic:
             evaluate(held)
         for held, passed in sorted(routes.values(), key=lambda r: r[0].rank):
+            if held.shared is not None:
+                run(held.shared, passed)
+                continue
             engine = held.sub.engine
             assert isinstance(engine, PatternEngine)
             engine.route(passed)
@@ -462,7 +563,9 @@ class SubscriptionSet:
     def instances(self) -> int:
         """Pattern instances held (waiting at a step) across the set."""
         return sum(
-            held.sub.engine.kept_events for held in self._held.values() if held.kind == "pattern"
+            held.sub.engine.kept_events if held.shared is None else held.shared.automaton.live
+            for held in self._held.values()
+            if held.kind == "pattern"
         )
 
 
@@ -480,6 +583,26 @@ def _sole_key(node: Node, split: StaticSplit) -> tuple[str, Any] | None:
     if EVENT_SCHEMA.get(attribute) not in _KEY_TYPES.get(type(value), ()):
         return None  # among others, the key of instances whose value is NULL
     return attribute, value
+
+
+class _RunnerId:
+    """The id under which a shared automaton's sources route events: no subscription's."""
+
+
+def _share_key(engine: PatternEngine) -> Pattern | None:
+    """The pattern without its ``WHERE``, under which patterns share one automaton: one
+    side, and no instance held yet (the shared automaton's are not its own)."""
+    if len(engine.sides) != 1 or engine.kept_events:
+        return None
+    return replace(engine.sides[0].pattern, where=None)
+
+
+def _own_state(held: _Held) -> None:
+    """Give the pattern of ``held`` a copy of its shared automaton's instances."""
+    assert held.shared is not None
+    engine = held.sub.engine
+    assert isinstance(engine, PatternEngine)
+    engine.sides[0].take_state(held.shared.automaton)
 
 
 def _everyone(sub_id: Hashable) -> bool:
@@ -537,7 +660,9 @@ def advance_members(
     the seam; the live ones through one ``SubscriptionSet``, so each event walks the
     matching index once for all of them. A member stops at its ``End``, its
     ``state_limit`` or its ``Failed``. Returns the set's counts."""
-    subs = SubscriptionSet(order)
+    # Not shared: the members' evaluators are kept after the pass, and each would need a
+    # copy of its shared automaton's instances; visibility may differ between them too.
+    subs = SubscriptionSet(order, share=False)
     by_id = {m.sub_id: m for m in members}
     waiting = sorted(members, key=lambda m: (m.joins_after, str(m.sub_id)))
     history = [m for m in members if m.cursor < m.seam]

@@ -100,10 +100,12 @@ FORM3 = [
     "FILTER{{type = 'trade' AND subject = '{s}'}}(EVENTS) AS b",
     "SELECT a.price, b.price, n, DUR FROM " + T + " AS a "
     "FOLD{{b.subject = a.subject, b.price >= b.last.price, COUNT AS n}} " + T + " AS b "
-    "WHERE DUR >= {m}m",
+    "WHERE DUR >= {d}m",
     "SELECT a.offer, b.value, n FROM FILTER{{type = 'best_offer' AND offer = {o}}}(EVENTS) AS a "
     "FOLD{{b.offer = a.offer, b.value < b.last.value, COUNT AS n}} "
-    "FILTER{{type = 'best_offer'}}(EVENTS) AS b WHERE n >= 2 WITHIN {m}m",
+    "FILTER{{type = 'best_offer'}}(EVENTS) AS b WHERE n >= {n} WITHIN {m}m",
+    "SELECT a.price, b.price FROM " + T + " AS a NEXT{{b.subject = a.subject AND "
+    "b.price > 1.05 * a.price}} " + T + " AS b WHERE b.price - a.price >= {q} WITHIN {m}m",
     "SELECT a.seq, b.seq FROM FILTER{{type != 'trade' OR price >= {p}}}(EVENTS) AS a "
     "NEXT{{b.offer = a.offer}} EVENTS AS b "
     "UNION SELECT a.seq, b.seq FROM EVENTS AS a "
@@ -152,28 +154,39 @@ def scripts(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]
                 steps.append(("remove", held.pop(draw(st.integers(0, len(held) - 1)))))
                 continue
             template = draw(st.sampled_from(QUERIES))
-            query = template.format(
-                p=draw(st.sampled_from(PRICES)),
-                m=draw(st.integers(0, 20)),
-                o=draw(st.integers(1, 3)),
-                s=draw(st.sampled_from(SUBJECTS)),
-            )
-            steps.append(("add", next_id, query, draw(st.booleans()),
-                          draw(st.sampled_from([2, 5, 100_000]))))  # fmt: skip
-            held.append(next_id)
-            next_id += 1
+            params = {
+                "p": draw(st.sampled_from(PRICES)),
+                "m": draw(st.integers(0, 20)),
+                "o": draw(st.integers(1, 3)),
+                "s": draw(st.sampled_from(SUBJECTS)),
+            }
+            # some patterns come in groups that differ only in WHERE (d, n, q), which the
+            # set runs by one shared automaton
+            for _ in range(draw(st.sampled_from([1, 1, 2, 3]))):
+                query = template.format(
+                    **params,
+                    d=draw(st.integers(0, 20)),
+                    n=draw(st.integers(1, 3)),
+                    q=draw(st.sampled_from(["0", "0.05", "0.1"])),
+                )
+                steps.append(("add", next_id, query, draw(st.booleans()),
+                              draw(st.sampled_from([2, 5, 100_000]))))  # fmt: skip
+                held.append(next_id)
+                next_id += 1
         steps.append(("event",))
     return stream, steps
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scripts())
+@given(scripts(), st.booleans())
 def test_the_set_gives_what_each_subscription_gives_on_its_own(
-    script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]],
+    script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]], share: bool
 ) -> None:
     stream, steps = script
-    multi = SubscriptionSet()
+    multi = SubscriptionSet(share=share)
     alone: dict[int, Subscription] = {}
+    # taken out of the set: each goes on alone from where the set left it
+    left: dict[int, Subscription] = {}
     expected: dict[int, list[Any]] = {}
     got: dict[int, list[Any]] = {}
     position = 0
@@ -194,19 +207,19 @@ def test_the_set_gives_what_each_subscription_gives_on_its_own(
             alone[sub_id] = pair[1]
             expected[sub_id], got[sub_id] = [], []
         elif step[0] == "remove":
-            if step[1] in alone:
-                del alone[step[1]]
-                if step[1] in multi:
-                    multi.remove(step[1])
+            if step[1] in multi:
+                left[step[1]] = multi.remove(step[1])
         else:
             raw = stream[position]
             position += 1
             for sub_id, sub in alone.items():
                 expected[sub_id].extend(sub.push(raw, live=True))
+            for sub_id, sub in left.items():
+                got[sub_id].extend(sub.push(raw, live=True))
             for sub_id, output in multi.push(raw):
                 got[sub_id].append(output)
             # a subscription that completed or was suspended has left the set
-            assert all((i in multi) == (not s.finished) for i, s in alone.items())
+            assert all((i in multi) == (not s.finished) for i, s in alone.items() if i not in left)
     assert got == expected
     # the set holds the subscriptions' instances, and those WITHIN has dropped on their own
     # until the pattern's next evaluated event (expiry is lazy)
@@ -215,6 +228,10 @@ def test_the_set_gives_what_each_subscription_gives_on_its_own(
         for i, s in alone.items()
         if i in multi and isinstance(s.query, PatternQuery)
     )
+    # and one asked for while in the set holds them too (lazily expired alike)
+    for i in alone:
+        if i in multi and isinstance(alone[i].query, PatternQuery):
+            assert multi.subscription(i).engine.kept_events >= alone[i].engine.kept_events
 
 
 def test_adding_an_id_twice_or_a_finished_subscription_changes_nothing() -> None:
@@ -328,3 +345,52 @@ def test_a_step_whose_instances_share_one_key_is_indexed_by_it() -> None:
     # and an offer no instance waits on evaluates nothing
     assert multi.push(_best(12, "s.c.m0", 11, "1.00")) == []
     assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (0, 0, 0)
+
+
+RISING = (
+    "SELECT a.price, b.price, n, DUR FROM FILTER{{type = 'trade' AND subject = 'x.y'}}(EVENTS) "
+    "AS a FOLD{{b.subject = a.subject, b.price >= b.last.price, COUNT AS n}} "
+    "FILTER{{type = 'trade' AND subject = 'x.y'}}(EVENTS) AS b WHERE DUR >= {d}m"
+)
+
+
+def _trade(seq: int, price: str) -> dict[str, Any]:
+    """A trade on x.y, ``seq`` minutes after BASE."""
+    return {"seq": seq, "time": _stamp(BASE + dt.timedelta(minutes=seq)), "type": "trade",
+            "subject": "x.y", "offer": 1, "trade": seq, "price": price, "quantity": 1}  # fmt: skip
+
+
+def test_patterns_that_differ_only_in_where_share_one_automaton() -> None:
+    # Given "prices rising for at least d minutes" on x.y for d = 1 to 20, in the set and
+    # each alone, and a first event that starts nothing (so each joins holding no instance)
+    multi = SubscriptionSet()
+    alone = {}
+    for d in range(1, 21):
+        query = parse_query(RISING.format(d=d))
+        multi.add(d, Subscription(query, now=BASE))
+        alone[d] = Subscription(query, now=BASE)
+    first = _best(1, "x.y", 1, "1.00")
+    assert multi.push(first) == []
+    assert all(sub.push(first, live=True) == [] for sub in alone.values())
+    # then the index holds the first source of one automaton, not of twenty
+    assert len(multi.index) == 1
+    for k in range(2, 9):
+        # When prices rise trade after trade, a minute apart
+        trade = _trade(k, f"1.{k:02}")
+        got = multi.push(trade)
+        # Then each pattern gets what it gets alone, in the same order
+        assert got == [(d, o) for d, sub in alone.items() for o in sub.push(trade, live=True)]
+        # the one automaton offered the trade its k - 2 instances (one per earlier trade),
+        # and only the patterns whose d the longest rise (k - 2 minutes) meets were pushed
+        met = [d for d in alone if d <= k - 2]
+        assert {d for d, _ in got} == set(met)
+        assert (multi.last.instances, multi.last.evaluated) == (k - 2, 1 + len(met))
+        assert multi.instances == 20 * (k - 1)
+    # When one is taken out, it goes on alone with the instances it had in the set
+    left = multi.remove(20)
+    assert left.engine.kept_events == alone[20].engine.kept_events == 7
+    for seq, price in ((9, "1.20"), (10, "1.10")):
+        assert left.push(_trade(seq, price), live=True) == alone[20].push(
+            _trade(seq, price), live=True
+        )
+    assert left.engine.kept_events == alone[20].engine.kept_events == 1
