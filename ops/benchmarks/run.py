@@ -425,12 +425,13 @@ def patterns_only(args: argparse.Namespace) -> int:
 def dissemination_only(args: argparse.Namespace) -> int:
     """The dissemination benchmark alone, its section spliced into the existing report."""
     from ops.benchmarks.dissemination import measure as measure_dissemination
-    from ops.benchmarks.report.dissemination import splice
+    from ops.benchmarks.report.dissemination import PLOT, plot, splice
 
     def measure(*, quick: bool) -> Any:
         return measure_dissemination(quick=quick, watches=args.watches)
 
     out, raw, results = _alone(args, "dissemination", measure)
+    plot(results, out / PLOT)
     print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['dissemination'])}")
     return 0
 

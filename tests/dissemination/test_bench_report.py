@@ -61,3 +61,16 @@ def test_each_change_counts_with_its_median_round():
     # an even count takes the lower middle; one round is itself
     assert _median_records(rounds[:2]) == [rec(0.2, "b"), rec(0.1, "a")]
     assert _median_records(rounds[:1]) == rounds[0]
+
+
+def test_the_plot_is_a_png_with_a_bar_group_per_workload(tmp_path):
+    from ops.benchmarks.report.dissemination import PLOT, plot
+
+    r = results({
+        "few": {"enumerate": 1.0, "relax": 3.0, "reformulate": 2.0, "optimizer": 1.1},
+        "mix": {"enumerate": 2.0, "relax": 3.0, "reformulate": 2.0, "optimizer": 2.0},
+    })  # fmt: skip
+    path = tmp_path / PLOT
+    assert plot({"dissemination": r}, path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not plot({}, tmp_path / "none.png") and not (tmp_path / "none.png").exists()

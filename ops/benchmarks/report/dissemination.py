@@ -10,6 +10,13 @@ from ops.benchmarks.report.doc import splice_section
 
 TITLE = "## Dissemination of range watches (SPEC 8.3, SPEC 9)"
 RUN_NAMES = ("enumerate", "relax", "reformulate", "optimizer")
+PLOT = "img/bench-dissemination.png"
+COLOURS = {
+    "enumerate": "#9a9a9a",
+    "relax": "#c0504d",
+    "reformulate": "#4f81bd",
+    "optimizer": "#2e8b57",
+}
 
 
 def _verdict(w: dict[str, Any]) -> str:
@@ -72,9 +79,40 @@ the messages and sending them; the time to the last update runs from the change'
 the last consumer's reply. The optimizer runs last on each workload, with its costs moved by
 what the fixed runs measured.{rounds}
 {scale}
+![Time to the last subscriber's update per change, each strategy on each workload]({PLOT})
+
 {chr(10).join(blocks)}"""
 
 
 def splice(report: Path, results: dict[str, Any]) -> Path:
     """Put the section into ``report`` (see ``splice_section``)."""
     return splice_section(report, TITLE, section(results))
+
+
+def plot(results: dict[str, Any], path: Path) -> bool:
+    """Bars of the mean time to the last subscriber's update per change, one group per
+    workload, one bar per run (a logarithmic axis: enumerate on *many* is a hundred times
+    the others)."""
+    from ops.benchmarks.plots import _pyplot
+
+    r = results.get("dissemination")
+    if not r:
+        return False
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    width = 0.2
+    for i, name in enumerate(RUN_NAMES):
+        xs = [n + (i - 1.5) * width for n in range(len(r["workloads"]))]
+        ys = [w["runs"][name]["delivery_ms"] for w in r["workloads"]]
+        ax.bar(xs, ys, width, label=name, color=COLOURS[name])
+    ax.set_xticks(range(len(r["workloads"])))
+    ax.set_xticklabels([f"{w['workload']} ({w['watches']:,} watches)" for w in r["workloads"]])
+    ax.set_yscale("log")
+    ax.set_ylabel("ms to the last update, per change")
+    ax.set_title("Dissemination: each fixed strategy and the optimizer")
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
