@@ -240,8 +240,12 @@ def _server_thread() -> bool:
     """Whether this thread runs sync code for this process's server loop (a request under
     uvicorn, through asgiref): ``async_to_sync`` then sends on that loop, as it should."""
     threadlocal = SyncToAsync.threadlocal
+    loop = getattr(threadlocal, "main_event_loop", None)
+    # asgiref sets these the first time a thread runs sync code for a loop and never clears
+    # them: a worker's main thread that once ran ``async_to_sync`` keeps a closed loop there.
     return (
-        getattr(threadlocal, "main_event_loop", None) is not None
+        loop is not None
+        and loop.is_running()
         and getattr(threadlocal, "main_event_loop_pid", None) == os.getpid()
     )
 
