@@ -99,10 +99,12 @@ def drive_rate(args: argparse.Namespace, rate: float, tokens: list[str]) -> dict
     )
     time.sleep(3)  # the last cycles and pushes
     stored = checks.stored(result["acknowledged"])
+    stages = checks.stages(result["timeline"])
     return {
         "rate": rate,
         "frame_ms": load.spread(result["latencies"]),
         "ack_ms": load.spread(result["acks"]),
+        "stages_ms": {name: load.spread(values) for name, values in stages.items()},
         "frames": len(result["latencies"]),
         "unanswered": result["unanswered"],
         "bids_sent": result["bids_sent"],

@@ -57,12 +57,19 @@ def test_a_rate_holds_only_within_p99_with_no_error_and_every_bid_stored():
 def test_the_table_has_a_row_per_rate_and_names_the_highest_rate_held():
     r = sweep(run(50, 120.0), run(100, 450.0), run(150, 900.0))
     rows = report.sweep_rows(r)
-    assert rows[2] == "| 50 | 49.5 | 30 / 60 / 120 | 30 / 60 / 120 | 40 | 2.5 | 2 | 0 | yes |"
+    assert rows[2] == "| 50 | 49.5 | 30 / 60 / 120 | 30 / 60 / 120 | 40 | 2.5 | 2 | 0 | yes | – |"
     assert rows[4].startswith("| 150 | 149.5 | 225 / 450 / 900 |")
-    assert rows[4].endswith("| no |")
+    assert rows[4].endswith("| no | – |")
     assert len(rows) == 2 + 3
     assert "Highest rate held: **100 bids/s**" in report.sweep_markdown(r)
     assert "none of the rates offered" in report.sweep_markdown(sweep(run(50, 900.0)))
+
+
+def test_a_row_shows_where_the_time_to_the_frame_went():
+    stage = {"p50": 10.0, "p90": 20.0, "p99": 40.0, "min": 1.0, "max": 50.0}
+    split = {"request": stage, "queue": stage | {"p50": 55.0}, "cycle": stage, "push": None}
+    rows = report.sweep_rows(sweep(run(50, 120.0) | {"stages_ms": split}))
+    assert rows[2].endswith("| yes | request 10 / 40; queue 55 / 40; cycle 10 / 40; push – / – |")
 
 
 def test_the_section_is_replaced_between_its_markers(tmp_path: Path):

@@ -74,3 +74,54 @@ def verified() -> str:
     """The last line ``verify_best_offers`` says."""
     check = manage("verify_best_offers", capture_output=True, check=False)
     return (check.stdout + check.stderr).strip().splitlines()[-1]
+
+
+# The stages of a bid's way to its frame, in order, each from the previous mark.
+STAGES = (
+    ("request", "POST to the bid's change row written (its request's insert)"),
+    ("queue", "change row to the start of the cycle that took it"),
+    ("cycle", "that cycle, start to finish (its commit follows)"),
+    ("push", "end of the cycle to the frame on the client (commit, push, delivery)"),
+)
+
+
+def stages(timeline: list[dict[str, float | int]]) -> dict[str, list[float]]:
+    """Where each bid's time to its frame went, in milliseconds per stage of ``STAGES``.
+
+    ``timeline`` holds the driver's Unix times of each bid's POST and frame and the bid's
+    id; the database gives its change row's time and the cycle that processed it (the
+    cycle whose span holds the change's ``processed_at``). The driver and the stack share
+    one clock: they run on one machine.
+    """
+    if not timeline:
+        return {name: [] for name, _ in STAGES}
+    ids = [int(t["id"]) for t in timeline]
+    with psycopg.connect(DATABASE_URL) as conn:
+        rows = conn.execute(
+            "SELECT ch.order_id, extract(epoch FROM ch.created_at),"
+            " extract(epoch FROM c.started_at), extract(epoch FROM c.finished_at)"
+            " FROM exchange_orderchange ch JOIN exchange_matchingcycle c"
+            " ON ch.processed_at BETWEEN c.started_at AND c.finished_at"
+            " WHERE ch.side = 'bid' AND ch.order_id = ANY(%s)",
+            [ids],
+        ).fetchall()
+    marks = {int(order): (float(a), float(b), float(c)) for order, a, b, c in rows}
+    return stage_split(timeline, marks)
+
+
+def stage_split(
+    timeline: list[dict[str, float | int]], marks: dict[int, tuple[float, float, float]]
+) -> dict[str, list[float]]:
+    """Each bid's stages in milliseconds, from the driver's ``post`` and ``frame`` times and
+    ``marks``: the bid's change written, its cycle started and finished (Unix times, by bid
+    id). A bid without marks (its change not found in a cycle) is left out."""
+    out: dict[str, list[float]] = {name: [] for name, _ in STAGES}
+    for t in timeline:
+        found = marks.get(int(t["id"]))
+        if found is None:
+            continue
+        written, started, finished = found
+        points = (float(t["post"]), written, started, finished, float(t["frame"]))
+        for (name, _), a, b in zip(STAGES, points, points[1:], strict=False):
+            out[name].append((b - a) * 1000)
+    return out

@@ -52,6 +52,10 @@ async def drive(
     ):
         first_offer = (await r.json())["results"][0]["id"]
     sent: dict[tuple[int, str], float] = {}
+    # Per bid, for the stage breakdown (checks.stages): Unix times of its POST, its 201 and
+    # its frame, keyed like ``sent``; the bid's id once the 201 names it.
+    clock = time.time() - time.perf_counter()
+    timeline: dict[tuple[int, str], dict[str, float | int]] = {}
     latencies: list[float] = []
     acknowledged: list[int] = []
     acks: list[float] = []  # milliseconds from sending a bid to its 201
@@ -67,7 +71,9 @@ async def drive(
             key = (frame["data"]["offer"], frame["data"]["best_value"])
             started = sent.pop(key, None)
             if started is not None:
-                latencies.append((time.perf_counter() - started) * 1000)
+                arrived = time.perf_counter()
+                latencies.append((arrived - started) * 1000)
+                timeline[key]["frame"] = clock + arrived
 
     async def bid(client: aiohttp.ClientSession, token: str, offer_index: int) -> None:
         offer_id = first_offer + offer_index
@@ -76,6 +82,7 @@ async def drive(
         value = f"{Decimal(cents) / 100:.2f}"
         lot = offer_index * 100 + 1 + rng.randrange(0, 50)
         posted = sent[(offer_id, value)] = time.perf_counter()
+        times = timeline[(offer_id, value)] = {"post": clock + posted}
         try:
             async with client.post(
                 f"{base}/bids/",
@@ -87,8 +94,11 @@ async def drive(
             errors.append(f"bid: {exc!r}")
             return
         if r.status == 201:
-            acknowledged.append(json.loads(body)["id"])
-            acks.append((time.perf_counter() - posted) * 1000)
+            answered = time.perf_counter()
+            times["id"] = json.loads(body)["id"]
+            times["ack"] = clock + answered
+            acknowledged.append(int(times["id"]))
+            acks.append((answered - posted) * 1000)
         else:
             errors.append(f"bid: {r.status} {body[:100]!r}")
 
@@ -157,6 +167,7 @@ async def drive(
         "elapsed": elapsed,
         "unanswered": len(sent),
         "bids_sent": n_bids,
+        "timeline": [t for t in timeline.values() if "id" in t and "frame" in t],
     }
 
 

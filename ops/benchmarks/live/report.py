@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ops.benchmarks.live.checks import STAGES
 from ops.benchmarks.plots import live_sweep_plot
 from ops.benchmarks.templates import render
 
@@ -43,7 +44,20 @@ def values(r: dict[str, Any]) -> dict[str, str]:
         "cycles": f"{c['count']:,}, mean {c['mean_ms']:.0f} ms, max {c['max_ms']:.0f} ms, "
         f"{c['mean_changes']:.1f} changes each",
         "first_errors": "\n".join(f"* `{e}`" for e in r["first_errors"]),
+        "stages": stages_line(r),
     }
+
+
+def stages_line(run: dict[str, Any]) -> str:
+    """Where the time to the frame went: each stage's p50 / p99 in ms (``checks.STAGES``);
+    a dash for runs from before the bench measured stages."""
+    split = run.get("stages_ms")
+    if not split:
+        return "–"
+    return "; ".join(
+        f"{name} {_ms(split.get(name), 'p50')} / {_ms(split.get(name), 'p99')}"
+        for name, _ in STAGES
+    )
 
 
 def markdown(r: dict[str, Any]) -> str:
@@ -90,8 +104,9 @@ def sweep_rows(r: dict[str, Any]) -> list[str]:
     """The sweep's table, one row per rate."""
     rows = [
         "| offered bids/s | achieved | frame p50 / p90 / p99 ms | 201 p50 / p90 / p99 ms "
-        "| cycles | changes per cycle | frames not seen | errors | held |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| cycles | changes per cycle | frames not seen | errors | held "
+        "| stages p50 / p99 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in r["runs"]:
         c = run["cycles"]
@@ -100,7 +115,7 @@ def sweep_rows(r: dict[str, Any]) -> list[str]:
         rows.append(
             f"| {run['rate']:g} | {run['achieved_rate']:.1f} | {frame} | {ack} "
             f"| {c['count']:,} | {c['mean_changes']:.1f} | {run['unanswered']:,} | {run['errors']} "
-            f"| {'yes' if held(run) else 'no'} |"
+            f"| {'yes' if held(run) else 'no'} | {stages_line(run)} |"
         )
     return rows
 
