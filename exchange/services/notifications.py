@@ -296,10 +296,23 @@ def offer_event(offer: Offer) -> None:
 
 
 def notifications_push_on_commit(notes: Iterable[Notification]) -> None:
-    """After commit, push the rows over Channels (a beat sweep pushes what a crash left)."""
-    ids = [n.pk for n in notes]
-    if ids:
-        after_commit("pushing notifications", lambda: notifications_push(ids=ids))
+    """After commit, push the rows over Channels (a beat sweep pushes what a crash left).
+
+    The rows are pushed from the objects in hand rather than read back: only which of them
+    are still undelivered is read (the sweep may have taken one meanwhile), not their
+    payloads, which the matching worker would otherwise decode again after every cycle."""
+    kept = sorted((n for n in notes if n.pk is not None), key=lambda n: n.pk)
+    if kept:
+        after_commit("pushing notifications", lambda: _push_undelivered(kept))
+
+
+def _push_undelivered(notes: list[Notification]) -> int:
+    waiting = set(
+        Notification.objects.filter(pk__in=[n.pk for n in notes], delivered_at=None).values_list(
+            "pk", flat=True
+        )
+    )
+    return _push([n for n in notes if n.pk in waiting])
 
 
 def notifications_push(*, ids: list[int] | None = None) -> int:
@@ -309,12 +322,17 @@ def notifications_push(*, ids: list[int] | None = None) -> int:
     that match the market's subject, ``exchange/realtime/patterns.py``); personal rows wake the
     recipient's connections, which then read their notifications from the outbox.
     """
-    from exchange.realtime.streams import group_send_all, public_messages, wake_message
-
     pending = Notification.objects.filter(delivered_at=None).select_related("market").order_by("id")
     if ids is not None:
         pending = pending.filter(id__in=ids)
-    notes = list(pending[:5000])
+    return _push(list(pending[:5000]))
+
+
+def _push(notes: list[Notification]) -> int:
+    """Send ``notes`` (undelivered, in id order, each with its market) and mark them
+    delivered; a failed send raises before any is marked, so the sweep tries them again."""
+    from exchange.realtime.streams import group_send_all, public_messages, wake_message
+
     messages = []
     woken: dict[int, int] = {}
     for note in notes:
