@@ -49,6 +49,7 @@ from channels.exceptions import AcceptConnection, DenyConnection, StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
+from uvicorn.protocols.utils import ClientDisconnected
 
 from exchange.http import frame_whole_number, nesting_within
 from exchange.selectors import realtime as selectors
@@ -189,11 +190,18 @@ class StreamConsumer(AsyncWebsocketConsumer):
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Handle one message; an unexpected failure sends an error frame, removes the
-        connection's presence entries and closes it (1011), rather than a silent kill."""
+        connection's presence entries and closes it (1011), rather than a silent kill. A
+        client gone while a frame was being sent only ends the connection, with no error."""
         try:
             await super().dispatch(message)
         except (StopConsumer, AcceptConnection, DenyConnection):
             raise
+        except ClientDisconnected:
+            # The client left while a frame was on its way (mid-replay, say): an ordinary
+            # end of the connection, not a failure. Leave its groups; nothing to tell it.
+            log.info("WebSocket client left during %s", message.get("type"))
+            await self._leave_all()
+            raise StopConsumer() from None
         except Exception:
             log.exception("WebSocket consumer failed on %s", message.get("type"))
             try:

@@ -12,6 +12,7 @@ import threading
 import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
+from uvicorn.protocols.utils import ClientDisconnected
 
 from exchange.models import Offer
 from exchange.realtime import consumers, replay
@@ -521,3 +522,40 @@ def test_event_runs_cut_frames_within_each_read_and_stop_reading_when_closed(boo
     ]
     # closed after its first run, the read went no further than its first query
     assert first.last == log[1]["seq"] and reads == [(0, 3)] and rest == []
+
+
+def test_a_client_leaving_mid_replay_ends_its_connection_without_an_error(
+    book, monkeypatch, caplog
+):
+    # Given events in the log and a client that leaves once its replay's first frame is
+    # on its way (uvicorn raises ClientDisconnected from the send)
+    trade_round(book)
+    gone = []
+    real_send = consumers.StreamConsumer._send
+
+    async def leaving(self, payload):
+        if payload.get("type") == "event":
+            gone.append(payload["seq"])
+            raise ClientDisconnected()
+        await real_send(self, payload)
+
+    monkeypatch.setattr(consumers.StreamConsumer, "_send", leaving)
+
+    async def scenario():
+        ws = await connect(f"/ws/?token={book['keys']['alice']}")
+        await ws.send_to(text_data=json.dumps({"action": "resume", "stream": STREAM, "after": 0}))
+        await ws.wait(timeout=5)  # the consumer ends
+        sent = []
+        while not ws.output_queue.empty():
+            sent.append(ws.output_queue.get_nowait())
+        return sent
+
+    with caplog.at_level("INFO", logger="exchange.realtime.consumers"):
+        sent = asyncio.run(scenario())
+
+    # Then the connection ends quietly: nothing sent after the answer, no ERROR in the log
+    assert gone, "the replay did not start"
+    answer = json.dumps({"type": "subscribed", "stream": STREAM}, separators=(",", ":"))
+    assert sent == [{"type": "websocket.send", "text": answer}]
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "WebSocket client left during websocket.receive" in caplog.text
