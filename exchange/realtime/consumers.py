@@ -570,6 +570,12 @@ class StreamConsumer(AsyncWebsocketConsumer):
     async def sub_notifications(self, message: dict[str, Any]) -> None:
         await self.subscriptions.batch(message)
 
+    async def stream_batch(self, message: dict[str, Any]) -> None:
+        """Several messages of one group sent as one (``streams.group_send_all``): each is
+        handled in order, as if it had come alone."""
+        for inner in message["messages"]:
+            await self.dispatch(inner)
+
     async def user_wake(self, event: dict[str, Any]) -> None:
         if ME in self.streams and self.last_seq is not None and event["seq"] > self.last_seq:
             await self._catch_up()

@@ -156,27 +156,44 @@ def events_messages(events: list[dict[str, Any]]) -> list[tuple[str, dict]]:
     return messages
 
 
+# The type of one channel message carrying several of one group's messages, in order
+# (``group_send_all``); the consumer handles each as if it had come alone.
+BATCH_TYPE = "stream.batch"
+
+
+def group_batches(messages: list[tuple[str, dict]]) -> dict[str, dict]:
+    """``messages`` as one channel message per group: a group's only message as it is, or
+    its messages in the order given inside one ``BATCH_TYPE`` message."""
+    by_group: dict[str, list[dict]] = {}
+    for group, message in messages:
+        by_group.setdefault(group, []).append(message)
+    return {
+        group: batch[0] if len(batch) == 1 else {"type": BATCH_TYPE, "messages": batch}
+        for group, batch in by_group.items()
+    }
+
+
 def group_send_all(messages: list[tuple[str, dict]]) -> None:
     """Send messages to groups, in one trip to the event loop (call after commit): each
-    group's messages in the order given, the groups side by side.
+    group's messages in the order given, in one channel message, the groups side by side.
 
     A channels-redis ``group_send`` is three round trips to Redis; one after another, a
     cycle's few dozen messages made sending 14% of the matching worker's time (py-spy at 30
-    bids/s). Only the order within a group is seen by anyone (a stream's frames, a user's
-    wake-ups), so the groups need not wait for each other. A failure is raised once the
-    other groups are sent."""
-
-    async def in_order(layer: Any, group: str, batch: list[dict]) -> None:
-        for message in batch:
-            await layer.group_send(group, message)
+    bids/s). Each message a consumer receives costs it Redis round trips on its event loop,
+    which in a server shares the process (and the GIL) with the requests' threads: 40 frames
+    as 40 messages took a reader 75 ms on an idle machine and 1.2 s with a busy thread beside
+    it, as one message 1 and 26 ms (``ops/benchmarks/layer_receive.py``); so a group's
+    messages travel together. Only the order within a group is seen by anyone (a
+    stream's frames, a user's wake-ups), so the groups need not wait for each other. A
+    failure is raised once the other groups are sent."""
 
     async def send() -> None:
         layer = sending_layer()
-        by_group: dict[str, list[dict]] = {}
-        for group, message in messages:
-            by_group.setdefault(group, []).append(message)
         results = await asyncio.gather(
-            *(in_order(layer, group, batch) for group, batch in by_group.items()),
+            *(
+                layer.group_send(group, message)
+                for group, message in group_batches(messages).items()
+            ),
             return_exceptions=True,
         )
         failed = [r for r in results if isinstance(r, BaseException)]

@@ -1,11 +1,13 @@
 """A socket that falls behind keeps its frames: the channel layer holds up to 1,000 messages
 for one consumer before channels-redis drops any (its default of 100 lost frames on a
 market socket a few seconds behind at 50 bids/s). ``group_send_all`` sends groups side by
-side but each group's messages in order."""
+side, each group's messages in order in one channel message, which the consumer takes apart
+in order."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from channels.layers import get_channel_layer
@@ -29,36 +31,44 @@ def test_a_consumer_that_reads_late_gets_every_group_message_in_order():
     assert asyncio.run(scenario()) == list(range(600))
 
 
-def test_group_send_all_keeps_each_groups_order_and_sends_every_group():
-    from exchange.realtime.streams import group_send_all
+def test_group_send_all_sends_each_group_its_messages_in_order_in_one_message():
+    from exchange.realtime.streams import BATCH_TYPE, group_send_all
 
     layer = get_channel_layer()
 
-    async def join() -> tuple[str, str]:
-        first, second = await layer.new_channel(), await layer.new_channel()
-        await layer.group_add("order-a", first)
-        await layer.group_add("order-b", second)
-        return first, second
+    async def join() -> tuple[str, str, str]:
+        channels = await layer.new_channel(), await layer.new_channel(), await layer.new_channel()
+        for group, channel in zip(("order-a", "order-b", "order-c"), channels, strict=True):
+            await layer.group_add(group, channel)
+        return channels
 
-    first, second = asyncio.run(join())
-    messages = []
+    first, second, third = asyncio.run(join())
+    messages = [("order-c", {"type": "stream.frame", "n": -1})]
     for n in range(40):
         messages.append(("order-a", {"type": "stream.frame", "n": n}))
         messages.append(("order-b", {"type": "stream.frame", "n": 100 + n}))
     group_send_all(messages)
 
-    async def read(channel: str) -> list[int]:
-        return [(await asyncio.wait_for(layer.receive(channel), 10))["n"] for _ in range(40)]
+    async def read(channel: str) -> dict:
+        return await asyncio.wait_for(layer.receive(channel), 10)
 
-    async def both() -> tuple[list[int], list[int]]:
+    async def each() -> tuple[dict, dict, dict, bool]:
         try:
-            return await read(first), await read(second)
+            got = await read(first), await read(second), await read(third)
+            try:  # nothing more waits for the first: one message a group
+                await asyncio.wait_for(layer.receive(first), 0.5)
+            except TimeoutError:
+                return (*got, True)
+            return (*got, False)
         finally:
             await layer.flush()
 
-    got_a, got_b = asyncio.run(both())
-    assert got_a == list(range(40))
-    assert got_b == list(range(100, 140))
+    got_a, got_b, got_c, alone = asyncio.run(each())
+    assert got_a["type"] == got_b["type"] == BATCH_TYPE
+    assert [m["n"] for m in got_a["messages"]] == list(range(40))
+    assert [m["n"] for m in got_b["messages"]] == list(range(100, 140))
+    assert got_c == {"type": "stream.frame", "n": -1}  # a group's only message goes as it is
+    assert alone
 
 
 def test_group_send_all_sends_the_other_groups_when_one_fails(monkeypatch):
@@ -73,10 +83,10 @@ def test_group_send_all_sends_the_other_groups_when_one_fails(monkeypatch):
             sent.append((group, message["n"]))
 
     monkeypatch.setattr(streams, "get_channel_layer", lambda: Layer())
-    messages = [("broken", {"n": 0}), ("fine", {"n": 1}), ("fine", {"n": 2})]
+    messages = [("broken", {"n": 0}), ("fine", {"n": 1}), ("also-fine", {"n": 2})]
     with pytest.raises(ConnectionError, match="redis went away"):
         streams.group_send_all(messages)
-    assert sent == [("fine", 1), ("fine", 2)]
+    assert sorted(sent) == [("also-fine", 2), ("fine", 1)]
 
 
 def test_sends_outside_the_server_run_on_one_kept_loop_per_process():
@@ -163,3 +173,39 @@ def test_a_changed_channel_layer_setting_gives_the_kept_loop_a_new_copy(settings
     run_sends(note)
     assert used[1] is not used[0]
     assert used[1].prefix == "changed-layer-test"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_socket_gets_each_frame_of_a_batch_in_order_with_other_groups_beside_it():
+    from exchange.realtime.streams import group_send_all, public_messages
+    from tests.factories import pencils_market
+    from tests.realtime.client import ask, connect
+
+    pencils, spades = "market:office.supplies.pencils", "market:garden.tools.spades"
+    pencils_market()
+    pencils_market(subject="garden.tools.spades")
+
+    def frames(stream: str, seqs: range) -> list[tuple[str, dict]]:
+        return [
+            message
+            for n in seqs
+            for message in public_messages(stream=stream, type="best_offer", seq=n, data={"n": n})
+        ]
+
+    async def scenario() -> list[dict]:
+        ws = await connect()
+        for stream in (pencils, spades):
+            answer = await ask(ws, {"action": "subscribe", "stream": stream})
+            assert answer == {"type": "subscribed", "stream": stream}
+        await asyncio.to_thread(
+            group_send_all, frames(pencils, range(1, 31)) + frames(spades, range(31, 33))
+        )
+        got = [json.loads(await ws.receive_from(timeout=5)) for _ in range(32)]
+        assert await ws.receive_nothing(timeout=0.3)
+        await ws.disconnect()
+        return got
+
+    got = asyncio.run(scenario())
+    assert [f["seq"] for f in got if f["stream"] == pencils] == list(range(1, 31))
+    assert [f["seq"] for f in got if f["stream"] == spades] == [31, 32]
+    assert all(f["type"] == "best_offer" and f["data"] == {"n": f["seq"]} for f in got)
