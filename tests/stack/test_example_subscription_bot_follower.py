@@ -5,15 +5,20 @@ printed is dropped, and a gap is filled from the outbox over REST first."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 from tests.livestack import ROOT
 
-_spec = importlib.util.spec_from_file_location(
-    "subscription_bot", ROOT / "ops" / "examples" / "subscription_bot.py"
-)
+EXAMPLES = ROOT / "ops" / "examples"
+_spec = importlib.util.spec_from_file_location("subscription_bot", EXAMPLES / "subscription_bot.py")
 assert _spec is not None and _spec.loader is not None
 bot = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bot)
+# As running the script does: its own folder first on the path, for its _client.py.
+sys.path.insert(0, str(EXAMPLES))
+try:
+    _spec.loader.exec_module(bot)
+finally:
+    sys.path.remove(str(EXAMPLES))
 
 
 class Outbox:
