@@ -4,21 +4,9 @@ printed is dropped, and a gap is filled from the outbox over REST first."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from tests.stack.examples import load_example
 
-from tests.livestack import ROOT
-
-EXAMPLES = ROOT / "ops" / "examples"
-_spec = importlib.util.spec_from_file_location("subscription_bot", EXAMPLES / "subscription_bot.py")
-assert _spec is not None and _spec.loader is not None
-bot = importlib.util.module_from_spec(_spec)
-# As running the script does: its own folder first on the path, for its _client.py.
-sys.path.insert(0, str(EXAMPLES))
-try:
-    _spec.loader.exec_module(bot)
-finally:
-    sys.path.remove(str(EXAMPLES))
+bot = load_example("subscription_bot")
 
 
 class Outbox:
