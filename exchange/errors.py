@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
 
+
+@dataclass(eq=False)  # compared and hashed by identity, as exceptions are
 class ExchangeError(Exception):
     """A request the exchange refuses. ``code`` is stable for programs, ``message`` for people."""
 
-    status = 400
+    status = 400  # not a field: each subclass's HTTP status
 
-    def __init__(
-        self,
-        code: str,
-        message: str,
-        *,
-        field: str | None = None,
-        position: int | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.field = field
-        self.position = position
+    code: str
+    message: str
+    _: KW_ONLY
+    field: str | None = None
+    position: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
 
     def as_dict(self) -> dict:
         body: dict = {"code": self.code, "message": self.message}

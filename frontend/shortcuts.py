@@ -132,20 +132,24 @@ def pattern_trades_alert(pattern: str) -> Alert:
 # -- the forms ------------------------------------------------------------------------------
 
 
-def _positive(value: Decimal | None, what: str) -> Decimal:
-    assert value is not None  # the field is required: its own check ran first
-    if value <= 0:
-        raise forms.ValidationError(f"Give {what} above 0.")
-    return value
+class _NotNegative(forms.DecimalField):
+    """A number a person types, refused below 0 with Django's own message; with ``above_zero``
+    (what the number is, "a percentage") 0 itself is then refused too, naming it."""
+
+    def __init__(self, *, above_zero: str | None = None, **kwargs: Any) -> None:
+        super().__init__(min_value=0, **kwargs)
+        self.above_zero = above_zero
+
+    def clean(self, value: Any) -> Decimal | None:
+        number = super().clean(value)
+        if self.above_zero is not None and number is not None and number <= 0:
+            raise forms.ValidationError(f"Give {self.above_zero} above 0.")
+        return number
 
 
-def _amount(**kwargs: Any) -> forms.DecimalField:
-    """A number a person types: up to 20 digits, 10 after the point, not negative."""
-    return forms.DecimalField(max_digits=20, decimal_places=10, min_value=0, **kwargs)
-
-
-def _percent_field() -> forms.DecimalField:
-    return forms.DecimalField(max_digits=8, decimal_places=4, min_value=0, max_value=MAX_PERCENT)
+def _amount(*, above_zero: str | None = None) -> forms.DecimalField:
+    """A price or a lot: up to 20 digits, 10 after the point, not negative."""
+    return _NotNegative(max_digits=20, decimal_places=10, above_zero=above_zero)
 
 
 class ShortcutForm(forms.Form):
@@ -185,11 +189,10 @@ class JumpAlertForm(_MarketShortcut):
     """The shortcut "a jump of x%": a trade, then a later one x% higher (or lower)."""
 
     direction = forms.ChoiceField(choices=(("rise", "rise"), ("fall", "fall")))
-    percent = _percent_field()
+    percent = _NotNegative(
+        max_digits=8, decimal_places=4, max_value=MAX_PERCENT, above_zero="a percentage"
+    )
     within = forms.ChoiceField(choices=WINDOWS)
-
-    def clean_percent(self) -> Decimal:
-        return _positive(self.cleaned_data.get("percent"), "a percentage")
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -255,15 +258,12 @@ class CheapestLotForm(_MarketShortcut):
 class BestBidMoveForm(ShortcutForm):
     """The shortcut "tell me when the best bid moves by x / x%" on one offer's page."""
 
-    by = _amount()
+    by = _amount(above_zero="an amount")
     unit = forms.ChoiceField(choices=(("percent", "%"), ("price", "price")))
 
     def __init__(self, *args: Any, offer: Offer, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.offer = offer
-
-    def clean_by(self) -> Decimal:
-        return _positive(self.cleaned_data.get("by"), "an amount")
 
     def clean(self) -> dict[str, Any]:
         super().clean()

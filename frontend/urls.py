@@ -15,15 +15,6 @@ urlpatterns = [
     path("alerts/", alerts.alerts, name="alerts"),
     path("alerts/check/", alerts.alerts_check, name="alerts-check"),
     path("alerts/backtest/", alerts.alerts_backtest, name="alerts-backtest"),
-    *(
-        path(
-            f"alerts/<str:subscription_id>/{action}/",
-            alerts.alert_action,
-            {"action": action},
-            name=f"alert-{action}",
-        )
-        for action in alerts.ACTIONS
-    ),
     path("markets/<str:subject>/", markets.market_detail, name="market"),
     path("markets/<str:subject>/post/", markets.market_post, name="market-post"),
     path("markets/<str:subject>/check/", markets.market_check, name="market-check"),
@@ -40,5 +31,15 @@ urlpatterns = [
         "markets/<str:subject>/bids/withdraw/",
         amend.market_bids_withdraw,
         name="market-bids-withdraw",
+    ),
+    # One alert's actions (pause, resume, ...): one view, told which by the route.
+    *(
+        path(
+            f"alerts/<str:subscription_id>/{action}/",
+            alerts.alert_action,
+            {"action": action},
+            name=f"alert-{action}",
+        )
+        for action in alerts.ACTIONS
     ),
 ]

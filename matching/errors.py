@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
+
 # Where an error was found: a 0-based character offset into the text form, or a
 # JSON pointer (RFC 6901) into the JSON form.
 Loc = int | str
 
 
+@dataclass(eq=False, repr=False)  # compared and hashed by identity, as exceptions are
 class ConstraintError(Exception):
     """A constraint that cannot be accepted, explained for the trader who wrote it.
 
@@ -16,19 +19,14 @@ class ConstraintError(Exception):
     stable slug for programs (``syntax``, ``type_mismatch``, ``empty_range``, ...).
     """
 
-    def __init__(
-        self,
-        message: str,
-        position: int | None = None,
-        *,
-        code: str = "syntax",
-        path: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.position = position
-        self.code = code
-        self.path = path
+    message: str
+    position: int | None = None
+    _: KW_ONLY
+    code: str = "syntax"
+    path: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
 
     def __str__(self) -> str:
         if self.position is not None:

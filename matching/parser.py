@@ -21,7 +21,6 @@ from .lexer import KEYWORDS, TYPE_KEYWORDS, Kind, Token, tokenize, unquote
 from .model import Box, Point, Type
 from .syntax import (
     MAX_DEPTH,
-    MAX_PREDICATES,
     And,
     Node,
     Not,
@@ -29,7 +28,7 @@ from .syntax import (
     Schema,
     attribute_type,
     build,
-    too_many_predicates,
+    check_predicate_count,
 )
 from .values import Lit, check_text, convert, coordinate, number_lit
 
@@ -238,8 +237,7 @@ class _Parser:
         else:
             raise ConstraintError(self._not_a_name(tok, prefix), tok.position)
         self.predicates += 1
-        if self.predicates > MAX_PREDICATES:
-            raise too_many_predicates(self.predicates, start)
+        check_predicate_count(self.predicates, start)
         self.i += 1
         op_tok = self._curr
         self.i += 1

@@ -90,17 +90,19 @@ class Counter:
 
     def tick(self, loc: Loc) -> None:
         self.n += 1
-        if self.n > MAX_PREDICATES:
-            raise too_many_predicates(self.n, loc)
+        check_predicate_count(self.n, loc)
 
 
-def too_many_predicates(n: int, loc: Loc) -> Exception:
-    return error(
-        "too_many_predicates",
-        f"a constraint may have at most {MAX_PREDICATES} conditions; this is condition "
-        f"number {n}: split the constraint into several offers or bids",
-        loc,
-    )
+def check_predicate_count(n: int, loc: Loc) -> None:
+    """Refuse the ``n``-th written predicate of a constraint (at ``loc``) past the limit;
+    both front ends call it as they read, so a huge input fails early."""
+    if n > MAX_PREDICATES:
+        raise error(
+            "too_many_predicates",
+            f"a constraint may have at most {MAX_PREDICATES} conditions; this is condition "
+            f"number {n}: split the constraint into several offers or bids",
+            loc,
+        )
 
 
 def attribute_type(

@@ -40,13 +40,6 @@ class FeedTooLarge(FeedError):
 
 
 @dataclass(frozen=True)
-class RowError:
-    column: str
-    code: str
-    message: str
-
-
-@dataclass(frozen=True)
 class Row:
     """One record: its non-empty cells by column name (text, surrounding spaces removed),
     or the reason it could not be read."""
@@ -54,6 +47,16 @@ class Row:
     number: int
     cells: dict[str, str] = field(default_factory=dict)
     error: RowError | None = None
+
+
+@dataclass(frozen=True)
+class RowError:
+    """Why a row could not be read: the column at fault (``WHOLE_ROW`` for the row as a
+    whole), a stable code and a message for people."""
+
+    column: str
+    code: str
+    message: str
 
 
 def feed_rows(

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from exchange.errors import ExchangeError
@@ -48,6 +51,23 @@ _CONFIRMATIONS = {
         noun="offer",
     ),
 }
+
+
+def _confirmed_first(action: Callable[[OfferAdmin, HttpRequest, QuerySet[Offer]], None]):
+    """An offer action that first answers with its confirmation page (``_confirm``: the open
+    offers, each with its winner-to-be) and runs only when that page posts it again with
+    ``confirm=yes``. The page names the action by the method's name."""
+
+    @functools.wraps(action)
+    def confirmed(
+        admin_: OfferAdmin, request: HttpRequest, queryset: QuerySet[Offer]
+    ) -> TemplateResponse | None:
+        if request.POST.get("confirm") != "yes":
+            return admin_._confirm(request, queryset, action=action.__name__)
+        action(admin_, request, queryset)
+        return None
+
+    return confirmed
 
 
 class ReadOnlyOrderAdmin(admin.ModelAdmin):
@@ -155,9 +175,8 @@ class OfferAdmin(ReadOnlyOrderAdmin):
         return done
 
     @admin.action(description="Close the selected auctions…")
+    @_confirmed_first
     def close_auctions(self, request, queryset):
-        if request.POST.get("confirm") != "yes":
-            return self._confirm(request, queryset, action="close_auctions")
         results = self._each_open(
             request, queryset, lambda pk: offer_close(offer_id=pk, staff=request.user)
         )
@@ -165,17 +184,14 @@ class OfferAdmin(ReadOnlyOrderAdmin):
         self.message_user(
             request, f"Closed {len(results)} auction(s): {sold} sold, {len(results) - sold} unsold."
         )
-        return None
 
     @admin.action(description="Cancel the selected offers…")
+    @_confirmed_first
     def cancel_offers(self, request, queryset):
-        if request.POST.get("confirm") != "yes":
-            return self._confirm(request, queryset, action="cancel_offers")
         done = self._each_open(
             request, queryset, lambda pk: offer_cancel(staff=request.user, offer_id=pk)
         )
         self.message_user(request, f"Cancelled {len(done)} offer(s).")
-        return None
 
 
 @admin.register(Bid)

@@ -29,7 +29,7 @@ from typing import Any
 from matching.subscriptions import parse_query, run_offline
 from matching.subscriptions.pattern_model import All, Compare, Pattern, PatternQuery, Ref
 
-from .job import JDBC_DRIVER, JdbcSource
+from .job import JdbcSource, jdbc_read
 
 
 class NotPartitionable(ValueError):
@@ -115,26 +115,12 @@ def backtest_on_spark(
     *,
     text: str,
     since: dt.datetime,
-    until: dt.datetime,
-    viewer: str,
-    line_sql: str,
-    table: str,
+    events: str,
 ) -> list[dict[str, Any]]:
     """The notifications of the pattern ``text`` (already checked with ``subject_tied``)
-    registered at ``since`` over the events of ``[since, until)`` that pass ``viewer``, as
+    registered at ``since`` over the events that ``events`` reads (``events_sql``), as
     ``subscription_run`` prints them (no ``end``: a pattern never completes)."""
-    frame = (
-        spark.read.format("jdbc")
-        .option("url", source.url)
-        .option("driver", JDBC_DRIVER)
-        .option("user", source.user)
-        .option("password", source.password)
-        .option(
-            "query",
-            events_sql(table=table, line_sql=line_sql, since=since, until=until, viewer=viewer),
-        )
-        .load()
-    )
+    frame = jdbc_read(spark, source, events)
     parts = max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
     ordered = frame.repartition(parts, "subject").sortWithinPartitions("subject", "seq")
     found = ordered.rdd.mapPartitions(_partition(text, since)).collect()

@@ -76,7 +76,8 @@ def _ts(value: dt.datetime) -> str:
     return f"TIMESTAMPTZ '{value.isoformat()}'"
 
 
-def _read(spark: SparkSession, source: JdbcSource, query: str) -> DataFrame:
+def jdbc_read(spark: SparkSession, source: JdbcSource, query: str) -> DataFrame:
+    """The rows of ``query`` on the exchange's database, read over JDBC."""
     return (
         spark.read.format("jdbc")
         .option("url", source.url)
@@ -95,17 +96,17 @@ def read_day(spark: SparkSession, source: JdbcSource, day: dt.date) -> dict[str,
     trade, change = source.table("trade"), source.table("best_offer_change")
     in_day = "{column} >= " + start + " AND {column} < " + end
     return {
-        "markets": _read(
+        "markets": jdbc_read(
             spark, source, f"SELECT id AS market_id FROM {market} WHERE created_at < {end}"
         ),
-        "trades": _read(
+        "trades": jdbc_read(
             spark,
             source,
             f"SELECT id, market_id, price, quantity, closed_at FROM {trade}"
             f" WHERE {in_day.format(column='closed_at')}",
         ),
         # Offers posted during the day, and offers closed during it (with whether they sold).
-        "offers": _read(
+        "offers": jdbc_read(
             spark,
             source,
             f"SELECT o.id, o.market_id, o.state, o.created_at, o.updated_at,"
@@ -113,7 +114,7 @@ def read_day(spark: SparkSession, source: JdbcSource, day: dt.date) -> dict[str,
             f" FROM {offer} o WHERE ({in_day.format(column='o.created_at')})"
             f" OR (o.state = 'closed' AND {in_day.format(column='o.updated_at')})",
         ),
-        "bids": _read(
+        "bids": jdbc_read(
             spark,
             source,
             f"SELECT id, market_id FROM {bid} WHERE {in_day.format(column='created_at')}",
@@ -121,7 +122,7 @@ def read_day(spark: SparkSession, source: JdbcSource, day: dt.date) -> dict[str,
         # Best-offer history up to the end of the day, of the offers that may still have
         # been open during it (an offer that left its open state before the day began has
         # no part in the day's figures).
-        "changes": _read(
+        "changes": jdbc_read(
             spark,
             source,
             f"SELECT c.id, c.offer_id, c.matching_bids, c.value, c.at, o.market_id,"

@@ -149,14 +149,39 @@ class SetAsideReasonField(serializers.Field):
 PARTIES_ONLY = "null unless you are the seller, the buyer or staff"
 
 
+class _PartiesOnly(serializers.Field):
+    """A trade's field that only its seller, its buyer and staff see (SPEC 5.6): null for
+    anyone else, whose answer never reads the value (nor its related rows). The schema of
+    each kind below says so."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(read_only=True, **kwargs)
+
+    def get_attribute(self, instance: Trade) -> Any:
+        request = self.context.get("request")
+        if request is None or not trade_party(instance, request.user):
+            return None
+        return super().get_attribute(instance)
+
+
+@extend_schema_field(serializers.IntegerField(allow_null=True, help_text=PARTIES_ONLY))
+class _PartiesOnlyInteger(_PartiesOnly, serializers.IntegerField):
+    pass
+
+
+@extend_schema_field(serializers.CharField(allow_null=True, help_text=PARTIES_ONLY))
+class _PartiesOnlyText(_PartiesOnly, serializers.CharField):
+    pass
+
+
 class TradeSerializer(serializers.ModelSerializer):
     market = serializers.CharField(source="market.subject")
     price = serializers.SerializerMethodField()
     quantity = serializers.SerializerMethodField()
-    bid = serializers.SerializerMethodField()
-    agreed_constraint = serializers.SerializerMethodField()
-    seller = serializers.SerializerMethodField()
-    buyer = serializers.SerializerMethodField()
+    bid = _PartiesOnlyInteger(source="bid_id")
+    agreed_constraint = _PartiesOnlyText()
+    seller = _PartiesOnlyText(source="seller.get_username")
+    buyer = _PartiesOnlyText(source="buyer.get_username")
 
     class Meta:
         model = Trade
@@ -174,10 +199,6 @@ class TradeSerializer(serializers.ModelSerializer):
             "buyer",
         ]
 
-    def _party(self, trade: Trade) -> bool:
-        request = self.context.get("request")
-        return request is not None and trade_party(trade, request.user)
-
     @extend_schema_field(serializers.CharField(help_text="on the market's tick: 1.10"))
     def get_price(self, trade: Trade) -> str | None:
         return price_text(trade.price, trade.market.tick)
@@ -187,22 +208,6 @@ class TradeSerializer(serializers.ModelSerializer):
     )
     def get_quantity(self, trade: Trade) -> str | None:
         return number_text(trade.quantity)
-
-    @extend_schema_field(serializers.IntegerField(allow_null=True, help_text=PARTIES_ONLY))
-    def get_bid(self, trade: Trade) -> int | None:
-        return trade.bid_id if self._party(trade) else None
-
-    @extend_schema_field(serializers.CharField(allow_null=True, help_text=PARTIES_ONLY))
-    def get_agreed_constraint(self, trade: Trade) -> str | None:
-        return trade.agreed_constraint if self._party(trade) else None
-
-    @extend_schema_field(serializers.CharField(allow_null=True, help_text=PARTIES_ONLY))
-    def get_seller(self, trade: Trade) -> str | None:
-        return trade.seller.get_username() if self._party(trade) else None
-
-    @extend_schema_field(serializers.CharField(allow_null=True, help_text=PARTIES_ONLY))
-    def get_buyer(self, trade: Trade) -> str | None:
-        return trade.buyer.get_username() if self._party(trade) else None
 
 
 # The fields an offer and a bid show alike; each subclass names its model and lists its own

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib.auth import authenticate
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, permissions, status
+from rest_framework import generics, permissions, serializers, status
 from rest_framework.exceptions import NotAuthenticated, Throttled
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -196,33 +196,6 @@ def _offer_data(request: Request, offer_id: int) -> dict:
     return s.OfferSerializer(offer, context={"request": request}).data
 
 
-class OfferDetail(KnownParameters, APIView):
-    permission_classes = [permissions.IsAuthenticatedOrReadOnly]
-
-    @extend_schema(responses=s.OfferSerializer)
-    def get(self, request, offer_id: str):
-        return Response(_offer_data(request, _order_id(offer_id)))
-
-    @extend_schema(request=s.AmendRequest, responses=s.OfferSerializer)
-    def patch(self, request, offer_id: str):
-        pk = _order_id(offer_id)
-        data = _valid(s.AmendRequest, request)
-        orders.offer_amend(
-            seller=request.user, offer_id=pk, constraint=data["constraint"], version=data["version"]
-        )
-        return Response(_offer_data(request, pk))
-
-
-class OfferWithdraw(KnownParameters, APIView):
-    permission_classes = [permissions.IsAuthenticated]
-
-    @extend_schema(request=None, responses=s.OfferSerializer)
-    def post(self, request, offer_id: str):
-        pk = _order_id(offer_id)
-        orders.offer_withdraw(seller=request.user, offer_id=pk)
-        return Response(_offer_data(request, pk))
-
-
 class OfferCancel(KnownParameters, APIView):
     permission_classes = [IsStaff]
 
@@ -291,66 +264,95 @@ def _bid_data(request: Request, bid_id: int) -> dict:
     return s.BidSerializer(bid, context={"request": request, "standings": standings}).data
 
 
-def _visible_bid_id(request: Request, bid_id: str) -> int:
-    """The bid's id, or a 404 when the caller may not see the bid: another buyer's bid does
-    not exist for them, so changing it is a 404 as reading it is, never a 403."""
-    pk = _order_id(bid_id)
-    if order_selectors.bid_get(user=request.user, bid_id=pk) is None:
-        raise Http404
-    return pk
+class _OrderView(KnownParameters, APIView):
+    # The offer and bid routes share the views below, each route naming its side with
+    # as_view(kind="offer") or as_view(kind="bid"); the URL names the order by the keyword
+    # its services take (offer_id, bid_id). A comment, not a docstring: drf-spectacular would
+    # publish a docstring as the description of every operation.
+
+    kind = ""  # "offer" or "bid", given by every route
+
+    def get_serializer_class(self) -> type[serializers.Serializer]:
+        """What drf-spectacular documents each answer as."""
+        return s.OfferSerializer if self.kind == "offer" else s.BidSerializer
+
+    def _url_id(self, url: dict[str, str]) -> int:
+        return _order_id(url[f"{self.kind}_id"])
+
+    def _shown(self, request: Request, pk: int) -> dict:
+        return _offer_data(request, pk) if self.kind == "offer" else _bid_data(request, pk)
+
+    def _changeable_id(self, request: Request, url: dict[str, str]) -> int:
+        """The order to change; another buyer's bid does not exist for the caller, so
+        changing it is a 404 as reading it is, never the services' 403 (offers are public)."""
+        pk = self._url_id(url)
+        if self.kind == "bid" and order_selectors.bid_get(user=request.user, bid_id=pk) is None:
+            raise Http404
+        return pk
 
 
-class BidDetail(KnownParameters, APIView):
-    permission_classes = [permissions.IsAuthenticated]
+class OrderDetail(_OrderView):
+    def get_permissions(self) -> list[permissions.BasePermission]:
+        # Offers are public; bids are seen only by their buyer.
+        if self.kind == "offer":
+            return [permissions.IsAuthenticatedOrReadOnly()]
+        return [permissions.IsAuthenticated()]
 
-    @extend_schema(responses=s.BidSerializer)
-    def get(self, request, bid_id: str):
-        return Response(_bid_data(request, _order_id(bid_id)))
+    def get(self, request, **url: str) -> Response:
+        return Response(self._shown(request, self._url_id(url)))
 
-    @extend_schema(request=s.AmendRequest, responses=s.BidSerializer)
-    def patch(self, request, bid_id: str):
-        pk = _visible_bid_id(request, bid_id)
+    @extend_schema(request=s.AmendRequest)
+    def patch(self, request, **url: str) -> Response:
+        pk = self._changeable_id(request, url)
         data = _valid(s.AmendRequest, request)
-        orders.bid_amend(
-            buyer=request.user, bid_id=pk, constraint=data["constraint"], version=data["version"]
-        )
-        return Response(_bid_data(request, pk))
+        change = {"constraint": data["constraint"], "version": data["version"]}
+        if self.kind == "offer":
+            orders.offer_amend(seller=request.user, offer_id=pk, **change)
+        else:
+            orders.bid_amend(buyer=request.user, bid_id=pk, **change)
+        return Response(self._shown(request, pk))
 
 
-class BidWithdraw(KnownParameters, APIView):
+class OrderWithdraw(_OrderView):
     permission_classes = [permissions.IsAuthenticated]
 
-    @extend_schema(request=None, responses=s.BidSerializer)
-    def post(self, request, bid_id: str):
-        pk = _visible_bid_id(request, bid_id)
-        orders.bid_withdraw(buyer=request.user, bid_id=pk)
-        return Response(_bid_data(request, pk))
+    @extend_schema(request=None)
+    def post(self, request, **url: str) -> Response:
+        pk = self._changeable_id(request, url)
+        if self.kind == "offer":
+            orders.offer_withdraw(seller=request.user, offer_id=pk)
+        else:
+            orders.bid_withdraw(buyer=request.user, bid_id=pk)
+        return Response(self._shown(request, pk))
 
 
-class BestOfferList(KnownParameters, generics.ListAPIView):
+class _PublicMarketList(KnownParameters, generics.ListAPIView):
+    # A list anyone may read, narrowed by ?market=<subject or pattern>. (A comment: a
+    # docstring would be inherited as the operations' description.)
+
+    permission_classes = [permissions.AllowAny]
+    query_parameters = [_pattern_parameter("market")]
+
+    def _market_pattern(self) -> str | None:
+        return self.request.query_params.get("market")
+
+
+class BestOfferList(_PublicMarketList):
     """The best-offer table: for every open offer its best value and matching bids."""
 
     serializer_class = s.OfferSerializer
-    permission_classes = [permissions.AllowAny]
-    query_parameters = [_pattern_parameter("market")]
 
     def get_queryset(self):
-        return order_selectors.offer_list(
-            market=self.request.query_params.get("market"), state=Offer.State.OPEN
-        )
+        return order_selectors.offer_list(market=self._market_pattern(), state=Offer.State.OPEN)
 
 
-class TradeList(KnownParameters, generics.ListAPIView):
+class TradeList(_PublicMarketList):
     """Trades; the parties and staff also see the bid, the counterparty and the agreed constraint."""
 
     serializer_class = s.TradeSerializer
-    permission_classes = [permissions.AllowAny]
-    query_parameters = [_pattern_parameter("market")]
 
     def get_queryset(self):
-        return order_selectors.trade_list(
-            user=self.request.user, market=self.request.query_params.get("market")
-        )
+        return order_selectors.trade_list(user=self.request.user, market=self._market_pattern())
 
 
 class NotificationList(KnownParameters, generics.ListAPIView):

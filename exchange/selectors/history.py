@@ -279,7 +279,8 @@ def _exact(lines: list[str]) -> list[str]:
 
 
 class HistoryRead(TypedDict):
-    """A historic read's arguments, as ``history_texts`` takes them."""
+    """A historic read's arguments: ``history_texts`` and the reads built on it take them
+    as keywords."""
 
     user: User | AnonymousUser
     after: int
@@ -289,15 +290,7 @@ class HistoryRead(TypedDict):
     limit: NotRequired[int | None]
 
 
-def history_texts(
-    *,
-    user: User | AnonymousUser,
-    after: int,
-    upto: int,
-    where: HistoryWhere | None = None,
-    using: str | None = None,
-    limit: int | None = None,
-) -> Generator[list[str], None, None]:
+def history_texts(**read: Unpack[HistoryRead]) -> Generator[list[str], None, None]:
     """The JSON lines of the events ``user`` may see with ``after`` < ``seq`` <= ``upto``
     that pass ``where``, in ``seq`` order, as lists of at most ``PART_ROWS`` lines (text
     without a newline): exactly what ``json.dumps(event_row_json(...), separators=(",",
@@ -306,10 +299,13 @@ def history_texts(
     first ``limit`` lines only if given, each part handed on as it arrives, so memory does
     not grow with the read; closing the iterator early stops the page being read. A bad
     subject pattern raises ``SubjectError`` here, before anything is read."""
-    where = where or HistoryWhere()
+    user, after, upto = read["user"], read["after"], read["upto"]
+    where = read.get("where") or HistoryWhere()
     history_sql(user=user, after=after, upto=upto, where=where)  # checks the filters now
+    using = read.get("using")
     if using is None:
         using = history_source(upto=upto)
+    limit = read.get("limit")
     return _pages(user=user, after=after, upto=upto, where=where, using=using, limit=limit)
 
 

@@ -22,13 +22,6 @@ BestRow = tuple[int | None, Decimal | None, int]
 
 
 @dataclass(frozen=True)
-class Difference:
-    offer_id: int
-    table: BestRow
-    recomputed: BestRow
-
-
-@dataclass(frozen=True)
 class Verification:
     pending_changes: int
     offers: int
@@ -38,6 +31,16 @@ class Verification:
     @property
     def clean(self) -> bool:
         return not self.differences and not self.match_differences and not self.pending_changes
+
+
+@dataclass(frozen=True)
+class Difference:
+    """An offer whose best-offer row differs from the recomputation: the row as the table
+    holds it, and as recomputed."""
+
+    offer_id: int
+    table: BestRow
+    recomputed: BestRow
 
 
 def best_offers_verify(*, strategy: str | None = None) -> Verification:

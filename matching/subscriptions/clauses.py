@@ -100,12 +100,9 @@ class ClauseReader(Cursor):
             if name in names:
                 raise QueryError(f"{name} is already grouped", tok.position, code="duplicate")
             names.append(name)
-            if len(names) > MAX_GROUP_BY:
-                raise QueryError(
-                    f"at most {MAX_GROUP_BY} attributes in GROUP BY",
-                    tok.position,
-                    code="too_many",
-                )
+            self.at_most(
+                len(names), MAX_GROUP_BY, f"at most {MAX_GROUP_BY} attributes in GROUP BY", tok
+            )
             if not self._match(OP, ","):
                 return tuple(names)
 
@@ -171,10 +168,7 @@ class ClauseReader(Cursor):
             self.unique_key(output_key(it), keys, tok)
             items.append(it)
             self.item_tokens.append(tok)
-            if len(items) > MAX_ITEMS:
-                raise QueryError(
-                    f"at most {MAX_ITEMS} items in SELECT", tok.position, code="too_many"
-                )
+            self.at_most(len(items), MAX_ITEMS, f"at most {MAX_ITEMS} items in SELECT", tok)
             if not self._match(OP, ","):
                 return tuple(items)
 

@@ -56,6 +56,12 @@ class Cursor:
         tok = token or self.peek
         return QueryError(message, tok.position, code=code)
 
+    def at_most(self, count: int, limit: int, message: str, token: Token) -> None:
+        """Refuse the ``count``-th entry of a list the language allows ``limit`` of: a
+        ``too_many`` error at ``token`` saying ``message``."""
+        if count > limit:
+            raise self.error(message, token, code="too_many")
+
     def end_of(self, token: Token) -> int:
         """The offset just after ``token`` in the text (keywords keep their length)."""
         return token.position + len(token.text)

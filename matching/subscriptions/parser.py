@@ -184,10 +184,9 @@ class _Parser(ClauseReader):
                         + (" (no AS here: data is keyed by alias)" if tok.kind == KW else "")
                     )
                 select_tokens.append(self.advance())
-                if len(select_tokens) > MAX_ITEMS:
-                    raise QueryError(
-                        f"at most {MAX_ITEMS} items in SELECT", tok.position, code="too_many"
-                    )
+                self.at_most(
+                    len(select_tokens), MAX_ITEMS, f"at most {MAX_ITEMS} items in SELECT", tok
+                )
                 if not self._match(OP, ","):
                     break
             if self.is_kw("as"):
@@ -204,12 +203,12 @@ class _Parser(ClauseReader):
                     f"the alias {tok.text} is already used", tok.position, code="duplicate"
                 )
             aliases.append(tok.text)
-            if len(aliases) > MAX_ALIASES:
-                raise QueryError(
-                    f"a composite subscription joins at most {MAX_ALIASES} aliases",
-                    tok.position,
-                    code="too_many",
-                )
+            self.at_most(
+                len(aliases),
+                MAX_ALIASES,
+                f"a composite subscription joins at most {MAX_ALIASES} aliases",
+                tok,
+            )
             if not self._match(KW, "and"):
                 break
         if len(aliases) < MIN_ALIASES:
@@ -292,10 +291,7 @@ class _Parser(ClauseReader):
         while True:
             tok = self.peek
             count += 1
-            if count > MAX_CONJUNCTS:
-                raise QueryError(
-                    f"at most {MAX_CONJUNCTS} conjuncts in WHERE", tok.position, code="too_many"
-                )
+            self.at_most(count, MAX_CONJUNCTS, f"at most {MAX_CONJUNCTS} conjuncts in WHERE", tok)
             if self.is_bound():
                 key, bound = self.bound(reader.aliases)
                 if key in bounds:

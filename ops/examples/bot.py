@@ -22,49 +22,32 @@ import json
 import re
 import sys
 
-import httpx
 import websockets
+from _client import ApiSession
 
 
-class Bot:
-    def __init__(self, url: str, user: str, password: str):
-        self.api = httpx.Client(base_url=url.rstrip("/") + "/api/v1", timeout=30)
-        token = self._ok(
-            self.api.post("/auth/token/", json={"username": user, "password": password})
-        )["token"]
-        self.token = token
-        self.api.headers["Authorization"] = f"Token {token}"
-        self.ws_url = re.sub(r"^http", "ws", url.rstrip("/")) + f"/ws/?token={token}"
-
-    @staticmethod
-    def _ok(response: httpx.Response) -> dict:
-        if response.status_code >= 400:
-            error = response.json().get("error", {})
-            where = f" (at character {error['position'] + 1})" if "position" in error else ""
-            raise SystemExit(
-                f"{response.status_code} {error.get('code')}: {error.get('message')}{where}"
-            )
-        return response.json()
+class Bot(ApiSession):
+    """The bid calls the bot makes."""
 
     def schema(self, market: str) -> dict:
-        return self._ok(self.api.get(f"/markets/{market}/"))
+        return self._ok(self.http.get(f"/markets/{market}/"))
 
     def bid(self, market: str, constraint: str) -> dict:
-        return self._ok(self.api.post("/bids/", json={"market": market, "constraint": constraint}))
+        return self._ok(self.http.post("/bids/", json={"market": market, "constraint": constraint}))
 
     def amend(self, bid: dict, constraint: str) -> dict:
         return self._ok(
-            self.api.patch(
+            self.http.patch(
                 f"/bids/{bid['id']}/", json={"constraint": constraint, "version": bid["version"]}
             )
         )
 
     def standing(self, bid_id: int) -> dict:
-        return self._ok(self.api.get(f"/bids/{bid_id}/"))
+        return self._ok(self.http.get(f"/bids/{bid_id}/"))
 
     def withdraw(self, bid_id: int) -> dict:
         """Withdraw a bid; one that already filled stays filled (a 400 ``not_active``)."""
-        response = self.api.post(f"/bids/{bid_id}/withdraw/")
+        response = self.http.post(f"/bids/{bid_id}/withdraw/")
         if response.status_code == 400 and response.json()["error"]["code"] == "not_active":
             return self.standing(bid_id)
         return self._ok(response)

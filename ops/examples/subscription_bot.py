@@ -29,37 +29,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import sys
 from decimal import Decimal, InvalidOperation
-from typing import Any
 
-import httpx
 import websockets
+from _client import ApiSession
 
 JUMP_WITHIN = "1h"
 
 
-class Api:
-    """The REST calls the bot makes, with the API's errors turned into a clear exit."""
-
-    def __init__(self, url: str, user: str, password: str) -> None:
-        self.http = httpx.Client(base_url=url.rstrip("/") + "/api/v1", timeout=30)
-        token = self._ok(
-            self.http.post("/auth/token/", json={"username": user, "password": password})
-        )["token"]
-        self.http.headers["Authorization"] = f"Token {token}"
-        self.ws_url = re.sub(r"^http", "ws", url.rstrip("/")) + f"/ws/?token={token}"
-
-    @staticmethod
-    def _ok(response: httpx.Response) -> Any:
-        if response.status_code >= 400:
-            error = response.json().get("error", {})
-            where = f" (at character {error['position'] + 1})" if "position" in error else ""
-            raise SystemExit(
-                f"{response.status_code} {error.get('code')}: {error.get('message')}{where}"
-            )
-        return response.json() if response.content else None
+class Api(ApiSession):
+    """The subscription calls the bot makes."""
 
     def register(self, query: str, name: str) -> dict:
         return self._ok(self.http.post("/subscriptions/", json={"query": query, "name": name}))

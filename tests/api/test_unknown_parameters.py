@@ -5,8 +5,12 @@ served schema documents."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 import pytest
-from django.urls import URLPattern, reverse
+from django.urls import URLPattern, URLResolver, reverse
+from django.urls.resolvers import RoutePattern
 from drf_spectacular.generators import SchemaGenerator
 
 from exchange.api import urls as api_urls
@@ -19,37 +23,60 @@ pytestmark = pytest.mark.django_db
 NOT_OURS = {"schema", "docs"}
 
 
-def _reads() -> list[URLPattern]:
+@dataclass(frozen=True)
+class Read:
+    """An API read found in the URL conf: its name, its whole route below ``api/v1/`` and
+    the view class serving it."""
+
+    name: str
+    route: str
+    view_class: type
+
+    @property
+    def url_arguments(self) -> list[str]:
+        return list(RoutePattern(self.route).converters)
+
+
+def _routes(patterns, prefix: str = "") -> Iterator[tuple[str, URLPattern]]:
+    """Each route with its whole path, through the ``include()`` groups."""
+    for entry in patterns:
+        if isinstance(entry, URLResolver):
+            yield from _routes(entry.url_patterns, prefix + str(entry.pattern))
+        else:
+            yield prefix + str(entry.pattern), entry
+
+
+def _reads() -> list[Read]:
     found = []
-    for pattern in api_urls.urlpatterns:
+    for route, pattern in _routes(api_urls.urlpatterns):
         view_class = getattr(pattern.callback, "view_class", None)
         if pattern.name in NOT_OURS or view_class is None or not hasattr(view_class, "get"):
             continue
-        found.append(pattern)
+        found.append(Read(pattern.name, route, view_class))
     return found
 
 
 def _each_read() -> list:
-    return [pytest.param(p, id=p.name) for p in _reads()]
+    return [pytest.param(r, id=r.name) for r in _reads()]
 
 
-def _url(pattern: URLPattern, world) -> str:
+def _url(read: Read, world) -> str:
     values = {
         "subject": world["market"].subject,
         "offer_id": world["offer"].pk,
         "bid_id": world["bid"].pk,
     }
-    if "subscription_id" in pattern.pattern.converters:
+    if "subscription_id" in read.url_arguments:
         buyer = world["bid"].buyer
         values["subscription_id"] = subscription_create(
             owner=buyer, query="SELECT price WHERE type = 'trade'"
         ).pk
-    kwargs = {name: values[name] for name in pattern.pattern.converters}
-    return reverse(f"api:{pattern.name}", kwargs=kwargs)
+    kwargs = {name: values[name] for name in read.url_arguments}
+    return reverse(f"api:{read.name}", kwargs=kwargs)
 
 
-def _accepted(pattern: URLPattern) -> list[str]:
-    view = pattern.callback.view_class()
+def _accepted(read: Read) -> list[str]:
+    view = read.view_class()
     view.request = None
     return accepted_parameters(view)
 
@@ -83,13 +110,13 @@ def refused(name: str, taken: str) -> dict:
 def test_every_read_of_the_api_is_found():
     names = {p.name for p in _reads()}
     assert {"markets", "market", "offers", "offer", "bids", "bid", "best-offers"} <= names
-    assert {"trades", "notifications", "presence"} <= names
+    assert {"trades", "notifications", "presence", "subscription-notifications"} <= names
 
 
-@pytest.mark.parametrize("pattern", _each_read())
-def test_a_misspelt_parameter_is_refused_and_named(pattern, world):
+@pytest.mark.parametrize("read", _each_read())
+def test_a_misspelt_parameter_is_refused_and_named(read, world):
     client = world["clients"]["buyer"]  # the bid's owner: every read answers it
-    url, accepted = _url(pattern, world), _accepted(pattern)
+    url, accepted = _url(read, world), _accepted(read)
     good = _good_query(accepted, world)
     assert client.get(url, good).status_code == 200
 
@@ -147,15 +174,15 @@ def schema():
     return SchemaGenerator().get_schema(request=None, public=True)
 
 
-@pytest.mark.parametrize("pattern", _each_read())
-def test_the_schema_documents_exactly_the_accepted_parameters(pattern, schema, world):
-    path = "/api/v1/" + str(pattern.pattern).replace("<str:", "{").replace(">", "}")
+@pytest.mark.parametrize("read", _each_read())
+def test_the_schema_documents_exactly_the_accepted_parameters(read, schema, world):
+    path = "/api/v1/" + read.route.replace("<str:", "{").replace(">", "}")
     documented = [
         p["name"] for p in schema["paths"][path]["get"].get("parameters", []) if p["in"] == "query"
     ]
 
-    assert sorted(documented) == sorted(_accepted(pattern))
-    response = world["clients"]["buyer"].get(_url(pattern, world), _good_query(documented, world))
+    assert sorted(documented) == sorted(_accepted(read))
+    response = world["clients"]["buyer"].get(_url(read, world), _good_query(documented, world))
     assert response.status_code == 200
 
 

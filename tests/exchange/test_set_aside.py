@@ -10,17 +10,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 import matching
+from exchange import models
 from exchange.errors import InvalidInput
-from exchange.models import (
-    BestOffer,
-    Bid,
-    MatchingCycle,
-    Notification,
-    Offer,
-    OfferBidMatch,
-    OrderChange,
-    Trade,
-)
 from exchange.services.closing import offer_close, offer_close_preview
 from exchange.services.markets import market_create, market_update
 from exchange.services.matching import matching_cycle_run
@@ -47,7 +38,7 @@ WIDE_BID = " OR ".join(f"price <= {1 + i / 100:.2f}" for i in range(64))
 
 
 def best(offer):
-    row = BestOffer.objects.get(offer=offer)
+    row = models.BestOffer.objects.get(offer=offer)
     return row.bid_id, row.value, row.matching_bids
 
 
@@ -90,8 +81,8 @@ def test_api_refuses_a_bid_over_the_limit_once_stored():
     )
     assert "384 conditions" in error["message"]
     assert "more than the 256 allowed" in error["message"]
-    assert Bid.objects.count() == 0
-    assert OrderChange.objects.count() == 0
+    assert models.Bid.objects.count() == 0
+    assert models.OrderChange.objects.count() == 0
 
 
 def test_the_same_bid_with_every_attribute_named_is_refused_too():
@@ -104,7 +95,7 @@ def test_the_same_bid_with_every_attribute_named_is_refused_too():
     with pytest.raises(InvalidInput) as raised:
         bid_place(buyer=UserFactory(), market=market, constraint=text)
     assert raised.value.code == "too_many_predicates"
-    assert Bid.objects.count() == 0
+    assert models.Bid.objects.count() == 0
 
 
 @pytest.mark.parametrize(
@@ -143,23 +134,23 @@ def test_cycle_sets_aside_a_poisoned_changed_order_and_matches_the_rest():
     poison(bad)  # before its first cycle: its change is in the same batch as the others
     good = bid_place(buyer=bob, market=market, constraint="lot = 10 AND price <= 1.50")
     bid_place(buyer=carol, market=market, constraint="lot = 20 AND price <= 1.20")
-    mark = Notification.objects.order_by("-id").values_list("id", flat=True).first()
+    mark = models.Notification.objects.order_by("-id").values_list("id", flat=True).first()
 
     report = matching_cycle_run()
 
     assert report.changes == 4
     assert best(offer) == (good.pk, Decimal("1.50"), 2)
     bad.refresh_from_db()
-    assert bad.state == Bid.State.ACTIVE and bad.set_aside_at is not None
+    assert bad.state == models.Bid.State.ACTIVE and bad.set_aside_at is not None
     assert bad.set_aside_reason.startswith("its stored constraint does not parse: ")
-    assert not OfferBidMatch.objects.filter(bid=bad).exists()
-    cycle = MatchingCycle.objects.get()
+    assert not models.OfferBidMatch.objects.filter(bid=bad).exists()
+    cycle = models.MatchingCycle.objects.get()
     assert (cycle.changes, cycle.set_aside) == (4, 1)
-    note = Notification.objects.get(id__gt=mark, type="set_aside")
+    note = models.Notification.objects.get(id__gt=mark, type="set_aside")
     assert (note.recipient_id, note.offer_id, note.market_id) == (alice.pk, None, market.pk)
     assert note.data["bid"] == bad.pk and note.data["reason"] == bad.set_aside_reason
     assert note.data["message"].startswith(f"Your bid {bad.pk} is left out of matching")
-    assert not OrderChange.objects.filter(processed_at=None).exists()
+    assert not models.OrderChange.objects.filter(processed_at=None).exists()
     assert best_offers_verify().clean
 
 
@@ -179,9 +170,11 @@ def test_cycle_sets_aside_a_poisoned_order_it_meets_while_matching():
     assert bad.set_aside_at is not None
     assert best(second) == (good.pk, Decimal("1.50"), 1)
     assert best(first) == (good.pk, Decimal("1.50"), 1)  # the bad bid lost its place here too
-    assert MatchingCycle.objects.order_by("-id").first().set_aside == 1
-    assert Notification.objects.filter(type="set_aside", recipient=alice).count() == 1
-    assert Notification.objects.filter(type="best_bid", recipient=good.buyer, offer=first).exists()
+    assert models.MatchingCycle.objects.order_by("-id").first().set_aside == 1
+    assert models.Notification.objects.filter(type="set_aside", recipient=alice).count() == 1
+    assert models.Notification.objects.filter(
+        type="best_bid", recipient=good.buyer, offer=first
+    ).exists()
     assert best_offers_verify().clean
 
 
@@ -212,9 +205,9 @@ def test_setting_aside_needs_a_reason_in_the_database():
     market = pencils_market()
     bid = bid_place(buyer=UserFactory(), market=market, constraint="price <= 1.00")
     with pytest.raises(IntegrityError), transaction.atomic():
-        Bid.objects.filter(pk=bid.pk).update(set_aside_at=timezone.now())
+        models.Bid.objects.filter(pk=bid.pk).update(set_aside_at=timezone.now())
     with pytest.raises(IntegrityError), transaction.atomic():
-        Bid.objects.filter(pk=bid.pk).update(set_aside_reason="no time")
+        models.Bid.objects.filter(pk=bid.pk).update(set_aside_reason="no time")
     bid.refresh_from_db()
     assert (bid.set_aside_at, bid.set_aside_reason) == (None, "")
 
@@ -237,8 +230,8 @@ def test_closing_passes_over_a_poisoned_best_bid_to_the_next():
         "subject = 'office.supplies.pencils' AND lot = 10 AND price BETWEEN 1.00 AND 1.50"
     )
     bad.refresh_from_db()
-    assert bad.set_aside_at is not None and bad.state == Bid.State.ACTIVE
-    assert Notification.objects.filter(type="set_aside", recipient=alice).count() == 1
+    assert bad.set_aside_at is not None and bad.state == models.Bid.State.ACTIVE
+    assert models.Notification.objects.filter(type="set_aside", recipient=alice).count() == 1
 
 
 def test_closing_a_poisoned_offer_closes_it_unsold_and_other_closings_work():
@@ -254,18 +247,18 @@ def test_closing_a_poisoned_offer_closes_it_unsold_and_other_closings_work():
     bid = bid_place(buyer=alice, market=market, constraint="lot = 10 AND price <= 2.00")
     matching_cycle_run()
     poison(bad)
-    OrderChange.objects.create(side="offer", order_id=bad.pk)  # pending when closing starts
+    models.OrderChange.objects.create(side="offer", order_id=bad.pk)  # pending when closing starts
 
     closed_fine = offer_close(offer_id=fine.pk, staff=staff)
     closed_bad = offer_close(offer_id=bad.pk, staff=staff)
 
     assert closed_fine.trade is not None and closed_fine.trade.bid_id == bid.pk
-    assert closed_bad.trade is None and closed_bad.state == Offer.State.CLOSED
+    assert closed_bad.trade is None and closed_bad.state == models.Offer.State.CLOSED
     bad.refresh_from_db()
     assert bad.set_aside_at is not None
-    assert Trade.objects.count() == 1
+    assert models.Trade.objects.count() == 1
     # closing took the pending change through the cycle's batch code: a cycle row records it
-    assert MatchingCycle.objects.order_by("-id").filter(set_aside=1).count() == 1
+    assert models.MatchingCycle.objects.order_by("-id").filter(set_aside=1).count() == 1
 
 
 def test_dashboard_lists_set_aside_orders_with_the_reason(client):
@@ -291,7 +284,7 @@ def test_the_api_shows_why_an_order_is_set_aside_and_null_otherwise():
     )
     poison(bad_offer)
     poison(bad_bid)
-    OrderChange.objects.create(side="bid", order_id=bad_bid.pk)
+    models.OrderChange.objects.create(side="bid", order_id=bad_bid.pk)
     matching_cycle_run()
     bad_offer.refresh_from_db()
     bad_bid.refresh_from_db()
@@ -323,7 +316,7 @@ def test_a_schema_change_goes_on_past_a_bid_that_no_longer_parses():
     market_update(market_id=market.pk, schema=schema)
     first.refresh_from_db()
     assert first.constraint_text.endswith("AND string grade = *")  # widened as usual
-    assert OrderChange.objects.filter(side="bid", order_id=second.pk).exists()
+    assert models.OrderChange.objects.filter(side="bid", order_id=second.pk).exists()
     matching_cycle_run()
 
     # Then the broken bid is set aside, untouched, and alice's bid is still the best
@@ -340,12 +333,12 @@ def test_an_order_amended_while_the_cycle_reads_it_is_matched_on_its_new_text(mo
 
     market, _seller, _alice, offer, first, _second = settled_book()
     late = bid_place(buyer=UserFactory(), market=market, constraint="lot = 10 AND price <= 3.00")
-    good_text = Bid.objects.get(pk=late.pk).constraint_text
+    good_text = models.Bid.objects.get(pk=late.pk).constraint_text
     poison(late)
     real_set_aside = cycle.orders_set_aside
 
     def amended_meanwhile(*, offer_ids, bid_ids):
-        Bid.objects.filter(pk=late.pk).update(constraint_text=good_text)
+        models.Bid.objects.filter(pk=late.pk).update(constraint_text=good_text)
         monkeypatch.setattr(cycle, "orders_set_aside", real_set_aside)
         return real_set_aside(offer_ids=offer_ids, bid_ids=bid_ids)
 
@@ -357,4 +350,4 @@ def test_an_order_amended_while_the_cycle_reads_it_is_matched_on_its_new_text(mo
     late.refresh_from_db()
     assert late.set_aside_at is None
     assert best(offer) == (late.pk, Decimal("3.00"), 3)
-    assert MatchingCycle.objects.order_by("-id").first().set_aside == 0
+    assert models.MatchingCycle.objects.order_by("-id").first().set_aside == 0

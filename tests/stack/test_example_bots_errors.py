@@ -4,24 +4,12 @@ person reads it."""
 
 from __future__ import annotations
 
-import importlib.util
-from types import ModuleType
-
 import httpx
 import pytest
 
-from tests.livestack import ROOT
+from tests.stack.examples import load_example
 
-
-def _example(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "ops" / "examples" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-CHECKERS = [_example("bot").Bot._ok, _example("subscription_bot").Api._ok]
+CHECKERS = [load_example("bot").Bot._ok, load_example("subscription_bot").Api._ok]
 
 
 @pytest.mark.parametrize("ok", CHECKERS, ids=["bot", "subscription_bot"])

@@ -4,16 +4,9 @@ printed is dropped, and a gap is filled from the outbox over REST first."""
 
 from __future__ import annotations
 
-import importlib.util
+from tests.stack.examples import load_example
 
-from tests.livestack import ROOT
-
-_spec = importlib.util.spec_from_file_location(
-    "subscription_bot", ROOT / "ops" / "examples" / "subscription_bot.py"
-)
-assert _spec is not None and _spec.loader is not None
-bot = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bot)
+bot = load_example("subscription_bot")
 
 
 class Outbox:

@@ -20,7 +20,12 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from exchange.analytics.backtest import NotPartitionable, backtest_on_spark, subject_tied
+from exchange.analytics.backtest import (
+    NotPartitionable,
+    backtest_on_spark,
+    events_sql,
+    subject_tied,
+)
 from exchange.analytics.services import jdbc_source
 from exchange.models.events import EVENT_TABLE
 from exchange.selectors.history import LINE_SQL
@@ -75,16 +80,10 @@ class Command(BaseCommand):
         from matching.spark import spark_session
 
         spark = spark_session(settings.SPARK_MASTER, app_name="intersect-backtest")
-        lines = backtest_on_spark(
-            spark,
-            jdbc_source(),
-            text=text,
-            since=since,
-            until=until,
-            viewer=viewer,
-            line_sql=LINE_SQL,
-            table=EVENT_TABLE,
+        events = events_sql(
+            table=EVENT_TABLE, line_sql=LINE_SQL, since=since, until=until, viewer=viewer
         )
+        lines = backtest_on_spark(spark, jdbc_source(), text=text, since=since, events=events)
         for line in lines:
             self.stdout.write(json.dumps(line))
 

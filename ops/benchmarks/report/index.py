@@ -4,7 +4,7 @@ benchmark runs alone."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,14 @@ from ops.benchmarks.plots import _pyplot
 
 from . import fmt
 from .doc import Doc, splice_section
+
+# The table's own columns, between the lead cells and the build CPU: (key, format).
+COLUMNS = (
+    ("visited_per_event", ",.1f"),
+    ("matches_per_event", ",.2f"),
+    ("nodes", ","),
+    ("bytes_per_subscription", ",.0f"),
+)
 
 TITLE = "## The matching index"
 RATE = 20_000
@@ -23,21 +31,6 @@ def index(doc: Doc) -> None:
     if not r:
         return
     points, top = r["points"], r["points"][-1]
-    naive = naive_cells(r, "subscriptions")
-    rows = [
-        fmt.row(
-            [
-                *lead_cells(p, "subscriptions"),
-                f"{p['visited_per_event']:,.1f}",
-                f"{p['matches_per_event']:,.2f}",
-                f"{p['nodes']:,}",
-                f"{p['bytes_per_subscription']:,.0f}",
-                fmt.s(p["build_cpu_s"]),
-                naive(p),
-            ]
-        )
-        for p in points
-    ]
     full = top["subscriptions"] >= 1_000_000
     doc.prose(
         "index",
@@ -47,7 +40,7 @@ def index(doc: Doc) -> None:
         exponent=f"{r['exponent']:.2f}",
         naive_exponent=f"{r['naive_exponent']:.2f}",
         exponent_verdict=_verdict(r["exponent"] <= EXPONENT, full),
-        rows="\n".join(rows),
+        rows=growth_rows(r, "subscriptions", COLUMNS),
         per_node_low=f"{points[0]['us_per_event'] / points[0]['visited_per_event']:.2f}",
         per_node_top=f"{top['us_per_event'] / top['visited_per_event']:.2f}",
     )
@@ -74,6 +67,30 @@ def run_facts(r: dict[str, Any], size: str, flag: str) -> dict[str, str]:
         "naive_events": f"{naive[0]['events']:,}",
         "naive_costs": ", ".join(f"{p['us_per_event']:,.0f}" for p in naive),
     }
+
+
+def growth_rows(
+    r: dict[str, Any],
+    size: str,
+    columns: Sequence[tuple[str, str]],
+    last: Callable[[dict[str, Any]], list[str]] = lambda p: [],
+) -> str:
+    """The table of run ``r``, a row a point: its lead cells, then ``columns`` (each a key
+    of the point and its format), the build CPU, the naive loop's cost, and ``last``'s cells."""
+    naive = naive_cells(r, size)
+    rows = [
+        fmt.row(
+            [
+                *lead_cells(p, size),
+                *(format(p[key], spec) for key, spec in columns),
+                fmt.s(p["build_cpu_s"]),
+                naive(p),
+                *last(p),
+            ]
+        )
+        for p in r["points"]
+    ]
+    return "\n".join(rows)
 
 
 def lead_cells(p: dict[str, Any], size: str) -> list[str]:
@@ -110,26 +127,23 @@ def verdict(met: bool, full: bool, size: str) -> str:
     return "**met**" if met else "**missed**"
 
 
+LABELS = ("matching tree", "naive loop, extrapolated (exponent {naive_exponent:.2f})")
+AXES = ("stateless subscriptions", "Matching index")
+
+
 def plot(results: dict[str, Any], path: Path) -> bool:
-    r = results.get("index")
-    if not r:
-        return False
-    cost_plot(
-        path,
-        r,
-        "subscriptions",
-        labels=("matching tree", f"naive loop, extrapolated (exponent {r['naive_exponent']:.2f})"),
-        axes=("stateless subscriptions", "Matching index"),
-    )
-    return True
+    return cost_plot(path, results.get("index"), "subscriptions", LABELS, AXES)
 
 
 def cost_plot(
-    path: Path, r: dict[str, Any], size: str, *, labels: tuple[str, str], axes: tuple[str, str]
-) -> None:
+    path: Path, r: dict[str, Any] | None, size: str, labels: tuple[str, str], axes: tuple[str, str]
+) -> bool:
     """CPU time per event against size (``r["points"]``, keyed by ``size``), log-log, the
-    naive side measured (``r["naive"]``) and extrapolated beside it. ``labels``: the
-    measured line's and the extrapolation's; ``axes``: the x label and the title's start."""
+    naive side measured (``r["naive"]``) and extrapolated beside it; False, and no plot,
+    without results. ``labels``: the measured line's and the extrapolation's (a format
+    string over ``r``'s values); ``axes``: the x label and the title's start."""
+    if not r:
+        return False
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     sizes = [p[size] for p in r["points"]]
@@ -139,7 +153,7 @@ def cost_plot(
         [p["naive_us_per_event_extrapolated"] for p in r["points"]],
         ":",
         color="#c0504d",
-        label=labels[1],
+        label=labels[1].format(**r),
     )
     ax.loglog(
         [p[size] for p in r["naive"]],
@@ -156,6 +170,7 @@ def cost_plot(
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return True
 
 
 def splice(report: Path, results: dict[str, Any]) -> Path:

@@ -8,9 +8,17 @@ from typing import Any
 
 from ops.benchmarks.patterns import FACTOR, RATE
 
-from . import fmt
 from .doc import Doc, splice_section
-from .index import cost_plot, lead_cells, naive_cells, run_facts, verdict
+from .index import cost_plot, growth_rows, run_facts, verdict
+
+# The table's own columns, between the lead cells and the build CPU: (key, format).
+COLUMNS = (
+    ("sources_per_event", ",.1f"),
+    ("instances_touched_per_event", ",.1f"),
+    ("outputs_per_event", ",.2f"),
+    ("instances_held", ","),
+    ("bytes_per_pattern", ",.0f"),
+)
 
 TITLE = "## Patterns: many form 3 subscriptions in one process"
 PLOT = "img/bench-patterns.png"
@@ -21,23 +29,6 @@ def patterns(doc: Doc) -> None:
     if not r:
         return
     top = r["points"][-1]
-    naive = naive_cells(r, "patterns")
-    rows = [
-        fmt.row(
-            [
-                *lead_cells(p, "patterns"),
-                f"{p['sources_per_event']:,.1f}",
-                f"{p['instances_touched_per_event']:,.1f}",
-                f"{p['outputs_per_event']:,.2f}",
-                f"{p['instances_held']:,}",
-                f"{p['bytes_per_pattern']:,.0f}",
-                fmt.s(p["build_cpu_s"]),
-                naive(p),
-                f"{p['speedup']:,.0f}×",
-            ]
-        )
-        for p in r["points"]
-    ]
     full = top["patterns"] >= 100_000
     doc.prose(
         "patterns",
@@ -47,7 +38,7 @@ def patterns(doc: Doc) -> None:
         rate_verdict=_verdict(top["events_per_s"] >= RATE, full),
         speedup=f"{top['speedup']:,.0f}×",
         speedup_verdict=_verdict(top["speedup"] >= FACTOR, full),
-        rows="\n".join(rows),
+        rows=growth_rows(r, "patterns", COLUMNS, last=lambda p: [f"{p['speedup']:,.0f}×"]),
         naive_per_pattern=f"{r['naive_us_per_pattern']:.1f}",
         exponent=f"{r['exponent']:.2f}",
         plot=PLOT,
@@ -58,18 +49,12 @@ def _verdict(met: bool, full: bool) -> str:
     return verdict(met, full, "100,000")
 
 
+LABELS = ("multi.py", "naive evaluator, extrapolated (linear)")
+AXES = ("live patterns", "Patterns")
+
+
 def plot(results: dict[str, Any], path: Path) -> bool:
-    r = results.get("patterns")
-    if not r:
-        return False
-    cost_plot(
-        path,
-        r,
-        "patterns",
-        labels=("multi.py", "naive evaluator, extrapolated (linear)"),
-        axes=("live patterns", "Patterns"),
-    )
-    return True
+    return cost_plot(path, results.get("patterns"), "patterns", LABELS, AXES)
 
 
 def splice(report: Path, results: dict[str, Any]) -> Path:

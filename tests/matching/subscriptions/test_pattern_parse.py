@@ -11,29 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from matching.subscriptions import Kind, QueryError, parse_query, to_text
-from matching.subscriptions.pattern_model import (
-    AggregateRef,
-    All,
-    Any_,
-    Arithmetic,
-    Bound,
-    Compare,
-    Dur,
-    Duration,
-    FoldAggregate,
-    Literal,
-    Matches,
-    Pattern,
-    PatternItem,
-    PatternQuery,
-    Ref,
-    Source,
-    Step,
-)
+from matching.subscriptions import pattern_model as pm
 from matching.subscriptions.pattern_parser import MAX_DEPTH, MAX_SIDES, MAX_STEPS
 
 T = "FILTER{type = 'trade'}(EVENTS)"
-TRADE = Compare("=", Ref(None, "type"), Literal("trade"))
+TRADE = pm.Compare("=", pm.Ref(None, "type"), pm.Literal("trade"))
 
 
 def test_the_fold_example_parses_to_its_tree():
@@ -42,34 +24,34 @@ def test_the_fold_example_parses_to_its_tree():
         f"fold{{b.subject = a.subject, b.price >= b.last.price, count as n, avg(b.price) as m}} "
         f"{T} as b where DUR >= 30m and m > 1 within 1h"
     )
-    assert q == PatternQuery(
+    assert q == pm.PatternQuery(
         (
-            Pattern(
+            pm.Pattern(
                 (
-                    PatternItem(Ref("a", "price")),
-                    PatternItem(Ref("b", "price")),
-                    PatternItem(AggregateRef("n")),
-                    PatternItem(Dur(), "d"),
-                    PatternItem(Bound("start")),
-                    PatternItem(Bound("end")),
+                    pm.PatternItem(pm.Ref("a", "price")),
+                    pm.PatternItem(pm.Ref("b", "price")),
+                    pm.PatternItem(pm.AggregateRef("n")),
+                    pm.PatternItem(pm.Dur(), "d"),
+                    pm.PatternItem(pm.Bound("start")),
+                    pm.PatternItem(pm.Bound("end")),
                 ),
-                Source("a", TRADE),
+                pm.Source("a", TRADE),
                 (
-                    Step(
+                    pm.Step(
                         "fold",
-                        Compare("=", Ref("b", "subject"), Ref("a", "subject")),
-                        Source("b", TRADE),
-                        Compare(">=", Ref("b", "price"), Ref("b", "price", last=True)),
+                        pm.Compare("=", pm.Ref("b", "subject"), pm.Ref("a", "subject")),
+                        pm.Source("b", TRADE),
+                        pm.Compare(">=", pm.Ref("b", "price"), pm.Ref("b", "price", last=True)),
                         (
-                            FoldAggregate("COUNT", None, "n"),
-                            FoldAggregate("AVG", Ref("b", "price"), "m"),
+                            pm.FoldAggregate("COUNT", None, "n"),
+                            pm.FoldAggregate("AVG", pm.Ref("b", "price"), "m"),
                         ),
                     ),
                 ),
-                All(
+                pm.All(
                     (
-                        Compare(">=", Dur(), Duration(1800)),
-                        Compare(">", AggregateRef("m"), Literal(Decimal(1))),
+                        pm.Compare(">=", pm.Dur(), pm.Duration(1800)),
+                        pm.Compare(">", pm.AggregateRef("m"), pm.Literal(Decimal(1))),
                     )
                 ),
                 3600,
@@ -85,18 +67,18 @@ def test_not_is_pushed_down_and_arithmetic_keeps_its_tree():
         "'office.>') AND (b.price - a.price) / a.price <> -0.5 * 2} EVENTS AS b"
     )
     (side,) = q.sides
-    assert side.steps[0].condition == All(
+    assert side.steps[0].condition == pm.All(
         (
-            Compare("<=", Ref("b", "price"), Literal(Decimal(1))),
-            Matches(Ref("b", "subject"), "office.>"),
-            Compare(
+            pm.Compare("<=", pm.Ref("b", "price"), pm.Literal(Decimal(1))),
+            pm.Matches(pm.Ref("b", "subject"), "office.>"),
+            pm.Compare(
                 "!=",
-                Arithmetic(
+                pm.Arithmetic(
                     "/",
-                    Arithmetic("-", Ref("b", "price"), Ref("a", "price")),
-                    Ref("a", "price"),
+                    pm.Arithmetic("-", pm.Ref("b", "price"), pm.Ref("a", "price")),
+                    pm.Ref("a", "price"),
                 ),
-                Arithmetic("*", Literal(Decimal("-0.5")), Literal(Decimal(2))),
+                pm.Arithmetic("*", pm.Literal(Decimal("-0.5")), pm.Literal(Decimal(2))),
             ),
         )
     )
@@ -150,17 +132,17 @@ def test_a_timestamp_literal_is_an_aware_datetime():
     q = parse_query(
         "SELECT a.time FROM FILTER{time >= TIMESTAMP '2026-11-20T10:00:00Z'}(EVENTS) AS a"
     )
-    assert q.sides[0].first.filter == Compare(
-        ">=", Ref(None, "time"), Literal(dt.datetime(2026, 11, 20, 10, tzinfo=dt.UTC))
+    assert q.sides[0].first.filter == pm.Compare(
+        ">=", pm.Ref(None, "time"), pm.Literal(dt.datetime(2026, 11, 20, 10, tzinfo=dt.UTC))
     )
 
 
 def test_or_inside_and_and_nested_negations():
     q = parse_query("SELECT a.price FROM FILTER{NOT (price > 1 AND NOT (price < 3))}(EVENTS) AS a")
-    assert q.sides[0].first.filter == Any_(
+    assert q.sides[0].first.filter == pm.Any_(
         (
-            Compare("<=", Ref(None, "price"), Literal(Decimal(1))),
-            Compare("<", Ref(None, "price"), Literal(Decimal(3))),
+            pm.Compare("<=", pm.Ref(None, "price"), pm.Literal(Decimal(1))),
+            pm.Compare("<", pm.Ref(None, "price"), pm.Literal(Decimal(3))),
         )
     )
 
