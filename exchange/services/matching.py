@@ -238,8 +238,8 @@ def apply_changes(*, offer_ids: set[int], bid_ids: set[int]) -> Applied:
         # matched (the offers of the matches removed, in the same statement).
         affected = set(offer_ids) | _matches_delete(offer_ids=offer_ids, bid_ids=bid_ids)
 
-        quads = store.match_publications([o.pk for o in live_offers], disjuncts=True)
-        quads |= store.match_subscriptions([b.pk for b in live_bids], disjuncts=True)
+        quads = store.match_disjuncts("publications", [o.pk for o in live_offers])
+        quads |= store.match_disjuncts("subscriptions", [b.pk for b in live_bids])
         matches = engine.pair_values(quads, offers=offers_usable, bids=bids_usable)
         OfferBidMatch.objects.bulk_create(matches, batch_size=2000)
         affected.update(m.offer_id for m in matches)
@@ -281,7 +281,7 @@ def engine_rebuild_run(name: str) -> tuple[int, list[Notification]]:
             store.analyze()
             OfferBidMatch.objects.all().delete()
             matches = engine.pair_values(
-                store.match_all(disjuncts=True), offers=offers_usable, bids=bids_usable
+                store.match_disjuncts("all"), offers=offers_usable, bids=bids_usable
             )
             OfferBidMatch.objects.bulk_create(matches, batch_size=5000)
             affected = {o.pk for o in offers}

@@ -67,7 +67,7 @@ def best_offers_verify(*, strategy: str | None = None) -> Verification:
             scratch.add_publications(candidates_of(offers)[0])
             scratch.add_subscriptions(candidates_of(bids)[0])
             scratch.analyze()
-            quads = scratch.match_all(disjuncts=True)
+            quads = scratch.match_disjuncts("all")
         finally:
             scratch.drop()
         matches = {(m.offer_id, m.bid_id): m.value for m in engine.pair_values(quads)}

@@ -9,10 +9,10 @@ them match (SPEC 3.1). Matching comes in three scopes:
   against every subscription, the incremental step after publishing;
 * ``match_subscriptions(ids)``: a batch of subscriptions against every publication.
 
-Each returns ``(publication id, subscription id)`` pairs, or with
-``disjuncts=True`` the ``(pub id, pub disjunct, sub id, sub disjunct)`` quadruples
-behind them (a disjunct is numbered by its position in ``Constraint.disjuncts``),
-which is what pricing a match needs.
+Each returns ``(publication id, subscription id)`` pairs; ``match_disjuncts(scope, ids)``
+gives the ``(pub id, pub disjunct, sub id, sub disjunct)`` quadruples behind any scope's
+pairs (a disjunct is numbered by its position in ``Constraint.disjuncts``), which is what
+pricing a match needs.
 
 Stores never commit a transaction the caller opened (see ``DatabaseStore``).
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Literal, overload
+from typing import Literal
 
 from matching.model import Constraint
 
@@ -123,48 +123,26 @@ class ConstraintStore(ABC):
     ) -> set[DisjunctPair]:
         """The matching disjunct pairs of the scope (``ids`` is empty for ``all``)."""
 
-    def _match_batch(
-        self, scope: Literal["publications", "subscriptions"], ids: Iterable[int], disjuncts: bool
-    ) -> set[Pair] | set[DisjunctPair]:
-        """One batch of either side against the whole other side; an empty batch matches nothing
-        without asking the backend."""
+    def match_disjuncts(
+        self, scope: Literal["all", "publications", "subscriptions"], ids: Iterable[int] = ()
+    ) -> set[DisjunctPair]:
+        """The ``(pub id, pub disjunct, sub id, sub disjunct)`` quadruples behind a scope's
+        pairs: every match for ``all`` (``ids`` unused), else the batch ``ids`` of that side
+        against the whole other side; an empty batch matches nothing without asking the
+        backend."""
+        if scope == "all":
+            return self._match("all", [])
         batch = check_ids(ids)
-        quads = self._match(scope, batch) if batch else set()
-        return quads if disjuncts else pairs_of(quads)
+        return self._match(scope, batch) if batch else set()
 
-    @overload
-    def match_all(self, *, disjuncts: Literal[False] = False) -> set[Pair]: ...
-    @overload
-    def match_all(self, *, disjuncts: Literal[True]) -> set[DisjunctPair]: ...
-    def match_all(self, *, disjuncts: bool = False) -> set[Pair] | set[DisjunctPair]:
+    def match_all(self) -> set[Pair]:
         """Every matching pair, computed from scratch."""
-        quads = self._match("all", [])
-        return quads if disjuncts else pairs_of(quads)
+        return pairs_of(self.match_disjuncts("all"))
 
-    @overload
-    def match_publications(
-        self, ids: Iterable[int], *, disjuncts: Literal[False] = False
-    ) -> set[Pair]: ...
-    @overload
-    def match_publications(
-        self, ids: Iterable[int], *, disjuncts: Literal[True]
-    ) -> set[DisjunctPair]: ...
-    def match_publications(
-        self, ids: Iterable[int], *, disjuncts: bool = False
-    ) -> set[Pair] | set[DisjunctPair]:
+    def match_publications(self, ids: Iterable[int]) -> set[Pair]:
         """The matches of these publications (one batch) against every subscription."""
-        return self._match_batch("publications", ids, disjuncts)
+        return pairs_of(self.match_disjuncts("publications", ids))
 
-    @overload
-    def match_subscriptions(
-        self, ids: Iterable[int], *, disjuncts: Literal[False] = False
-    ) -> set[Pair]: ...
-    @overload
-    def match_subscriptions(
-        self, ids: Iterable[int], *, disjuncts: Literal[True]
-    ) -> set[DisjunctPair]: ...
-    def match_subscriptions(
-        self, ids: Iterable[int], *, disjuncts: bool = False
-    ) -> set[Pair] | set[DisjunctPair]:
+    def match_subscriptions(self, ids: Iterable[int]) -> set[Pair]:
         """The matches of these subscriptions (one batch) against every publication."""
-        return self._match_batch("subscriptions", ids, disjuncts)
+        return pairs_of(self.match_disjuncts("subscriptions", ids))

@@ -17,7 +17,7 @@ def oracle(pubs: list[tuple[int, Any]], subs: list[tuple[int, Any]]) -> set[Quad
     memory = MemoryStore()
     memory.add_publications(pubs)
     memory.add_subscriptions(subs)
-    return memory.match_all(disjuncts=True)
+    return memory.match_disjuncts("all")
 
 
 def spark_quads(

@@ -21,7 +21,7 @@ def test_a_store_on_djangos_connection_follows_its_transactions(strategy: str) -
         with pytest.raises(RuntimeError), transaction.atomic():
             store.add_publications([(1, matching.parse("x = 1 OR y = 2"))])
             store.add_subscriptions([(2, matching.parse("y < 5"))])
-            assert store.match_publications([1], disjuncts=True) == {(1, 1, 2, 0)}
+            assert store.match_disjuncts("publications", [1]) == {(1, 1, 2, 0)}
             raise RuntimeError("roll back")
         # Then nothing of it remains
         assert store.match_all() == set()

@@ -24,7 +24,7 @@ def oracle(pubs: list[tuple[int, Any]], subs: list[tuple[int, Any]]) -> set[tupl
     memory = MemoryStore()
     memory.add_publications(pubs)
     memory.add_subscriptions(subs)
-    return memory.match_all(disjuncts=True)
+    return memory.match_disjuncts("all")
 
 
 def test_thousands_of_random_pairs_agree_at_disjunct_level(make_store: MakeStore) -> None:
@@ -42,7 +42,7 @@ def test_thousands_of_random_pairs_agree_at_disjunct_level(make_store: MakeStore
         store.bulk_load(publications=pubs, subscriptions=subs)
 
         # Then it finds exactly the oracle's disjunct pairs, and so the same pairs
-        assert store.match_all(disjuncts=True) == expected, strategy
+        assert store.match_disjuncts("all") == expected, strategy
         assert store.match_all() == expected_pairs, strategy
 
         # And batches of publications or subscriptions give their share of the same answer
@@ -94,7 +94,7 @@ def test_small_random_cases_agree(
         store.add_publications(pubs)
         store.add_subscriptions(subs)
         try:
-            assert store.match_all(disjuncts=True) == expected, strategy
+            assert store.match_disjuncts("all") == expected, strategy
         finally:
             store.delete_publications([i for i, _ in pubs])
             store.delete_subscriptions([i for i, _ in subs])
@@ -122,7 +122,7 @@ def test_every_box_and_point_operator_pair_on_a_grid(make_store: MakeStore) -> N
         store = make_store(strategy)
         store.bulk_load(publications=items, subscriptions=items)
         # Then both strategies agree with the table of SPEC 3.2, pair by pair
-        assert store.match_all(disjuncts=True) == expected, strategy
+        assert store.match_disjuncts("all") == expected, strategy
 
 
 @pytest.mark.parametrize("strategy", DB_STRATEGIES)
@@ -149,7 +149,7 @@ def test_geometry_is_exact_where_postgresql_operators_are_fuzzy(
     store = make_store(strategy)
     store.bulk_load(publications=pub_items, subscriptions=sub_items)
     assert store.match_all() == {(1, 15), (3, 15)}
-    assert store.match_all(disjuncts=True) == oracle(pub_items, sub_items)
+    assert store.match_disjuncts("all") == oracle(pub_items, sub_items)
 
 
 @pytest.mark.parametrize("strategy", DB_STRATEGIES)
@@ -167,7 +167,7 @@ def test_strings_with_quotes_backslashes_commas_and_brackets(
     store.bulk_load(publications=pubs, subscriptions=subs)
 
     # Then equality matches exactly the same string, and order is by code point
-    result = store.match_all(disjuncts=True)
+    result = store.match_disjuncts("all")
     assert result == oracle(pubs, subs)
     assert {(p, s) for p, _, s, _ in result if s < 100} == {(i, i) for i in range(len(nasty))}
 
@@ -223,7 +223,7 @@ def test_values_at_the_edges_of_their_domains(make_store: MakeStore, strategy: s
     store.bulk_load(publications=pub_items, subscriptions=sub_items)
     expected = oracle(pub_items, sub_items)
     assert {(q[0], q[2]) for q in expected} >= {(i, i) for i in range(1, 11)}
-    assert store.match_all(disjuncts=True) == expected
+    assert store.match_disjuncts("all") == expected
 
 
 @pytest.mark.parametrize("strategy", DB_STRATEGIES)
@@ -255,13 +255,13 @@ def test_single_values_and_intervals_of_every_ordered_type_in_every_scope(
     store.add_publications(items)
     store.add_subscriptions(items)
 
-    assert store.match_all(disjuncts=True) == expected
+    assert store.match_disjuncts("all") == expected
     per_type = len(texts) // len(values)
     for start in range(0, len(items), per_type):
         batch = set(range(start, start + per_type))
-        assert store.match_publications(batch, disjuncts=True) == {
+        assert store.match_disjuncts("publications", batch) == {
             q for q in expected if q[0] in batch
         }
-        assert store.match_subscriptions(batch, disjuncts=True) == {
+        assert store.match_disjuncts("subscriptions", batch) == {
             q for q in expected if q[2] in batch
         }

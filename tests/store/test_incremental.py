@@ -21,7 +21,7 @@ def _oracle(pubs: dict[int, Constraint], subs: dict[int, Constraint]) -> set[tup
     memory = MemoryStore()
     memory.add_publications(pubs.items())
     memory.add_subscriptions(subs.items())
-    return memory.match_all(disjuncts=True)
+    return memory.match_disjuncts("all")
 
 
 @pytest.mark.parametrize("strategy", ["paper", "range", "memory"])
@@ -75,11 +75,11 @@ def check_incremental(
         subs.update(new_subs)
 
         # When only the new publications and the new subscriptions are matched
-        known |= store.match_publications(new_pubs, disjuncts=True)
-        known |= store.match_subscriptions(new_subs, disjuncts=True)
+        known |= store.match_disjuncts("publications", new_pubs)
+        known |= store.match_disjuncts("subscriptions", new_subs)
 
         # Then the merged results equal a match from scratch, and the oracle
-        assert known == store.match_all(disjuncts=True)
+        assert known == store.match_disjuncts("all")
         assert known == _oracle(pubs, subs)
     return known
 

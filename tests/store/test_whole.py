@@ -85,7 +85,7 @@ def oracle(pubs: Any, subs: Any) -> set[tuple[int, ...]]:
     memory = MemoryStore()
     memory.add_publications(pubs)
     memory.add_subscriptions(subs)
-    return memory.match_all(disjuncts=True)
+    return memory.match_disjuncts("all")
 
 
 def _items(rng: random.Random, count: int, start: int = 0) -> list[tuple[int, Constraint]]:
@@ -144,16 +144,16 @@ def test_equality_heavy_constraints_agree_with_the_oracle(make_store: MakeStore,
         store.bulk_load(publications=pubs, subscriptions=subs)
         # Then matching everything, a batch of publications and a batch of
         # subscriptions give exactly the oracle's disjunct pairs
-        assert store.match_all(disjuncts=True) == expected, strategy
+        assert store.match_disjuncts("all") == expected, strategy
         batch = [i for i, _ in pubs[:120]]
-        assert store.match_publications(batch, disjuncts=True) == {
+        assert store.match_disjuncts("publications", batch) == {
             q for q in expected if q[0] < 120
         }, strategy
         for one in (0, 7, 42):
             assert store.match_publications([one]) == {p for p in pairs if p[0] == one}
             assert store.match_subscriptions([one]) == {p for p in pairs if p[1] == one}
         batch = [i for i, _ in subs[100:180]]
-        assert store.match_subscriptions(batch, disjuncts=True) == {
+        assert store.match_disjuncts("subscriptions", batch) == {
             q for q in expected if 100 <= q[2] < 180
         }, strategy
 
@@ -182,11 +182,11 @@ def test_missing_attributes_on_either_side(make_store: MakeStore) -> None:
     expected = oracle(pub_items, sub_items)
     store = make_store("range")
     store.bulk_load(publications=pub_items, subscriptions=sub_items)
-    assert store.match_all(disjuncts=True) == expected
+    assert store.match_disjuncts("all") == expected
     assert store.match_publications([1]) == {(1, s) for s in (10, 11, 12, 15, 16, 17)}
     assert store.match_publications([2]) == {(2, 11)}
     assert store.match_subscriptions([13]) == {(3, 13)}
-    assert store.match_subscriptions([16], disjuncts=True) == {
+    assert store.match_disjuncts("subscriptions", [16]) == {
         (1, 0, 16, 1),
         (3, 0, 16, 1),  # a field less on the publication's side matches
         (4, 0, 16, 1),
@@ -195,9 +195,9 @@ def test_missing_attributes_on_either_side(make_store: MakeStore) -> None:
         (6, 0, 16, 1),
     }
     for i in pubs:
-        assert store.match_publications([i], disjuncts=True) == {q for q in expected if q[0] == i}
+        assert store.match_disjuncts("publications", [i]) == {q for q in expected if q[0] == i}
     for i in subs:
-        assert store.match_subscriptions([i], disjuncts=True) == {q for q in expected if q[2] == i}
+        assert store.match_disjuncts("subscriptions", [i]) == {q for q in expected if q[2] == i}
 
 
 def test_incremental_matching_and_deletes_equal_matching_from_scratch(
@@ -227,7 +227,7 @@ def test_deleting_every_whole_disjunct_leaves_no_trace(
     # The shape again, now on both sides: the probe finds the pair
     store.add_publications([(4, matching.parse("b = 5 AND a = 1"))])
     store.add_subscriptions([(5, matching.parse("a = 1 AND b = 5"))])
-    assert store.match_all(disjuncts=True) == {(4, 0, 5, 0)}
+    assert store.match_disjuncts("all") == {(4, 0, 5, 0)}
 
 
 def test_a_match_sees_kinds_another_connection_added(
@@ -307,11 +307,11 @@ def test_small_equality_cases_agree(
     whole_store.add_publications(pubs)
     whole_store.add_subscriptions(subs)
     try:
-        assert whole_store.match_all(disjuncts=True) == expected
-        assert whole_store.match_publications([0], disjuncts=True) == {
+        assert whole_store.match_disjuncts("all") == expected
+        assert whole_store.match_disjuncts("publications", [0]) == {
             q for q in expected if q[0] == 0
         }
-        assert whole_store.match_subscriptions([0], disjuncts=True) == {
+        assert whole_store.match_disjuncts("subscriptions", [0]) == {
             q for q in expected if q[2] == 0
         }
     finally:
