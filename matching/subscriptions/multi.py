@@ -85,6 +85,7 @@ from .events import Event, event_from_dict
 from .model import AtomicQuery
 from .pattern_model import All, Compare, Cond, Literal, Matches, Pattern, PatternQuery, Ref, Step
 from .patterns_thresholds import GroupMember, Shape, ThresholdGroup, threshold_shape
+from .patterns_where import WhereIndex
 from .schema import EVENT_SCHEMA
 
 _FLIP = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -271,6 +272,11 @@ class _Shared:
     key: Pattern
     runner: _Held
     members: list[_Held] = field(default_factory=list)
+    where: WhereIndex = field(init=False)  # the members by WHERE
+    limit: float = float("inf")  # the smallest state_limit of the members
+
+    def __post_init__(self) -> None:
+        self.where = WhereIndex(self.key.aliases)
 
     @property
     def automaton(self) -> Automaton:
@@ -365,6 +371,8 @@ class SubscriptionSet:
             _own_state(held)  # it goes on alone from where the shared automaton stands
             held.shared = None
             shared.members.remove(held)
+            shared.where.remove(held)
+            shared.limit = min((m.sub.state_limit for m in shared.members), default=float("inf"))
             if not shared.members:
                 self._drop_sources(shared.runner)
                 if self._shared.get(shared.key) is shared:
@@ -479,6 +487,10 @@ class SubscriptionSet:
             self._shared[key] = shared
             self._install(shared.runner)
         bisect.insort(shared.members, held, key=_rank)
+        engine = held.sub.engine
+        assert isinstance(engine, PatternEngine)
+        shared.where.add(held, engine.sides[0], held.rank)
+        shared.limit = min(shared.limit, held.sub.state_limit)
         held.shared = shared
 
     def _new_source(self, held: _Held, source: _Source) -> int:
@@ -559,11 +571,20 @@ class SubscriptionSet:
                 return
             counts.instances += automaton.touched - before
             live = automaton.live
-            for member in list(shared.members):
-                engine = member.sub.engine
-                assert isinstance(engine, PatternEngine)
-                mine = engine.sides[0].passing(completed) if completed else completed
+            passing, failed = shared.where.passing(completed) if completed else ({}, {})
+            if live > shared.limit:
+                members = list(shared.members)
+            else:
+                members = sorted((*passing, *failed), key=_rank)
+            for member in members:
+                if member in failed:
+                    self.remove(member.sub_id)
+                    out.append((member.sub_id, Failed(e.seq, failed[member])))
+                    continue
+                mine = passing.get(member, [])
                 if mine or live > member.sub.state_limit:
+                    engine = member.sub.engine
+                    assert isinstance(engine, PatternEngine)
                     engine.give(mine, live)
                     evaluate(member)
             if shared.members:

@@ -106,6 +106,12 @@ FORM3 = [
     "FILTER{{type = 'best_offer'}}(EVENTS) AS b WHERE n >= {n} WITHIN {m}m",
     "SELECT a.price, b.price FROM " + T + " AS a NEXT{{b.subject = a.subject AND "
     "b.price > 1.05 * a.price}} " + T + " AS b WHERE b.price - a.price >= {q} WITHIN {m}m",
+    # WHEREs comparing one expression with a literal, read together by bisection
+    "SELECT a.price, b.price, n, DUR FROM " + T + " AS a "
+    "FOLD{{b.subject = a.subject, b.price >= b.last.price, COUNT AS n}} " + T + " AS b "
+    "WHERE DUR {op} {d}m",
+    "SELECT b.price, n FROM " + T + " AS a FOLD{{b.subject = a.subject, b.price < b.last.price,"
+    " COUNT AS n}} " + T + " AS b WHERE {n} {op} n WITHIN {m}m",
     "SELECT a.seq, b.seq FROM FILTER{{type != 'trade' OR price >= {p}}}(EVENTS) AS a "
     "NEXT{{b.offer = a.offer}} EVENTS AS b "
     "UNION SELECT a.seq, b.seq FROM EVENTS AS a "
@@ -191,6 +197,7 @@ def scripts(
                     n=draw(st.integers(1, 3)),
                     q=draw(st.sampled_from(["0", "0.05", "0.1"])),
                     k=draw(st.sampled_from(FACTORS)),
+                    op=draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">="])),
                     within="" if within is None else f" WITHIN {within}m",
                 )
                 steps.append(("add", next_id, query, draw(st.booleans()),
