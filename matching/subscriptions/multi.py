@@ -224,7 +224,8 @@ class Failed:
 class Counts:
     """What evaluating events cost: ``events`` seen, index ``nodes`` visited, ``sources``
     the events passed (form 1 subscriptions and pattern sources, after the residual
-    checks), ``evaluated`` subscription pushes, and pattern ``instances`` offered events."""
+    checks), ``evaluated`` subscription pushes, and pattern ``instances`` offered events
+    (a threshold group's records count one each, whatever the members waiting on them)."""
 
     events: int = 0
     nodes: int = 0
