@@ -184,6 +184,13 @@ class _Generation:
     members: tuple[GroupMember, ...]
     within: dt.timedelta | None
     limit: int
+    # where each member stands in ``members``, filled when first asked
+    positions: dict[int, int] = field(default_factory=dict)
+
+    def position(self, member: GroupMember) -> int | None:
+        if not self.positions and self.members:
+            self.positions.update((id(m), i) for i, m in enumerate(self.members))
+        return self.positions.get(id(member))
 
 
 def _generation(members: tuple[GroupMember, ...]) -> _Generation:
@@ -215,9 +222,7 @@ class _Record:
         return self.start.bound[0]
 
     def index(self, member: GroupMember) -> int | None:
-        members = self.generation.members
-        i = bisect.bisect_left(members, member.order, key=_order)
-        return i if i < len(members) and members[i] is member else None
+        return self.generation.position(member)
 
 
 def _order(member: GroupMember) -> tuple[Decimal, int]:
