@@ -42,7 +42,7 @@ import copy
 import datetime as dt
 import heapq
 import itertools
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 from typing import Any
@@ -78,6 +78,14 @@ from .schema import EVENT_SCHEMA
 # Exact decimal arithmetic for any value an event can carry (SPEC 8.3: '/' is not integer
 # division); a quotient that does not terminate is kept to 50 digits.
 _CTX = Context(prec=50)
+# The operators of ``+ - *`` (``/`` guards a zero divisor itself): the one place their
+# rounding is chosen, read by ``patterns_thresholds.py`` too, whose thresholds must be the
+# values these closures compute.
+ARITHMETIC: Mapping[str, Callable[[Any, Any], Any]] = {
+    "+": _CTX.add,
+    "-": _CTX.subtract,
+    "*": _CTX.multiply,
+}
 _AVG_PLACES = Decimal("1E-8")
 _MISSING = object()
 _NUMBER = (Type.INT, Type.DECIMAL)
@@ -154,7 +162,7 @@ class _Compiler:
             return lambda inst, cand: _seconds(cand.time - inst.bound[0].time)  # type: ignore[union-attr]
         assert isinstance(e, Arithmetic)
         left, right = self.expr(e.left), self.expr(e.right)
-        op = {"+": _CTX.add, "-": _CTX.subtract, "*": _CTX.multiply}.get(e.op)
+        op = ARITHMETIC.get(e.op)
         if op is not None:
             apply = op
 
@@ -219,6 +227,18 @@ class _Compiler:
 
 def _get(event: Event | None, attr: str) -> Value:
     return None if event is None else event.values.get(attr)
+
+
+def compile_cond(c: Cond, aliases: tuple[str, ...], current: int) -> Test:
+    """``c`` as a node binding alias ``current`` evaluates it on ``(instance, candidate)``:
+    for code that must reach the same answers as the automata (``patterns_thresholds.py``)."""
+    return _Compiler(aliases, current).cond(c)
+
+
+def compile_expr(e: Expr, aliases: tuple[str, ...], current: int | None) -> Getter:
+    """``e`` as a node binding alias ``current`` evaluates it (see ``compile_cond``;
+    ``None``: as ``WHERE`` does, on a complete instance)."""
+    return _Compiler(aliases, current).expr(e)
 
 
 @dataclass
@@ -386,6 +406,17 @@ class Automaton:
         self.live = other.live
         self.ids = itertools.count(next(other.ids))  # after every id copied
 
+    def restart(self, firsts: Iterable[Event]) -> None:
+        """Hold, in place of this automaton's instances, one started by each of ``firsts``
+        (in order) and waiting at the first step: ``patterns_thresholds.py`` gives a
+        pattern of one step leaving its group the instances it would hold alone so."""
+        for node in self.nodes:
+            node.waiting, node.ranked, node.loose = {}, {}, {}
+        self.expiry = []
+        self.live = 0
+        for e in firsts:
+            self._enter(Instance(1, (e,), (None,), {}, (), next(self.ids)), new=True)
+
     def _offer(self, node: Node, e: Event, moved: list[Instance]) -> None:
         value = None if node.key is None else e.values.get(node.key[0])
         if node.key is None:
@@ -506,7 +537,7 @@ def _hash_key(step: Step, alias: str, here: _Compiler) -> tuple[str, Getter] | N
                 isinstance(mine, Ref)
                 and mine.alias == alias
                 and not mine.last
-                and not _reads_candidate(other, alias)
+                and not reads_candidate(other, alias)
             ):
                 return mine.attribute, here.expr(other)
     return None
@@ -521,16 +552,16 @@ def _threshold(step: Step, alias: str, here: _Compiler) -> tuple[str, str, Gette
     parts = step.condition.parts if isinstance(step.condition, All) else (step.condition,)
     found: list[tuple[str, str, Expr]] = []
     for part in parts:
-        if not isinstance(part, Compare) or part.op not in _REVERSED:
+        if not isinstance(part, Compare) or part.op not in REVERSED:
             continue
         for mine, other, op in ((part.left, part.right, part.op),
-                                (part.right, part.left, _REVERSED[part.op])):  # fmt: skip
+                                (part.right, part.left, REVERSED[part.op])):  # fmt: skip
             if (
                 isinstance(mine, Ref)
                 and mine.alias == alias
                 and not mine.last
                 and EVENT_SCHEMA.get(mine.attribute) in _NUMBER
-                and not _reads_candidate(other, alias)
+                and not reads_candidate(other, alias)
             ):
                 found.append((mine.attribute, op, other))
     if not found:
@@ -539,7 +570,8 @@ def _threshold(step: Step, alias: str, here: _Compiler) -> tuple[str, str, Gette
     return attribute, op, here.expr(other)
 
 
-_REVERSED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+# an order comparison read from its other side: ``x < y`` is ``y > x``
+REVERSED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 def _threshold_of(getter: Getter, inst: Instance) -> Value:
@@ -552,13 +584,14 @@ def _threshold_of(getter: Getter, inst: Instance) -> Value:
         return _MISSING
 
 
-def _reads_candidate(e: Expr, alias: str) -> bool:
+def reads_candidate(e: Expr, alias: str) -> bool:
+    """Whether ``e``'s value depends on the event a node binding ``alias`` is offered."""
     if isinstance(e, Ref):
         return e.alias == alias and not e.last
     if isinstance(e, Dur):
         return True
     if isinstance(e, Arithmetic):
-        return _reads_candidate(e.left, alias) or _reads_candidate(e.right, alias)
+        return reads_candidate(e.left, alias) or reads_candidate(e.right, alias)
     return False
 
 

@@ -31,6 +31,13 @@ A ``SubscriptionSet`` holds live ``Subscription`` objects (the one evaluator of
   nothing); otherwise a new shared automaton is started for it. A member taken out
   (``remove``) or asked for (``subscription``) is given a copy of the shared instances.
   ``advance_members`` does not share: its evaluators are kept after the pass.
+* Patterns of one step that are equal but for the factor of a threshold (``b.price > k *
+  a.price``), ``WITHIN``, ``WHERE`` and ``SELECT`` ("a trade, then the next more than p%
+  higher", one per p and window) run as one ``ThresholdGroup`` (``share`` too): one record
+  per start instead of one instance per pattern, and an event completes the members whose
+  thresholds it passes, found by bisection over the members sorted by factor
+  (``patterns_thresholds.py`` says why that is exact, and when the group hands its members
+  their own instances and lets them go on alone). Only the completed members are pushed.
 
 Why the outputs are those of pushing every event to every subscription (the hypothesis
 test compares them): an event a form 1 subscription is not pushed fails its conjuncts, so
@@ -77,6 +84,8 @@ from .evaluator import Output, Subscription
 from .events import Event, event_from_dict
 from .model import AtomicQuery
 from .pattern_model import All, Compare, Cond, Literal, Matches, Pattern, PatternQuery, Ref, Step
+from .patterns_thresholds import GroupMember, Shape, ThresholdGroup, threshold_shape
+from .patterns_where import WhereIndex
 from .schema import EVENT_SCHEMA
 
 _FLIP = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -215,7 +224,8 @@ class Failed:
 class Counts:
     """What evaluating events cost: ``events`` seen, index ``nodes`` visited, ``sources``
     the events passed (form 1 subscriptions and pattern sources, after the residual
-    checks), ``evaluated`` subscription pushes, and pattern ``instances`` offered events."""
+    checks), ``evaluated`` subscription pushes, and pattern ``instances`` offered events
+    (a threshold group's records count one each, whatever the members waiting on them)."""
 
     events: int = 0
     nodes: int = 0
@@ -239,13 +249,17 @@ class _Source:
 class _Held:
     sub_id: Hashable
     sub: Subscription
-    kind: str  # "atomic", "pattern", "every" (pushed every event) or "shared" (a _Shared's)
+    # "atomic", "pattern", "every" (pushed every event), "shared" (a _Shared's runner) or
+    # "group" (a _Grouped's runner)
+    kind: str
     rank: int  # evaluated in the order added
     sources: list[int] = field(default_factory=list)
-    # a pattern's sources with the node whose waiting instances keep each one in the index
-    # (None for a first source, always in it)
-    watch: list[tuple[Node | None, int, _Source]] = field(default_factory=list)
+    # a pattern's sources with what keeps each one in the index while it has instances
+    # waiting (a node, a group's records; None for a first source, always in it)
+    watch: list[tuple[Node | ThresholdGroup | None, int, _Source]] = field(default_factory=list)
     shared: _Shared | None = None  # a pattern run by a shared automaton: that one
+    grouped: _Grouped | None = None  # a pattern run by a threshold group (or its runner)
+    member: GroupMember | None = None  # such a pattern's place in the group
 
 
 @dataclass(eq=False)
@@ -259,12 +273,28 @@ class _Shared:
     key: Pattern
     runner: _Held
     members: list[_Held] = field(default_factory=list)
+    where: WhereIndex = field(init=False)  # the members by WHERE
+    limit: float = float("inf")  # the smallest state_limit of the members
+
+    def __post_init__(self) -> None:
+        self.where = WhereIndex(self.key.aliases)
 
     @property
     def automaton(self) -> Automaton:
         engine = self.runner.sub.engine
         assert isinstance(engine, PatternEngine)
         return engine.sides[0]
+
+
+@dataclass(eq=False)
+class _Grouped:
+    """A ``ThresholdGroup`` (``patterns_thresholds.py``) in the set: ``runner`` holds its
+    sources in the index under an id of no subscription; its members' payloads are their
+    ``_Held``s."""
+
+    key: Hashable
+    runner: _Held
+    group: ThresholdGroup
 
 
 class SubscriptionSet:
@@ -280,6 +310,7 @@ class SubscriptionSet:
         self.index = MatchingIndex(order)
         self.share = share
         self._shared: dict[Pattern, _Shared] = {}  # by key, the one that new members join
+        self._groups: dict[Hashable, _Grouped] = {}  # by key
         self._held: dict[Hashable, _Held] = {}
         self._sources: dict[int, _Source] = {}
         self._ids = itertools.count()
@@ -301,6 +332,8 @@ class SubscriptionSet:
         held = self._held[sub_id]
         if held.shared is not None:
             _own_state(held)
+        if held.grouped is not None:
+            _restart(held)
         return held.sub
 
     def add(self, sub_id: Hashable, sub: Subscription) -> None:
@@ -339,10 +372,21 @@ class SubscriptionSet:
             _own_state(held)  # it goes on alone from where the shared automaton stands
             held.shared = None
             shared.members.remove(held)
+            shared.where.remove(held)
+            shared.limit = min((m.sub.state_limit for m in shared.members), default=float("inf"))
             if not shared.members:
                 self._drop_sources(shared.runner)
                 if self._shared.get(shared.key) is shared:
                     del self._shared[shared.key]
+        grouped, member = held.grouped, held.member
+        if grouped is not None and member is not None:
+            _restart(held)  # it goes on alone with the instances it holds in the group
+            held.grouped = held.member = None
+            grouped.group.leave(member)
+            if not grouped.group.members:
+                self._drop_sources(grouped.runner)
+                if self._groups.get(grouped.key) is grouped:
+                    del self._groups[grouped.key]
         return held.sub
 
     def _drop_sources(self, held: _Held) -> None:
@@ -368,25 +412,69 @@ class SubscriptionSet:
         assert isinstance(engine, PatternEngine)
         key = _share_key(engine) if self.share and held.kind == "pattern" else None
         if key is not None:
-            self._join(held, key)
+            shape = threshold_shape(engine.sides[0].pattern)
+            if shape is not None:
+                self._join_group(held, shape)
+            else:
+                self._join(held, key)
             return
         for automaton in engine.sides:
-            pattern = automaton.pattern
-            filters = [
-                pattern.first.filter,
-                *(
-                    _step_filter(s, a)
-                    for s, a in zip(pattern.steps, pattern.aliases[1:], strict=True)
-                ),
-            ]
-            for node, condition in enumerate(filters):
-                split = split_filter(condition)
-                source = _Source(
-                    held, automaton.side, node, None if split.exact else automaton, split
-                )
-                waiting = None if node == 0 else automaton.nodes[node - 1]
-                held.watch.append((waiting, self._new_source(held, source), source))
+            self._install_sources(held, automaton, automaton.nodes)
         self._reconcile(held)
+
+    def _install_sources(
+        self, held: _Held, automaton: Automaton, steps: Sequence[Node | ThresholdGroup]
+    ) -> None:
+        """Give each source of ``automaton`` a source of ``held`` in the index; that of
+        step ``i`` is kept there while ``steps[i - 1]`` has instances waiting."""
+        pattern = automaton.pattern
+        filters = [
+            pattern.first.filter,
+            *(_step_filter(s, a) for s, a in zip(pattern.steps, pattern.aliases[1:], strict=True)),
+        ]
+        for node, condition in enumerate(filters):
+            split = split_filter(condition)
+            source = _Source(held, automaton.side, node, None if split.exact else automaton, split)
+            waiting = None if node == 0 else steps[node - 1]
+            held.watch.append((waiting, self._new_source(held, source), source))
+
+    def _join_group(self, held: _Held, shape: Shape) -> None:
+        """Run ``held`` (a pattern holding no instance, of ``shape``) by the threshold
+        group of its key, made if there is none."""
+        grouped = self._groups.get(shape.key)
+        engine = held.sub.engine
+        assert isinstance(engine, PatternEngine)
+        if grouped is None:
+            pattern = replace(engine.sides[0].pattern, where=None, within=None)
+            runner = Subscription(PatternQuery((pattern,)), now=held.sub.now)
+            runner_engine = runner.engine
+            assert isinstance(runner_engine, PatternEngine)
+            group = ThresholdGroup(shape, runner_engine.sides[0])
+            grouped = _Grouped(
+                shape.key, _Held(_RunnerId(), runner, "group", next(self._ids)), group
+            )
+            grouped.runner.grouped = grouped
+            self._groups[shape.key] = grouped
+            self._install_sources(grouped.runner, group.automaton, (group,))
+            self._reconcile(grouped.runner)
+        held.member = grouped.group.join(held, engine.sides[0], shape, held.sub.state_limit)
+        held.grouped = grouped
+
+    def _dissolve(self, grouped: _Grouped) -> list[_Held]:
+        """End ``grouped``: each member goes on alone from the instances it holds in the
+        group, its sources in the index; the members, in rank order."""
+        self._drop_sources(grouped.runner)
+        if self._groups.get(grouped.key) is grouped:
+            del self._groups[grouped.key]
+        members = sorted((m.payload for m in grouped.group.members), key=_rank)
+        for held in members:
+            _restart(held)
+            held.grouped = held.member = None
+            engine = held.sub.engine
+            assert isinstance(engine, PatternEngine)
+            self._install_sources(held, engine.sides[0], engine.sides[0].nodes)
+            self._reconcile(held)
+        return members
 
     def _join(self, held: _Held, key: Pattern) -> None:
         """Run ``held`` (a pattern holding no instance) by the shared automaton of ``key``,
@@ -400,6 +488,10 @@ class SubscriptionSet:
             self._shared[key] = shared
             self._install(shared.runner)
         bisect.insort(shared.members, held, key=_rank)
+        engine = held.sub.engine
+        assert isinstance(engine, PatternEngine)
+        shared.where.add(held, engine.sides[0], held.rank)
+        shared.limit = min(shared.limit, held.sub.state_limit)
         held.shared = shared
 
     def _new_source(self, held: _Held, source: _Source) -> int:
@@ -415,7 +507,7 @@ class SubscriptionSet:
         source: an event with another value would find no instance to offer itself to."""
         for node, source_id, source in held.watch:
             want = node is None or bool(node.waiting)
-            keyed = _sole_key(node, source.split) if want and node is not None else None
+            keyed = _sole_key(node, source.split) if want and isinstance(node, Node) else None
             if want == source.active and keyed == source.keyed:
                 continue
             self._deactivate(source_id, source)
@@ -480,15 +572,53 @@ class SubscriptionSet:
                 return
             counts.instances += automaton.touched - before
             live = automaton.live
-            for member in list(shared.members):
-                engine = member.sub.engine
-                assert isinstance(engine, PatternEngine)
-                mine = engine.sides[0].passing(completed) if completed else completed
+            passing, failed = shared.where.passing(completed) if completed else ({}, {})
+            if live > shared.limit:
+                members = list(shared.members)
+            else:
+                members = sorted((*passing, *failed), key=_rank)
+            for member in members:
+                if member in failed:
+                    self.remove(member.sub_id)
+                    out.append((member.sub_id, Failed(e.seq, failed[member])))
+                    continue
+                mine = passing.get(member, [])
                 if mine or live > member.sub.state_limit:
+                    engine = member.sub.engine
+                    assert isinstance(engine, PatternEngine)
                     engine.give(mine, live)
                     evaluate(member)
             if shared.members:
                 self._reconcile(shared.runner)
+
+        def follow(grouped: _Grouped, passed: dict[int, set[int]]) -> None:
+            """Advance the threshold group, then push each member it completed an
+            instance of that passes the member's ``WHERE``; any other member, pushed
+            alone, would output nothing (the group holds each at most its
+            ``state_limit``). Where the group cannot follow the event, its members go on
+            alone and are pushed it in full."""
+            group = grouped.group
+            nodes = passed.get(0, set())
+            counts.evaluated += 1
+            before = group.touched
+            done = group.advance(e, offer=1 in nodes, start=0 in nodes)
+            if done is None:
+                for held in self._dissolve(grouped):
+                    evaluate(held)
+                    if held.sub_id in self._held:
+                        self._reconcile(held)
+                return
+            counts.instances += group.touched - before
+            for member, completed in sorted(done, key=lambda d: _rank(d[0].payload)):
+                mine = member.automaton.passing(completed)
+                held = member.payload
+                if mine and self._held.get(held.sub_id) is held:
+                    engine = held.sub.engine
+                    assert isinstance(engine, PatternEngine)
+                    engine.give(mine, group.live(member))
+                    evaluate(held)
+            if group.members:
+                self._reconcile(grouped.runner)
 
         for held in list(self._every.values()):
             if sees(held.sub_id):
@@ -540,6 +670,10 @@ class SubscriptionSet:
             if held.shared is not None:
                 run(held.shared, passed)
                 continue
+            if held.kind == "group":
+                assert held.grouped is not None
+                follow(held.grouped, passed)
+                continue
             engine = held.sub.engine
             assert isinstance(engine, PatternEngine)
             engine.route(passed)
@@ -562,11 +696,7 @@ class SubscriptionSet:
     @property
     def instances(self) -> int:
         """Pattern instances held (waiting at a step) across the set."""
-        return sum(
-            held.sub.engine.kept_events if held.shared is None else held.shared.automaton.live
-            for held in self._held.values()
-            if held.kind == "pattern"
-        )
+        return sum(_held_instances(held) for held in self._held.values() if held.kind == "pattern")
 
 
 def _sole_key(node: Node, split: StaticSplit) -> tuple[str, Any] | None:
@@ -603,6 +733,20 @@ def _own_state(held: _Held) -> None:
     engine = held.sub.engine
     assert isinstance(engine, PatternEngine)
     engine.sides[0].take_state(held.shared.automaton)
+
+
+def _restart(held: _Held) -> None:
+    """Give the pattern of ``held`` the instances it holds in its threshold group."""
+    assert held.grouped is not None and held.member is not None
+    held.member.automaton.restart(held.grouped.group.waiting_on(held.member))
+
+
+def _held_instances(held: _Held) -> int:
+    if held.shared is not None:
+        return held.shared.automaton.live
+    if held.grouped is not None and held.member is not None:
+        return held.grouped.group.live(held.member)
+    return held.sub.engine.kept_events
 
 
 def _everyone(sub_id: Hashable) -> bool:

@@ -137,7 +137,9 @@ def _subscriptions(texts: list[str]) -> list[Subscription]:
         query = queries.get(text)
         if query is None:
             query = queries[text] = parse_query(text)
-        out.append(Subscription(query, now=START))
+        sub = Subscription(query, now=START)
+        sub.history_done()  # registered before the first event: live, with no history
+        out.append(sub)
     return out
 
 

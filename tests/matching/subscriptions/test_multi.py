@@ -106,16 +106,40 @@ FORM3 = [
     "FILTER{{type = 'best_offer'}}(EVENTS) AS b WHERE n >= {n} WITHIN {m}m",
     "SELECT a.price, b.price FROM " + T + " AS a NEXT{{b.subject = a.subject AND "
     "b.price > 1.05 * a.price}} " + T + " AS b WHERE b.price - a.price >= {q} WITHIN {m}m",
+    # WHEREs comparing one expression with a literal, read together by bisection
+    "SELECT a.price, b.price, n, DUR FROM " + T + " AS a "
+    "FOLD{{b.subject = a.subject, b.price >= b.last.price, COUNT AS n}} " + T + " AS b "
+    "WHERE DUR {op} {d}m",
+    "SELECT b.price, n FROM " + T + " AS a FOLD{{b.subject = a.subject, b.price < b.last.price,"
+    " COUNT AS n}} " + T + " AS b WHERE {n} {op} n WITHIN {m}m",
     "SELECT a.seq, b.seq FROM FILTER{{type != 'trade' OR price >= {p}}}(EVENTS) AS a "
     "NEXT{{b.offer = a.offer}} EVENTS AS b "
     "UNION SELECT a.seq, b.seq FROM EVENTS AS a "
     "NEXT{{b.subject = a.subject}} FILTER{{subject MATCHES 'office.>'}}(EVENTS) AS b WITHIN {m}m",
 ]
+# "a trade, then the next one p% higher" and kin: groups of these that differ only in the
+# factor {k}, WITHIN, WHERE and SELECT run on one record per start (patterns_thresholds.py);
+# the factors tie, cross zero and flip the order of the thresholds (a.price - 1.00 < 0)
+THRESHOLDS = [
+    "SELECT a.price, b.price FROM FILTER{{type = 'trade' AND subject = '{s}'}}(EVENTS) AS a "
+    "NEXT{{b.subject = a.subject AND b.price > {k} * a.price}} "
+    "FILTER{{type = 'trade' AND subject = '{s}'}}(EVENTS) AS b{within}",
+    "SELECT a.seq, b.seq FROM " + T + " AS a NEXT{{a.price * {k} <= b.price}} " + T + " AS b"
+    "{within}",
+    "SELECT a.price, b.price, DUR FROM " + T + " AS a "
+    "NEXT{{b.subject = a.subject AND b.price < {k} + a.price}} EVENTS AS b{within}",
+    "SELECT a.price, b.seq FROM " + T + " AS a NEXT{{{k} * (a.price - 1.00) <= b.price AND "
+    "b.offer = a.offer}} " + T + " AS b WHERE b.price - a.price >= {q}{within}",
+    "SELECT b.price, end FROM " + T + " AS a NEXT{{b.price > a.price - {k} AND "
+    "b.subject != a.subject}} " + T + " AS b{within}",
+    "SELECT a.price FROM " + T + " AS a NEXT{{b.price >= {k} - a.price}} " + T + " AS b{within}",
+]
+FACTORS = ["-1", "-0.5", "0", "0.5", "1", "1.05", "1.050", "1.1", "2"]
 FORM2 = [
     "SELECT b.offer FROM a AND b WHERE a.type = 'trade', a.price >= {p}, "
     "b.type = 'best_offer', b.subject = a.subject",
 ]
-QUERIES = FORM1 + FORM3 + FORM2
+QUERIES = FORM1 + FORM3 + THRESHOLDS + THRESHOLDS + FORM2
 
 
 @st.composite
@@ -141,9 +165,11 @@ def events(draw: st.DrawFn, n: int) -> list[dict[str, Any]]:
 
 
 @st.composite
-def scripts(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
+def scripts(
+    draw: st.DrawFn, queries: list[str] = QUERIES
+) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
     """Events, and what happens before each: ``("add", id, query, history, limit)`` or
-    ``("remove", id)``."""
+    ``("remove", id)``, the queries from the templates ``queries``."""
     stream = draw(events(draw(st.integers(1, 24))))
     steps: list[tuple[Any, ...]] = []
     held: list[int] = []
@@ -153,7 +179,7 @@ def scripts(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]
             if held and draw(st.integers(0, 4)) == 0:
                 steps.append(("remove", held.pop(draw(st.integers(0, len(held) - 1)))))
                 continue
-            template = draw(st.sampled_from(QUERIES))
+            template = draw(st.sampled_from(queries))
             params = {
                 "p": draw(st.sampled_from(PRICES)),
                 "m": draw(st.integers(0, 20)),
@@ -161,13 +187,18 @@ def scripts(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]
                 "s": draw(st.sampled_from(SUBJECTS)),
             }
             # some patterns come in groups that differ only in WHERE (d, n, q), which the
-            # set runs by one shared automaton
-            for _ in range(draw(st.sampled_from([1, 1, 2, 3]))):
+            # set runs by one shared automaton, or in a factor and WITHIN (k, within), which
+            # it runs as one threshold group
+            for _ in range(draw(st.sampled_from([1, 1, 2, 3, 5]))):
+                within = draw(st.none() | st.integers(0, 20))
                 query = template.format(
                     **params,
                     d=draw(st.integers(0, 20)),
                     n=draw(st.integers(1, 3)),
                     q=draw(st.sampled_from(["0", "0.05", "0.1"])),
+                    k=draw(st.sampled_from(FACTORS)),
+                    op=draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">="])),
+                    within="" if within is None else f" WITHIN {within}m",
                 )
                 steps.append(("add", next_id, query, draw(st.booleans()),
                               draw(st.sampled_from([2, 5, 100_000]))))  # fmt: skip
@@ -182,6 +213,19 @@ def scripts(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]
 def test_the_set_gives_what_each_subscription_gives_on_its_own(
     script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]], share: bool
 ) -> None:
+    _same_as_alone(script, share)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scripts(THRESHOLDS))
+def test_threshold_groups_give_what_each_pattern_gives_on_its_own(
+    script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]],
+) -> None:
+    _same_as_alone(script, True)
+
+
+def _same_as_alone(script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]], share: bool) -> None:
+    """Run the script through one set and each subscription alone: the same outputs."""
     stream, steps = script
     multi = SubscriptionSet(share=share)
     alone: dict[int, Subscription] = {}
@@ -394,3 +438,92 @@ def test_patterns_that_differ_only_in_where_share_one_automaton() -> None:
             _trade(seq, price), live=True
         )
     assert left.engine.kept_events == alone[20].engine.kept_events == 1
+
+
+HIGHER = (
+    "SELECT a.price, b.price FROM FILTER{{type = 'trade' AND subject = 'x.y'}}(EVENTS) AS a "
+    "NEXT{{b.subject = a.subject AND b.price > {k} * a.price}} "
+    "FILTER{{type = 'trade' AND subject = 'x.y'}}(EVENTS) AS b WITHIN {w}m"
+)
+
+
+def test_patterns_that_differ_in_a_factor_and_within_share_one_record_per_trade() -> None:
+    # Given "a trade, then the next one more than p% higher within w minutes" on x.y for
+    # p = 1 to 10 and w = 1 and 3, in the set and each alone, and a first event that
+    # starts nothing (so each joins holding no instance)
+    multi = SubscriptionSet()
+    alone = {}
+    for p in range(1, 11):
+        for w in (1, 3):
+            query = parse_query(HIGHER.format(k=f"1.{p:02}", w=w))
+            multi.add((p, w), Subscription(query, now=BASE))
+            alone[(p, w)] = Subscription(query, now=BASE)
+    first = _best(1, "x.y", 1, "1.00")
+    assert multi.push(first) == []
+    assert all(sub.push(first, live=True) == [] for sub in alone.values())
+    # then the index holds the two sources of one group, not forty
+    assert len(multi.index) == 1  # the step's source joins it while starts wait
+    got = {}
+    for seq, price in ((2, "1.00"), (3, "1.02"), (4, "1.00"), (6, "1.06")):
+        # When trades come at minutes 2, 3, 4 and 6
+        trade = _trade(seq, price)
+        got[seq] = multi.push(trade)
+        # Then each pattern gets what it gets alone, in the order they were added
+        assert got[seq] == [(i, o) for i, sub in alone.items() for o in sub.push(trade, live=True)]
+        assert len(multi.index) == 2
+    # the trade at 1.02 completes the start at 1.00 for p = 1 (both windows)
+    assert [(i, o.data) for i, o in got[3]] == [
+        (i, {"a.price": "1.00", "b.price": "1.02"}) for i in ((1, 1), (1, 3))
+    ]
+    assert got[4] == []  # 1.00 is not above any threshold; the instances wait on
+    # at minute 6 the start of minute 2 is past every window and left, that of minute 3
+    # (1.02) is completed for p = 1 to 3 and that of minute 4 (1.00) for p = 1 to 5,
+    # within 3 minutes only
+    assert [(i, o.data["a.price"]) for i, o in got[6]] == [
+        ((1, 3), "1.02"), ((1, 3), "1.00"), ((2, 3), "1.02"), ((2, 3), "1.00"),
+        ((3, 3), "1.02"), ((3, 3), "1.00"), ((4, 3), "1.00"), ((5, 3), "1.00"),
+    ]  # fmt: skip
+    # the trade passed the group's two sources, one evaluation of the group and one push
+    # of each pattern it completed; it was offered the two starts kept, not 40 instances
+    assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (2, 6, 2)
+    # the instances held are each pattern's own: the newest start for all twenty, the
+    # minute 3 start for p = 4 to 10 and the minute 4 start for p = 6 to 10 (window 3)
+    assert multi.instances == sum(s.engine.kept_events for s in alone.values()) == 20 + 7 + 5
+    # When one is taken out, it goes on alone with the instances it held in the group
+    left = multi.remove((6, 3))
+    assert left.engine.kept_events == alone[(6, 3)].engine.kept_events == 3
+    for seq, price in ((7, "1.10"), (8, "2.00")):
+        trade = _trade(seq, price)
+        assert left.push(trade, live=True) == alone[(6, 3)].push(trade, live=True)
+    # 1.00 -> 1.10 at minute 7; 1.06 and 1.10 -> 2.00 at minute 8
+    assert left.n == alone[(6, 3)].n == 3
+
+
+def test_a_group_whose_threshold_would_raise_runs_its_patterns_alone() -> None:
+    # Given two patterns of one group, one whose threshold overflows the decimal context
+    multi = SubscriptionSet()
+    alone = {}
+    for k in ("1.05", "1E999999"):
+        query = parse_query(HIGHER.format(k=k, w=10))
+        multi.add(k, Subscription(query, now=BASE))
+        alone[k] = Subscription(query, now=BASE)
+    start = _best(1, "x.y", 1, "1.00")
+    multi.push(start)
+    for sub in alone.values():
+        sub.push(start, live=True)
+    outputs = []
+    for seq, price in ((2, "1.00"), (3, "10.00"), (4, "1.00")):
+        outputs.append(multi.push(_trade(seq, price)))
+    # Then the start at 10.00, whose threshold overflows for one member, ends the group:
+    # the other completes its instance, and the next trade fails that pattern (its
+    # condition meets the overflow), as it does on its own
+    assert [[(i, type(o).__name__) for i, o in out] for out in outputs] == [
+        [],
+        [("1.05", "Notification")],
+        [("1E999999", "Failed")],
+    ]
+    assert "1E999999" not in multi and "1.05" in multi
+    for seq, price in ((2, "1.00"), (3, "10.00")):
+        assert alone["1E999999"].push(_trade(seq, price), live=True) == []
+    with pytest.raises(ArithmeticError):
+        alone["1E999999"].push(_trade(4, "1.00"), live=True)
