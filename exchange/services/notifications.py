@@ -315,22 +315,14 @@ def _push_undelivered(notes: list[Notification]) -> int:
     return _push([n for n in notes if n.pk in waiting])
 
 
-def notifications_push(*, ids: list[int] | None = None) -> int:
-    """Push undelivered notifications (the given ones, or all) in id order; mark them delivered.
+def _push(notes: list[Notification]) -> int:
+    """Send ``notes`` (undelivered, in id order, each with its market) and mark them
+    delivered; a failed send raises before any is marked, so the sweep tries them again.
 
     Public rows go to the market's and the offer's streams (and so to the market patterns
     that match the market's subject, ``exchange/realtime/patterns.py``); personal rows wake the
     recipient's connections, which then read their notifications from the outbox.
     """
-    pending = Notification.objects.filter(delivered_at=None).select_related("market").order_by("id")
-    if ids is not None:
-        pending = pending.filter(id__in=ids)
-    return _push(list(pending[:5000]))
-
-
-def _push(notes: list[Notification]) -> int:
-    """Send ``notes`` (undelivered, in id order, each with its market) and mark them
-    delivered; a failed send raises before any is marked, so the sweep tries them again."""
     from exchange.realtime.streams import group_send_all, public_messages, wake_message
 
     messages = []
@@ -359,9 +351,10 @@ def notifications_sweep(*, older_than: dt.timedelta) -> int:
     """Push the notifications a crash or an outage left undelivered for ``older_than``
     (younger ones are still on their way after their commit); returns how many."""
     stale = timezone.now() - older_than
-    ids = list(
-        Notification.objects.filter(delivered_at=None, created_at__lte=stale)
-        .order_by("id")
-        .values_list("id", flat=True)[:5000]
+    return _push(
+        list(
+            Notification.objects.filter(delivered_at=None, created_at__lte=stale)
+            .select_related("market")
+            .order_by("id")[:5000]
+        )
     )
-    return notifications_push(ids=ids) if ids else 0
