@@ -18,9 +18,10 @@ import socket
 import time
 
 from celery import Celery, bootsteps
-from celery.signals import worker_process_init
+from celery.signals import task_postrun, worker_process_init
 from click import Choice, Option
 from django.conf import settings
+from django.db import close_old_connections
 
 from exchange.collector import collector_settle
 from exchange.redis_clients import redis_client
@@ -112,3 +113,15 @@ def pool_process_settle(**_kwargs: object) -> None:
     """A pool process has imported the project and set Django up before it takes a task:
     what it holds now lives as long as it does (``exchange/collector.py``)."""
     collector_settle()
+
+
+@task_postrun.connect
+def connection_give_back(sender: object = None, **_kwargs: object) -> None:
+    """After a task in a worker, its database connection goes back to the pool, or is
+    dropped if it broke (``close_old_connections``), as Django does after a request; the
+    pool itself stays (``CELERY_DB_REUSE_MAX``). Not after a task run eagerly, in the
+    caller's own process and transaction."""
+    request = getattr(sender, "request", None)
+    if getattr(request, "is_eager", False):
+        return
+    close_old_connections()

@@ -112,6 +112,10 @@ DATABASES["default"]["OPTIONS"]["pool"] = {
     "max_size": int(env("DATABASE_POOL_SIZE", "12")),
     "timeout": 10,
 }
+# A connection taken from the pool is checked first (an empty statement): one that died with
+# a server restart is replaced instead of failing the request or task that took it. Workers
+# keep their pool for many tasks (CELERY_DB_REUSE_MAX below), so this is their only check.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # How many HTTP requests one server process lets into Django at once (exchange/admission.py);
 # the rest wait on the event loop. Below the pool's size, so a request inside never waits
 # for a connection, and small: the request threads share the GIL with the event loop that
@@ -203,6 +207,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 5, "socket_connect_timeout"
 # The matching cycle has a queue of its own, consumed by a worker that runs nothing else
 # (``celery worker --role matching``, exchange/celery.py): cycles never wait behind other
 # tasks, and one worker process runs them back to back.
+# Celery's Django fixup closes a worker's database connections before and after every task,
+# and in a prefork worker with a connection pool the whole pool: every task then opened new
+# PostgreSQL sessions (841 in 30 s of the live benchmark at 20 bids/s, two per task, each a
+# server process forked and a connection configured on the path from a bid to its frame).
+# With this the fixup recycles the pool only every so many tasks; between tasks the
+# connection goes back to the pool (``exchange.celery.connection_give_back``).
+CELERY_DB_REUSE_MAX = 1000
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 MATCHING_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}.matching"
 CELERY_TASK_ROUTES = {"exchange.matching_cycle": {"queue": MATCHING_QUEUE}}
