@@ -79,7 +79,7 @@ from matching.index import MatchingIndex, split_conditions
 from matching.index.tree import IndexTest
 from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_pattern
 
-from .automaton import Automaton, Node, PatternEngine
+from .automaton import Automaton, Instance, Node, PatternEngine
 from .evaluator import Output, Subscription
 from .events import Event, event_from_dict
 from .model import AtomicQuery
@@ -96,6 +96,9 @@ _LITERAL_TYPES: Mapping[type, tuple[Type, ...]] = {
 }
 # A hash key is an event's value: its ints stay ints (literals are read as decimals).
 _KEY_TYPES: Mapping[type, tuple[Type, ...]] = {**_LITERAL_TYPES, int: (Type.INT, Type.DECIMAL)}
+
+Completed = tuple[tuple[int, ...], Instance]  # an instance an event completed, by its seqs
+Data = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -555,11 +558,33 @@ class SubscriptionSet:
             if held.sub.finished:
                 self.remove(held.sub_id)
 
+        def deliver(
+            held: _Held, mine: list[Completed], data: Callable[[Completed], Data], kept: int | None
+        ) -> None:
+            """Give ``held`` (a pattern run by a shared automaton or a threshold group) the
+            outputs of ``mine``, the instances the event completed for it, in order, with
+            ``data`` from the cache of this event: what pushing it alone would give, as
+            ``PatternEngine.event`` (one side: ordered by their events' ``seq``s) and then
+            ``Subscription.deliver`` make them, without one push per pattern."""
+            counts.evaluated += 1
+            try:
+                found = [(e.seq, dict(data(c))) for c in mine]
+            except Exception as exc:  # noqa: BLE001 - alone, it fails on this event
+                self.remove(held.sub_id)
+                out.append((held.sub_id, Failed(e.seq, exc)))
+                return
+            sub = held.sub
+            out.extend((held.sub_id, o) for o in sub.deliver(e.seq, found, kept))
+            if sub.finished:
+                self.remove(held.sub_id)
+
         def run(shared: _Shared, passed: dict[int, set[int]]) -> None:
-            """Advance the shared automaton, then push each member whose ``WHERE`` passes
+            """Advance the shared automaton, then give each member whose ``WHERE`` passes
             one of the instances completed, or whose ``state_limit`` the instances held
-            now exceed; any other member, pushed alone, would output nothing and change
-            nothing (it is live, and its instances are the shared ones)."""
+            now exceed, its outputs (``deliver``); any other member, pushed alone, would
+            output nothing and change nothing (it is live, and its instances are the
+            shared ones). Each instance's ``data`` is built once: the members' ``SELECT``
+            is the shared automaton's."""
             automaton = shared.automaton
             counts.evaluated += 1
             before = automaton.touched
@@ -572,11 +597,16 @@ class SubscriptionSet:
                 return
             counts.instances += automaton.touched - before
             live = automaton.live
-            passing, failed = shared.where.passing(completed) if completed else ({}, {})
+            if completed:
+                completed.sort(key=_seqs)  # so each member's share is in its output order
+                passing, failed = shared.where.passing(completed)
+            else:
+                passing, failed = {}, {}
             if live > shared.limit:
                 members = list(shared.members)
             else:
                 members = sorted((*passing, *failed), key=_rank)
+            data = _Datas(automaton)
             for member in members:
                 if member in failed:
                     self.remove(member.sub_id)
@@ -584,19 +614,17 @@ class SubscriptionSet:
                     continue
                 mine = passing.get(member, [])
                 if mine or live > member.sub.state_limit:
-                    engine = member.sub.engine
-                    assert isinstance(engine, PatternEngine)
-                    engine.give(mine, live)
-                    evaluate(member)
+                    deliver(member, mine, data.get, live)
             if shared.members:
                 self._reconcile(shared.runner)
 
         def follow(grouped: _Grouped, passed: dict[int, set[int]]) -> None:
-            """Advance the threshold group, then push each member it completed an
-            instance of that passes the member's ``WHERE``; any other member, pushed
-            alone, would output nothing (the group holds each at most its
-            ``state_limit``). Where the group cannot follow the event, its members go on
-            alone and are pushed it in full."""
+            """Advance the threshold group, then give each member it completed an instance
+            of that passes the member's ``WHERE`` its outputs (``deliver``); any other
+            member, pushed alone, would output nothing. The group holds no member more
+            instances than its ``state_limit`` (``ThresholdGroup.advance`` refuses such a
+            start), so none is suspended. Where the group cannot follow the event, its
+            members go on alone and are pushed it in full."""
             group = grouped.group
             nodes = passed.get(0, set())
             counts.evaluated += 1
@@ -609,14 +637,24 @@ class SubscriptionSet:
                         self._reconcile(held)
                 return
             counts.instances += group.touched - before
+            views: dict[int, _Datas] = {}
             for member, completed in sorted(done, key=lambda d: _rank(d[0].payload)):
-                mine = member.automaton.passing(completed)
                 held = member.payload
-                if mine and self._held.get(held.sub_id) is held:
-                    engine = held.sub.engine
-                    assert isinstance(engine, PatternEngine)
-                    engine.give(mine, group.live(member))
-                    evaluate(held)
+                if self._held.get(held.sub_id) is not held:
+                    continue
+                try:
+                    mine = member.automaton.passing(completed)
+                except Exception as exc:  # noqa: BLE001 - alone, its WHERE fails it here
+                    self.remove(held.sub_id)
+                    out.append((held.sub_id, Failed(e.seq, exc)))
+                    continue
+                if mine:
+                    if len(mine) > 1:
+                        mine = sorted(mine, key=_seqs)
+                    data = views.get(member.view)
+                    if data is None:
+                        data = views[member.view] = _Datas(member.automaton)
+                    deliver(held, mine, data.get, None)
             if group.members:
                 self._reconcile(grouped.runner)
 
@@ -760,6 +798,35 @@ def _touched(held: _Held) -> int:
 
 def _rank(held: _Held) -> int:
     return held.rank
+
+
+def _seqs(completed: Completed) -> tuple[int, ...]:
+    return completed[0]
+
+
+class _Datas:
+    """The ``data`` of instances completed on one event, built once each by
+    ``automaton`` for every pattern whose ``SELECT`` is its own (an error is kept and
+    raised again for each of them, as each would meet it alone)."""
+
+    __slots__ = ("automaton", "built")
+
+    def __init__(self, automaton: Automaton) -> None:
+        self.automaton = automaton
+        self.built: dict[int, Data | Exception] = {}
+
+    def get(self, completed: Completed) -> Data:
+        inst = completed[1]
+        found = self.built.get(id(inst))
+        if found is None:
+            try:
+                found = self.automaton.data(inst)
+            except Exception as exc:  # noqa: BLE001 - raised again below, for each asker
+                found = exc
+            self.built[id(inst)] = found
+        if isinstance(found, Exception):
+            raise found
+        return found
 
 
 @dataclass(eq=False)

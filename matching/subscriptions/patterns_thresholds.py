@@ -164,7 +164,10 @@ def _has_arithmetic(c: Cond) -> bool:
 class GroupMember:
     """One pattern of a group: its own ``automaton`` (its ``WHERE``, its ``data``, and its
     instances once it leaves), ``factor``, ``within``, ``limit`` (its ``state_limit``)
-    and ``payload`` (what the caller holds it by); ``order`` sorts members by factor."""
+    and ``payload`` (what the caller holds it by); ``order`` sorts members by factor.
+    Members of one group with equal ``view`` have equal ``SELECT``s, so one completed
+    instance has the same ``data`` for each of them (the rest of their patterns is the
+    group's key)."""
 
     payload: Any
     automaton: Automaton
@@ -172,6 +175,7 @@ class GroupMember:
     within: dt.timedelta | None
     limit: int
     order: tuple[Decimal, int]
+    view: int
     gone: bool = False
 
 
@@ -251,6 +255,7 @@ class ThresholdGroup:
         self._combine = ARITHMETIC[self.shape.combine]
         self._compare = COMPARE[self.shape.op]
         self._serials = itertools.count()
+        self._views: dict[tuple[Any, ...], int] = {}  # a SELECT's view number
         self.generation = _generation(())
 
     @property
@@ -264,6 +269,7 @@ class ThresholdGroup:
     def join(self, payload: Any, automaton: Automaton, shape: Shape, limit: int) -> GroupMember:
         """Add a pattern holding no instance (of this group's key): it waits on the
         starts from now on."""
+        view = self._views.setdefault(automaton.pattern.select, len(self._views))
         member = GroupMember(
             payload,
             automaton,
@@ -271,6 +277,7 @@ class ThresholdGroup:
             automaton.within,
             limit,
             (shape.factor, next(self._serials)),
+            view,
         )
         members = list(self.generation.members)
         bisect.insort(members, member, key=_order)

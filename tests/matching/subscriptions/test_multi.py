@@ -166,10 +166,11 @@ def events(draw: st.DrawFn, n: int) -> list[dict[str, Any]]:
 
 @st.composite
 def scripts(
-    draw: st.DrawFn, queries: list[str] = QUERIES
+    draw: st.DrawFn, queries: list[str] = QUERIES, sizes: tuple[int, ...] = (1, 1, 2, 3, 5)
 ) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
     """Events, and what happens before each: ``("add", id, query, history, limit)`` or
-    ``("remove", id)``, the queries from the templates ``queries``."""
+    ``("remove", id)``, the queries from the templates ``queries``, added in runs of one of
+    ``sizes`` that differ only in their ``WHERE`` or threshold parameters."""
     stream = draw(events(draw(st.integers(1, 24))))
     steps: list[tuple[Any, ...]] = []
     held: list[int] = []
@@ -189,7 +190,7 @@ def scripts(
             # some patterns come in groups that differ only in WHERE (d, n, q), which the
             # set runs by one shared automaton, or in a factor and WITHIN (k, within), which
             # it runs as one threshold group
-            for _ in range(draw(st.sampled_from([1, 1, 2, 3, 5]))):
+            for _ in range(draw(st.sampled_from(sizes))):
                 within = draw(st.none() | st.integers(0, 20))
                 query = template.format(
                     **params,
@@ -219,6 +220,20 @@ def test_the_set_gives_what_each_subscription_gives_on_its_own(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scripts(THRESHOLDS))
 def test_threshold_groups_give_what_each_pattern_gives_on_its_own(
+    script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]],
+) -> None:
+    _same_as_alone(script, True)
+
+
+# Runs of many patterns that one shared automaton or threshold group runs together, so
+# that one event completes instances for many of them at once and the set hands them their
+# outputs together (multi.py's ``deliver``), some with a state_limit the event exceeds
+BULK = [FORM3[2], FORM3[5], FORM3[6], FORM3[3], THRESHOLDS[0], THRESHOLDS[1], THRESHOLDS[3]]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scripts(BULK, sizes=(4, 8, 12)))
+def test_outputs_handed_out_in_bulk_are_what_each_pattern_gives_on_its_own(
     script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]],
 ) -> None:
     _same_as_alone(script, True)
@@ -428,6 +443,8 @@ def test_patterns_that_differ_only_in_where_share_one_automaton() -> None:
         # and only the patterns whose d the longest rise (k - 2 minutes) meets were pushed
         met = [d for d in alone if d <= k - 2]
         assert {d for d, _ in got} == set(met)
+        # each output has its own data, though the patterns' outputs were built once
+        assert len({id(o.data) for _, o in got}) == len(got)  # type: ignore[union-attr]
         assert (multi.last.instances, multi.last.evaluated) == (k - 2, 1 + len(met))
         assert multi.instances == 20 * (k - 1)
     # When one is taken out, it goes on alone with the instances it had in the set
