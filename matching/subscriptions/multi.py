@@ -72,7 +72,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from matching import Interval, Type
 from matching.index import MatchingIndex, split_conditions
@@ -84,7 +84,8 @@ from .evaluator import Output, Subscription
 from .events import Event, event_from_dict
 from .model import AtomicQuery
 from .pattern_model import All, Compare, Cond, Literal, Matches, Pattern, PatternQuery, Ref, Step
-from .patterns_thresholds import GroupMember, Shape, ThresholdGroup, threshold_shape
+from .patterns_bounds import BoundGroup, BoundShape, bound_shape
+from .patterns_thresholds import Shape, ThresholdGroup, threshold_shape
 from .patterns_where import WhereIndex
 from .schema import EVENT_SCHEMA
 
@@ -98,6 +99,7 @@ _LITERAL_TYPES: Mapping[type, tuple[Type, ...]] = {
 _KEY_TYPES: Mapping[type, tuple[Type, ...]] = {**_LITERAL_TYPES, int: (Type.INT, Type.DECIMAL)}
 
 Completed = tuple[tuple[int, ...], Instance]  # an instance an event completed, by its seqs
+Group = ThresholdGroup | BoundGroup  # a group of patterns run on one record per start
 Data = dict[str, Any]
 
 
@@ -259,10 +261,12 @@ class _Held:
     sources: list[int] = field(default_factory=list)
     # a pattern's sources with what keeps each one in the index while it has instances
     # waiting (a node, a group's records; None for a first source, always in it)
-    watch: list[tuple[Node | ThresholdGroup | None, int, _Source]] = field(default_factory=list)
+    watch: list[tuple[Node | Group | None, int, _Source]] = field(default_factory=list)
     shared: _Shared | None = None  # a pattern run by a shared automaton: that one
-    grouped: _Grouped | None = None  # a pattern run by a threshold group (or its runner)
-    member: GroupMember | None = None  # such a pattern's place in the group
+    grouped: _Grouped | None = None  # a pattern run by a group of records (or its runner)
+    # such a pattern's place in its group: a GroupMember of a ThresholdGroup, a BoundMember
+    # of a BoundGroup (each group takes only its own)
+    member: Any = None
 
 
 @dataclass(eq=False)
@@ -291,13 +295,13 @@ class _Shared:
 
 @dataclass(eq=False)
 class _Grouped:
-    """A ``ThresholdGroup`` (``patterns_thresholds.py``) in the set: ``runner`` holds its
-    sources in the index under an id of no subscription; its members' payloads are their
-    ``_Held``s."""
+    """A ``ThresholdGroup`` (``patterns_thresholds.py``) or ``BoundGroup``
+    (``patterns_bounds.py``) in the set: ``runner`` holds its sources in the index under
+    an id of no subscription; its members' payloads are their ``_Held``s."""
 
     key: Hashable
     runner: _Held
-    group: ThresholdGroup
+    group: Group
 
 
 class SubscriptionSet:
@@ -415,7 +419,8 @@ class SubscriptionSet:
         assert isinstance(engine, PatternEngine)
         key = _share_key(engine) if self.share and held.kind == "pattern" else None
         if key is not None:
-            shape = threshold_shape(engine.sides[0].pattern)
+            pattern = engine.sides[0].pattern
+            shape = threshold_shape(pattern) or bound_shape(pattern)
             if shape is not None:
                 self._join_group(held, shape)
             else:
@@ -426,7 +431,7 @@ class SubscriptionSet:
         self._reconcile(held)
 
     def _install_sources(
-        self, held: _Held, automaton: Automaton, steps: Sequence[Node | ThresholdGroup]
+        self, held: _Held, automaton: Automaton, steps: Sequence[Node | Group]
     ) -> None:
         """Give each source of ``automaton`` a source of ``held`` in the index; that of
         step ``i`` is kept there while ``steps[i - 1]`` has instances waiting."""
@@ -441,18 +446,25 @@ class SubscriptionSet:
             waiting = None if node == 0 else steps[node - 1]
             held.watch.append((waiting, self._new_source(held, source), source))
 
-    def _join_group(self, held: _Held, shape: Shape) -> None:
-        """Run ``held`` (a pattern holding no instance, of ``shape``) by the threshold
-        group of its key, made if there is none."""
+    def _join_group(self, held: _Held, shape: Shape | BoundShape) -> None:
+        """Run ``held`` (a pattern holding no instance, of ``shape``) by the threshold or
+        bound group of its key, made if there is none."""
         grouped = self._groups.get(shape.key)
         engine = held.sub.engine
         assert isinstance(engine, PatternEngine)
         if grouped is None:
-            pattern = replace(engine.sides[0].pattern, where=None, within=None)
+            if isinstance(shape, BoundShape):
+                pattern = shape.runner
+            else:
+                pattern = replace(engine.sides[0].pattern, where=None, within=None)
             runner = Subscription(PatternQuery((pattern,)), now=held.sub.now)
             runner_engine = runner.engine
             assert isinstance(runner_engine, PatternEngine)
-            group = ThresholdGroup(shape, runner_engine.sides[0])
+            group: Group
+            if isinstance(shape, BoundShape):
+                group = BoundGroup(shape, runner_engine.sides[0])
+            else:
+                group = ThresholdGroup(shape, runner_engine.sides[0])
             grouped = _Grouped(
                 shape.key, _Held(_RunnerId(), runner, "group", next(self._ids)), group
             )
@@ -460,7 +472,7 @@ class SubscriptionSet:
             self._groups[shape.key] = grouped
             self._install_sources(grouped.runner, group.automaton, (group,))
             self._reconcile(grouped.runner)
-        held.member = grouped.group.join(held, engine.sides[0], shape, held.sub.state_limit)
+        held.member = grouped.group.join(held, engine.sides[0], shape, held.sub.state_limit)  # type: ignore[arg-type]  # the group of shape.key has shape's kind
         held.grouped = grouped
 
     def _dissolve(self, grouped: _Grouped) -> list[_Held]:
@@ -629,7 +641,11 @@ class SubscriptionSet:
             nodes = passed.get(0, set())
             counts.evaluated += 1
             before = group.touched
-            done = group.advance(e, offer=1 in nodes, start=0 in nodes)
+            # each kind of group gives its own kind of member
+            done = cast(
+                "list[tuple[Any, list[Completed]]] | None",
+                group.advance(e, offer=1 in nodes, start=0 in nodes),
+            )
             if done is None:
                 for held in self._dissolve(grouped):
                     evaluate(held)
@@ -774,7 +790,7 @@ def _own_state(held: _Held) -> None:
 
 
 def _restart(held: _Held) -> None:
-    """Give the pattern of ``held`` the instances it holds in its threshold group."""
+    """Give the pattern of ``held`` the instances it holds in its group."""
     assert held.grouped is not None and held.member is not None
     held.member.automaton.restart(held.grouped.group.waiting_on(held.member))
 

@@ -99,7 +99,7 @@ def threshold_shape(pattern: Pattern) -> Shape | None:
         if found is None:
             continue
         rest = parts[:i] + parts[i + 1 :]
-        if any(_has_arithmetic(c) for c in rest):
+        if any(has_arithmetic(c) for c in rest):
             return None
         attribute, op, arithmetic, factor_left = found
         factor = arithmetic.left if factor_left else arithmetic.right
@@ -151,13 +151,13 @@ def _threshold_conjunct(part: Cond, alias: str) -> tuple[str, str, Arithmetic, b
     return None
 
 
-def _has_arithmetic(c: Cond) -> bool:
+def has_arithmetic(c: Cond) -> bool:
     """Whether evaluating ``c`` computes anything (and so might raise, as an overflow)."""
     if isinstance(c, Compare):
         return isinstance(c.left, Arithmetic) or isinstance(c.right, Arithmetic)
     if isinstance(c, Matches):
         return False
-    return any(_has_arithmetic(p) for p in c.parts)
+    return any(has_arithmetic(p) for p in c.parts)
 
 
 @dataclass(eq=False)
