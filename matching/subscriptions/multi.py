@@ -38,6 +38,13 @@ A ``SubscriptionSet`` holds live ``Subscription`` objects (the one evaluator of
   thresholds it passes, found by bisection over the members sorted by factor
   (``patterns_thresholds.py`` says why that is exact, and when the group hands its members
   their own instances and lets them go on alone). Only the completed members are pushed.
+* Patterns of one step that are equal but for a literal bound of their first ``FILTER``
+  and one of the step's condition (``price > 1.00`` ... ``b.price < 0.95``), ``WITHIN``,
+  ``WHERE`` and ``SELECT`` run as one ``BoundGroup`` the same way (``share`` too;
+  ``patterns_bounds.py`` says why that is exact).
+* The members a shared automaton or group completed instances for are given their
+  outputs at once (``deliver``): each instance's ``data`` built once per ``SELECT``, and
+  numbered by ``Subscription.deliver`` as their own ``push`` would.
 
 Why the outputs are those of pushing every event to every subscription (the hypothesis
 test compares them): an event a form 1 subscription is not pushed fails its conjuncts, so
@@ -72,7 +79,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 from matching import Interval, Type
 from matching.index import MatchingIndex, split_conditions
@@ -85,6 +92,7 @@ from .events import Event, event_from_dict
 from .model import AtomicQuery
 from .pattern_model import All, Compare, Cond, Literal, Matches, Pattern, PatternQuery, Ref, Step
 from .patterns_bounds import BoundGroup, BoundShape, bound_shape
+from .patterns_groups import GroupMember
 from .patterns_thresholds import Shape, ThresholdGroup, threshold_shape
 from .patterns_where import WhereIndex
 from .schema import EVENT_SCHEMA
@@ -264,9 +272,7 @@ class _Held:
     watch: list[tuple[Node | Group | None, int, _Source]] = field(default_factory=list)
     shared: _Shared | None = None  # a pattern run by a shared automaton: that one
     grouped: _Grouped | None = None  # a pattern run by a group of records (or its runner)
-    # such a pattern's place in its group: a GroupMember of a ThresholdGroup, a BoundMember
-    # of a BoundGroup (each group takes only its own)
-    member: Any = None
+    member: GroupMember | None = None  # such a pattern's place in its group
 
 
 @dataclass(eq=False)
@@ -472,7 +478,7 @@ class SubscriptionSet:
             self._groups[shape.key] = grouped
             self._install_sources(grouped.runner, group.automaton, (group,))
             self._reconcile(grouped.runner)
-        held.member = grouped.group.join(held, engine.sides[0], shape, held.sub.state_limit)  # type: ignore[arg-type]  # the group of shape.key has shape's kind
+        held.member = grouped.group.join(held, engine.sides[0], shape, held.sub.state_limit)  # type: ignore[arg-type]  # the group of shape.key is of shape's kind
         held.grouped = grouped
 
     def _dissolve(self, grouped: _Grouped) -> list[_Held]:
@@ -634,18 +640,14 @@ class SubscriptionSet:
             """Advance the threshold group, then give each member it completed an instance
             of that passes the member's ``WHERE`` its outputs (``deliver``); any other
             member, pushed alone, would output nothing. The group holds no member more
-            instances than its ``state_limit`` (``ThresholdGroup.advance`` refuses such a
+            instances than its ``state_limit`` (``RecordGroup.advance`` refuses such a
             start), so none is suspended. Where the group cannot follow the event, its
             members go on alone and are pushed it in full."""
             group = grouped.group
             nodes = passed.get(0, set())
             counts.evaluated += 1
             before = group.touched
-            # each kind of group gives its own kind of member
-            done = cast(
-                "list[tuple[Any, list[Completed]]] | None",
-                group.advance(e, offer=1 in nodes, start=0 in nodes),
-            )
+            done = group.advance(e, offer=1 in nodes, start=0 in nodes)
             if done is None:
                 for held in self._dissolve(grouped):
                     evaluate(held)

@@ -37,24 +37,18 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-import itertools
 from collections.abc import Hashable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
-from matching import Type
-
-from .automaton import REVERSED, Automaton, Instance, Test, compile_cond
+from .automaton import Automaton, Instance, Test, compile_cond, order_readings
 from .events import Event
 from .pattern_model import All, Compare, Cond, Literal, Pattern, Ref
+from .patterns_groups import Done, Generation, GroupMember, Record, RecordGroup, hand_out
 from .patterns_thresholds import has_arithmetic
 from .predicates import COMPARE
-from .schema import EVENT_SCHEMA
 
-Completed = tuple[tuple[int, ...], Instance]
-
-_NUMBER = (Type.INT, Type.DECIMAL)
 _BLANK = Literal("")  # in a group's key in place of a bound: no parsed number is a string
 # The empty conjunction, true of every event: the step condition of a group whose
 # members' conditions are their bound alone (only the group's runner holds it).
@@ -149,183 +143,60 @@ def _literal_bound(part: Cond, alias: str | None) -> tuple[str, str, Decimal] | 
     """``(attribute, op, L)`` when ``part`` compares the numeric attribute of ``alias``
     (``None``: a static filter's bare attribute; otherwise the candidate's, not ``.last``)
     with a number literal ``L`` by an order, ``op`` read with the attribute on the left."""
-    if not isinstance(part, Compare) or part.op not in REVERSED:
-        return None
-    for mine, other, op in ((part.left, part.right, part.op),
-                            (part.right, part.left, REVERSED[part.op])):  # fmt: skip
-        if (
-            isinstance(mine, Ref)
-            and mine.alias == alias
-            and not mine.last
-            and EVENT_SCHEMA.get(mine.attribute) in _NUMBER
-            and isinstance(other, Literal)
-            and isinstance(other.value, Decimal)
-        ):
-            return mine.attribute, op, other.value
+    for attribute, op, other in order_readings(part, alias):
+        if isinstance(other, Literal) and isinstance(other.value, Decimal):
+            return attribute, op, other.value
     return None
 
 
-@dataclass(eq=False)
-class BoundMember:
-    """One pattern of a group: its own ``automaton`` (its ``WHERE``, its ``data``, and its
-    instances once it leaves), its bounds ``start_bound`` (``X``) and ``bound`` (``Y``),
-    ``within``, ``limit`` (its ``state_limit``) and ``payload`` (what the caller holds it
-    by); ``order`` sorts members by ``Y``; members of one group with equal ``view`` have
-    equal ``SELECT``s (so equal ``data`` for one completed instance)."""
-
-    payload: Any
-    automaton: Automaton
-    start_bound: Decimal
-    bound: Decimal
-    within: dt.timedelta | None
-    limit: int
-    order: tuple[Decimal, int]
-    view: int
-    gone: bool = False
-
-
-@dataclass(frozen=True, eq=False)
-class _Generation:
-    """The members sorted by ``Y`` while none joins or leaves (the records started then
-    hold it), their ``Y``s in that order, their ``X``s sorted, the longest ``within``
-    (``None``: some member has none) and the smallest ``limit``."""
-
-    members: tuple[BoundMember, ...]
-    bounds: tuple[Decimal, ...]
-    starts: tuple[Decimal, ...]
-    within: dt.timedelta | None
-    limit: int
-    positions: dict[int, int] = field(default_factory=dict)  # filled when first asked
-
-    def position(self, member: BoundMember) -> int | None:
-        if not self.positions and self.members:
-            self.positions.update((id(m), i) for i, m in enumerate(self.members))
-        return self.positions.get(id(member))
-
-
-def _generation(members: tuple[BoundMember, ...]) -> _Generation:
-    windows = [m.within for m in members if m.within is not None]
-    longest = max(windows, default=dt.timedelta(0)) if len(windows) == len(members) else None
-    return _Generation(
-        members,
-        tuple(m.bound for m in members),
-        tuple(sorted(m.start_bound for m in members)),
-        longest,
-        min((m.limit for m in members), default=0),
-    )
-
-
-class _Record:
+class _Record(Record):
     """One start ``a`` (``start``: an instance at the step with ``a`` bound, ``value``
     its compared attribute), the ``generation`` of members when it started, ``best``
     (module docstring; ``None`` before any ``b`` passed) and ``left``, how many of those
     members have not been completed on it (gone or expired ones included)."""
 
-    __slots__ = ("start", "value", "generation", "best", "left")
+    __slots__ = ("value", "best", "left")
 
-    def __init__(self, start: Instance, value: Any, generation: _Generation, left: int) -> None:
-        self.start = start
+    def __init__(self, start: Instance, value: Any, generation: Generation, left: int) -> None:
+        super().__init__(start, generation)
         self.value = value
-        self.generation = generation
         self.best: Any = None
         self.left = left
 
-    @property
-    def event(self) -> Event:
-        return self.start.bound[0]
-
-
-def _order(member: BoundMember) -> tuple[Decimal, int]:
-    return member.order
-
 
 @dataclass(eq=False)
-class BoundGroup:
+class BoundGroup(RecordGroup):
     """The members of one ``BoundShape.key``; ``automaton`` is the shape's ``runner``
     compiled (``multi.py`` checks the sources' filters with it). ``records`` (the starts
     some member may still wait on) is truthy exactly while the step's source matters, as
-    ``Node.waiting`` is for an automaton's step."""
+    ``Node.waiting`` is for an automaton's step (``RecordGroup``)."""
 
     shape: BoundShape
     automaton: Automaton
-    records: list[_Record] = field(default_factory=list)
-    touched: int = 0
-    now: dt.datetime | None = None
 
     def __post_init__(self) -> None:
         aliases = self.automaton.pattern.aliases
         rest = _join(self.shape.rest)
         self._rest: Test | None = None if rest is None else compile_cond(rest, aliases, 1)
         self._starts = COMPARE[self.shape.start_op]
-        self._serials = itertools.count()
-        self._views: dict[tuple[Any, ...], int] = {}  # a SELECT's view number
-        self.generation = _generation(())
-
-    @property
-    def waiting(self) -> list[_Record]:
-        return self.records
-
-    @property
-    def members(self) -> tuple[BoundMember, ...]:
-        return self.generation.members
+        self._compare = COMPARE[self.shape.op]
+        self.attribute = self.shape.attribute
+        self._begin()
 
     def join(
         self, payload: Any, automaton: Automaton, shape: BoundShape, limit: int
-    ) -> BoundMember:
-        """Add a pattern holding no instance (of this group's key): it waits on the
-        starts from now on."""
-        view = self._views.setdefault(automaton.pattern.select, len(self._views))
-        member = BoundMember(
-            payload,
-            automaton,
-            shape.start_bound,
-            shape.bound,
-            automaton.within,
-            limit,
-            (shape.bound, next(self._serials)),
-            view,
-        )
-        members = list(self.generation.members)
-        bisect.insort(members, member, key=_order)
-        self.generation = _generation(tuple(members))
-        return member
+    ) -> GroupMember:
+        """Add a pattern holding no instance (of this group's key), sorted by its ``Y``."""
+        return self._add(payload, automaton, limit, shape.bound, shape.start_bound)
 
-    def leave(self, member: BoundMember) -> None:
-        """Take ``member`` out: no record completes or counts it any more."""
-        member.gone = True
-        self.generation = _generation(tuple(m for m in self.generation.members if not m.gone))
-
-    def advance(
-        self, e: Event, *, offer: bool, start: bool
-    ) -> list[tuple[BoundMember, list[Completed]]] | None:
-        """Offer ``e`` (``offer``: it passes the step's source) to the records, then start
-        one (``start``: it passes the first source without ``X``) if some member waits on
-        it; the members it completed, each with its instances in the order of their first
-        events. ``None``, with nothing changed, when the group cannot follow ``e`` exactly
-        (module docstring)."""
-        now = e.time
-        kept = [r for r in self.records if r.left > 0 and _young(r, now)]
-        new = self._start(e) if start and self.generation.members else None
-        if new is not None and len(kept) + 1 > self.generation.limit:
-            return None
-        self.now = now
-        done: dict[BoundMember, list[Completed]] = {}
-        if offer and kept:
-            v = e.values.get(self.shape.attribute)
-            if v is not None:
-                for record in kept:
-                    self._offer(record, e, v, now, done)
-                kept = [r for r in kept if r.left > 0]
-        if new is not None:
-            kept.append(new)
-        self.records = kept
-        return list(done.items())
+    def _open(self, record: _Record) -> bool:
+        return record.left > 0
 
     def _start(self, e: Event) -> _Record | None:
         value = e.values.get(self.shape.start_attribute)
         if value is None:
             return None  # a comparison with an absent value is false: no member waits
-        starts, op = self.generation.starts, self.shape.start_op
+        starts, op = self.generation.start_literals, self.shape.start_op
         # value op X: the members whose X is below value for > (up to it for >=), ...
         if op == ">":
             waiting = bisect.bisect_left(starts, value)
@@ -342,7 +213,7 @@ class BoundGroup:
     def _slice(self, record: _Record, v: Any) -> tuple[int, int]:
         """Where in ``record``'s members (by ``Y``) are those ``v`` completes and that no
         earlier ``b`` did: ``v op Y`` holds and ``best op Y`` does not."""
-        bounds, best = record.generation.bounds, record.best
+        bounds, best = record.generation.literals, record.best
         op = self.shape.op
         if op == "<":  # Y in (v, best]
             lo = bisect.bisect_right(bounds, v)
@@ -358,14 +229,7 @@ class BoundGroup:
             hi = bisect.bisect_right(bounds, v)
         return lo, hi
 
-    def _offer(
-        self,
-        record: _Record,
-        e: Event,
-        v: Any,
-        now: dt.datetime,
-        done: dict[BoundMember, list[Completed]],
-    ) -> None:
+    def _offer(self, record: _Record, e: Event, v: Any, now: dt.datetime, done: Done) -> None:
         self.touched += 1
         lo, hi = self._slice(record, v)
         if lo >= hi:
@@ -376,53 +240,13 @@ class BoundGroup:
             v < record.best if self.shape.op in ("<", "<=") else v > record.best
         ):
             record.best = v
-        age = now - record.event.time
         starts, value = self._starts, record.value
-        completed: Completed | None = None
-        for m in record.generation.members[lo:hi]:
-            if not starts(value, m.start_bound):
-                continue  # never waited on this start
-            record.left -= 1
-            if m.gone or (m.within is not None and age > m.within):
-                continue  # left the group, or dropped by WITHIN before e was offered
-            if completed is None:
-                a = record.event
-                completed = ((a.seq, e.seq), Instance(2, (a, e), (None, None), {}, (), 0))
-            found = done.get(m)
-            if found is None:
-                done[m] = [completed]
-            else:
-                found.append(completed)
+        # those whose X the start did not meet never waited on it
+        taken = [m for m in record.generation.members[lo:hi] if starts(value, m.start_literal)]
+        record.left -= len(taken)
+        hand_out(record, taken, e, now - record.event.time, done)
 
-    def waiting_on(self, member: BoundMember) -> list[Event]:
-        """The first events of the instances ``member`` holds, oldest first: the starts of
-        its generation whose ``a`` met its ``X``, that no ``b`` has completed for it
-        (``best op Y`` fails) and that ``WITHIN`` had not dropped at the last event."""
-        compare = COMPARE[self.shape.op]
-        out = []
-        for record in self.records:
-            if (
-                record.generation.position(member) is not None
-                and self._starts(record.value, member.start_bound)
-                and (record.best is None or not compare(record.best, member.bound))
-                and self._kept(record, member)
-            ):
-                out.append(record.event)
-        return out
-
-    def live(self, member: BoundMember) -> int:
-        """How many instances ``member`` holds (``state_limit`` counts them)."""
-        return len(self.waiting_on(member))
-
-    def _kept(self, record: _Record, member: BoundMember) -> bool:
-        return (
-            self.now is None
-            or member.within is None
-            or self.now - record.event.time <= member.within
+    def waits(self, record: _Record, member: GroupMember) -> bool:
+        return self._starts(record.value, member.start_literal) and (
+            record.best is None or not self._compare(record.best, member.literal)
         )
-
-
-def _young(record: _Record, now: dt.datetime) -> bool:
-    """Whether some member of the record's generation may still wait on it at ``now``."""
-    within = record.generation.within
-    return within is None or now - record.event.time <= within
