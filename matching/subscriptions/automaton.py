@@ -550,20 +550,12 @@ def _threshold(step: Step, alias: str, here: _Compiler) -> tuple[str, str, Gette
     whose ``T`` is not a literal is preferred: a literal bound is the same for every
     instance, so it sorts nothing (``multi.py`` holds it in the matching index instead)."""
     parts = step.condition.parts if isinstance(step.condition, All) else (step.condition,)
-    found: list[tuple[str, str, Expr]] = []
-    for part in parts:
-        if not isinstance(part, Compare) or part.op not in REVERSED:
-            continue
-        for mine, other, op in ((part.left, part.right, part.op),
-                                (part.right, part.left, REVERSED[part.op])):  # fmt: skip
-            if (
-                isinstance(mine, Ref)
-                and mine.alias == alias
-                and not mine.last
-                and EVENT_SCHEMA.get(mine.attribute) in _NUMBER
-                and not reads_candidate(other, alias)
-            ):
-                found.append((mine.attribute, op, other))
+    found = [
+        reading
+        for part in parts
+        for reading in order_readings(part, alias)
+        if not reads_candidate(reading[2], alias)
+    ]
     if not found:
         return None
     attribute, op, other = next((f for f in found if not isinstance(f[2], Literal)), found[0])
@@ -572,6 +564,25 @@ def _threshold(step: Step, alias: str, here: _Compiler) -> tuple[str, str, Gette
 
 # an order comparison read from its other side: ``x < y`` is ``y > x``
 REVERSED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def order_readings(part: Cond, alias: str | None) -> list[tuple[str, str, Expr]]:
+    """``(attribute, op, other)`` for each side of ``part`` that is the numeric attribute
+    of ``alias`` (``None``: a static filter's bare attribute; otherwise the candidate's,
+    not ``.last``) when ``part`` compares by an order: ``attribute op other``."""
+    if not isinstance(part, Compare) or part.op not in REVERSED:
+        return []
+    out = []
+    for mine, other, op in ((part.left, part.right, part.op),
+                            (part.right, part.left, REVERSED[part.op])):  # fmt: skip
+        if (
+            isinstance(mine, Ref)
+            and mine.alias == alias
+            and not mine.last
+            and EVENT_SCHEMA.get(mine.attribute) in _NUMBER
+        ):
+            out.append((mine.attribute, op, other))
+    return out
 
 
 def _threshold_of(getter: Getter, inst: Instance) -> Value:

@@ -105,11 +105,22 @@ class Subscription:
             return [*out, End()]
         if not live and isinstance(self.engine, PatternEngine):
             return out  # patterns follow live events only (SPEC 8.3's fine points)
-        out.extend(self._number(self.engine.event(e)))
-        if self.engine.kept_events > self.state_limit:
+        out.extend(self.deliver(e.seq, self.engine.event(e), self.engine.kept_events))
+        return out
+
+    def deliver(
+        self, seq: int, found: Iterable[tuple[int | None, dict[str, Any]]], kept: int | None
+    ) -> list[Output]:
+        """The end of ``push`` for a live event ``seq`` whose engine answered ``found``
+        (``(seq, data)`` pairs, in order) and holds ``kept`` events after it (``None``: its
+        caller knows that is within ``state_limit``). ``multi.py`` calls it directly for
+        patterns whose matches a shared automaton or threshold group found for many at
+        once, so that each is numbered and suspended exactly as ``push`` does it."""
+        out = self._number(found)
+        if kept is not None and kept > self.state_limit:
             # Measured once the event is fully processed: what it completed is delivered.
             self.finished = self.suspended = True
-            out.extend(self._number([(e.seq, {"error": "state_limit"})]))
+            out.extend(self._number([(seq, {"error": "state_limit"})]))
         return out
 
     def history_done(self) -> list[Output]:

@@ -38,6 +38,13 @@ A ``SubscriptionSet`` holds live ``Subscription`` objects (the one evaluator of
   thresholds it passes, found by bisection over the members sorted by factor
   (``patterns_thresholds.py`` says why that is exact, and when the group hands its members
   their own instances and lets them go on alone). Only the completed members are pushed.
+* Patterns of one step that are equal but for a literal bound of their first ``FILTER``
+  and one of the step's condition (``price > 1.00`` ... ``b.price < 0.95``), ``WITHIN``,
+  ``WHERE`` and ``SELECT`` run as one ``BoundGroup`` the same way (``share`` too;
+  ``patterns_bounds.py`` says why that is exact).
+* The members a shared automaton or group completed instances for are given their
+  outputs at once (``deliver``): each instance's ``data`` built once per ``SELECT``, and
+  numbered by ``Subscription.deliver`` as their own ``push`` would.
 
 Why the outputs are those of pushing every event to every subscription (the hypothesis
 test compares them): an event a form 1 subscription is not pushed fails its conjuncts, so
@@ -79,12 +86,14 @@ from matching.index import MatchingIndex, split_conditions
 from matching.index.tree import IndexTest
 from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_pattern
 
-from .automaton import Automaton, Node, PatternEngine
+from .automaton import Automaton, Instance, Node, PatternEngine
 from .evaluator import Output, Subscription
 from .events import Event, event_from_dict
 from .model import AtomicQuery
 from .pattern_model import All, Compare, Cond, Literal, Matches, Pattern, PatternQuery, Ref, Step
-from .patterns_thresholds import GroupMember, Shape, ThresholdGroup, threshold_shape
+from .patterns_bounds import BoundGroup, BoundShape, bound_shape
+from .patterns_groups import GroupMember
+from .patterns_thresholds import Shape, ThresholdGroup, threshold_shape
 from .patterns_where import WhereIndex
 from .schema import EVENT_SCHEMA
 
@@ -96,6 +105,10 @@ _LITERAL_TYPES: Mapping[type, tuple[Type, ...]] = {
 }
 # A hash key is an event's value: its ints stay ints (literals are read as decimals).
 _KEY_TYPES: Mapping[type, tuple[Type, ...]] = {**_LITERAL_TYPES, int: (Type.INT, Type.DECIMAL)}
+
+Completed = tuple[tuple[int, ...], Instance]  # an instance an event completed, by its seqs
+Group = ThresholdGroup | BoundGroup  # a group of patterns run on one record per start
+Data = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -256,10 +269,10 @@ class _Held:
     sources: list[int] = field(default_factory=list)
     # a pattern's sources with what keeps each one in the index while it has instances
     # waiting (a node, a group's records; None for a first source, always in it)
-    watch: list[tuple[Node | ThresholdGroup | None, int, _Source]] = field(default_factory=list)
+    watch: list[tuple[Node | Group | None, int, _Source]] = field(default_factory=list)
     shared: _Shared | None = None  # a pattern run by a shared automaton: that one
-    grouped: _Grouped | None = None  # a pattern run by a threshold group (or its runner)
-    member: GroupMember | None = None  # such a pattern's place in the group
+    grouped: _Grouped | None = None  # a pattern run by a group of records (or its runner)
+    member: GroupMember | None = None  # such a pattern's place in its group
 
 
 @dataclass(eq=False)
@@ -288,13 +301,13 @@ class _Shared:
 
 @dataclass(eq=False)
 class _Grouped:
-    """A ``ThresholdGroup`` (``patterns_thresholds.py``) in the set: ``runner`` holds its
-    sources in the index under an id of no subscription; its members' payloads are their
-    ``_Held``s."""
+    """A ``ThresholdGroup`` (``patterns_thresholds.py``) or ``BoundGroup``
+    (``patterns_bounds.py``) in the set: ``runner`` holds its sources in the index under
+    an id of no subscription; its members' payloads are their ``_Held``s."""
 
     key: Hashable
     runner: _Held
-    group: ThresholdGroup
+    group: Group
 
 
 class SubscriptionSet:
@@ -412,7 +425,8 @@ class SubscriptionSet:
         assert isinstance(engine, PatternEngine)
         key = _share_key(engine) if self.share and held.kind == "pattern" else None
         if key is not None:
-            shape = threshold_shape(engine.sides[0].pattern)
+            pattern = engine.sides[0].pattern
+            shape = threshold_shape(pattern) or bound_shape(pattern)
             if shape is not None:
                 self._join_group(held, shape)
             else:
@@ -423,7 +437,7 @@ class SubscriptionSet:
         self._reconcile(held)
 
     def _install_sources(
-        self, held: _Held, automaton: Automaton, steps: Sequence[Node | ThresholdGroup]
+        self, held: _Held, automaton: Automaton, steps: Sequence[Node | Group]
     ) -> None:
         """Give each source of ``automaton`` a source of ``held`` in the index; that of
         step ``i`` is kept there while ``steps[i - 1]`` has instances waiting."""
@@ -438,18 +452,25 @@ class SubscriptionSet:
             waiting = None if node == 0 else steps[node - 1]
             held.watch.append((waiting, self._new_source(held, source), source))
 
-    def _join_group(self, held: _Held, shape: Shape) -> None:
-        """Run ``held`` (a pattern holding no instance, of ``shape``) by the threshold
-        group of its key, made if there is none."""
+    def _join_group(self, held: _Held, shape: Shape | BoundShape) -> None:
+        """Run ``held`` (a pattern holding no instance, of ``shape``) by the threshold or
+        bound group of its key, made if there is none."""
         grouped = self._groups.get(shape.key)
         engine = held.sub.engine
         assert isinstance(engine, PatternEngine)
         if grouped is None:
-            pattern = replace(engine.sides[0].pattern, where=None, within=None)
+            if isinstance(shape, BoundShape):
+                pattern = shape.runner
+            else:
+                pattern = replace(engine.sides[0].pattern, where=None, within=None)
             runner = Subscription(PatternQuery((pattern,)), now=held.sub.now)
             runner_engine = runner.engine
             assert isinstance(runner_engine, PatternEngine)
-            group = ThresholdGroup(shape, runner_engine.sides[0])
+            group: Group
+            if isinstance(shape, BoundShape):
+                group = BoundGroup(shape, runner_engine.sides[0])
+            else:
+                group = ThresholdGroup(shape, runner_engine.sides[0])
             grouped = _Grouped(
                 shape.key, _Held(_RunnerId(), runner, "group", next(self._ids)), group
             )
@@ -457,7 +478,7 @@ class SubscriptionSet:
             self._groups[shape.key] = grouped
             self._install_sources(grouped.runner, group.automaton, (group,))
             self._reconcile(grouped.runner)
-        held.member = grouped.group.join(held, engine.sides[0], shape, held.sub.state_limit)
+        held.member = grouped.group.join(held, engine.sides[0], shape, held.sub.state_limit)  # type: ignore[arg-type]  # the group of shape.key is of shape's kind
         held.grouped = grouped
 
     def _dissolve(self, grouped: _Grouped) -> list[_Held]:
@@ -555,11 +576,33 @@ class SubscriptionSet:
             if held.sub.finished:
                 self.remove(held.sub_id)
 
+        def deliver(
+            held: _Held, mine: list[Completed], data: Callable[[Completed], Data], kept: int | None
+        ) -> None:
+            """Give ``held`` (a pattern run by a shared automaton or a threshold group) the
+            outputs of ``mine``, the instances the event completed for it, in order, with
+            ``data`` from the cache of this event: what pushing it alone would give, as
+            ``PatternEngine.event`` (one side: ordered by their events' ``seq``s) and then
+            ``Subscription.deliver`` make them, without one push per pattern."""
+            counts.evaluated += 1
+            try:
+                found = [(e.seq, dict(data(c))) for c in mine]
+            except Exception as exc:  # noqa: BLE001 - alone, it fails on this event
+                self.remove(held.sub_id)
+                out.append((held.sub_id, Failed(e.seq, exc)))
+                return
+            sub = held.sub
+            out.extend((held.sub_id, o) for o in sub.deliver(e.seq, found, kept))
+            if sub.finished:
+                self.remove(held.sub_id)
+
         def run(shared: _Shared, passed: dict[int, set[int]]) -> None:
-            """Advance the shared automaton, then push each member whose ``WHERE`` passes
+            """Advance the shared automaton, then give each member whose ``WHERE`` passes
             one of the instances completed, or whose ``state_limit`` the instances held
-            now exceed; any other member, pushed alone, would output nothing and change
-            nothing (it is live, and its instances are the shared ones)."""
+            now exceed, its outputs (``deliver``); any other member, pushed alone, would
+            output nothing and change nothing (it is live, and its instances are the
+            shared ones). Each instance's ``data`` is built once: the members' ``SELECT``
+            is the shared automaton's."""
             automaton = shared.automaton
             counts.evaluated += 1
             before = automaton.touched
@@ -572,11 +615,16 @@ class SubscriptionSet:
                 return
             counts.instances += automaton.touched - before
             live = automaton.live
-            passing, failed = shared.where.passing(completed) if completed else ({}, {})
+            if completed:
+                completed.sort(key=_seqs)  # so each member's share is in its output order
+                passing, failed = shared.where.passing(completed)
+            else:
+                passing, failed = {}, {}
             if live > shared.limit:
                 members = list(shared.members)
             else:
                 members = sorted((*passing, *failed), key=_rank)
+            data = _Datas(automaton)
             for member in members:
                 if member in failed:
                     self.remove(member.sub_id)
@@ -584,19 +632,17 @@ class SubscriptionSet:
                     continue
                 mine = passing.get(member, [])
                 if mine or live > member.sub.state_limit:
-                    engine = member.sub.engine
-                    assert isinstance(engine, PatternEngine)
-                    engine.give(mine, live)
-                    evaluate(member)
+                    deliver(member, mine, data.get, live)
             if shared.members:
                 self._reconcile(shared.runner)
 
         def follow(grouped: _Grouped, passed: dict[int, set[int]]) -> None:
-            """Advance the threshold group, then push each member it completed an
-            instance of that passes the member's ``WHERE``; any other member, pushed
-            alone, would output nothing (the group holds each at most its
-            ``state_limit``). Where the group cannot follow the event, its members go on
-            alone and are pushed it in full."""
+            """Advance the threshold group, then give each member it completed an instance
+            of that passes the member's ``WHERE`` its outputs (``deliver``); any other
+            member, pushed alone, would output nothing. The group holds no member more
+            instances than its ``state_limit`` (``RecordGroup.advance`` refuses such a
+            start), so none is suspended. Where the group cannot follow the event, its
+            members go on alone and are pushed it in full."""
             group = grouped.group
             nodes = passed.get(0, set())
             counts.evaluated += 1
@@ -609,14 +655,24 @@ class SubscriptionSet:
                         self._reconcile(held)
                 return
             counts.instances += group.touched - before
+            views: dict[int, _Datas] = {}
             for member, completed in sorted(done, key=lambda d: _rank(d[0].payload)):
-                mine = member.automaton.passing(completed)
                 held = member.payload
-                if mine and self._held.get(held.sub_id) is held:
-                    engine = held.sub.engine
-                    assert isinstance(engine, PatternEngine)
-                    engine.give(mine, group.live(member))
-                    evaluate(held)
+                if self._held.get(held.sub_id) is not held:
+                    continue
+                try:
+                    mine = member.automaton.passing(completed)
+                except Exception as exc:  # noqa: BLE001 - alone, its WHERE fails it here
+                    self.remove(held.sub_id)
+                    out.append((held.sub_id, Failed(e.seq, exc)))
+                    continue
+                if mine:
+                    if len(mine) > 1:
+                        mine = sorted(mine, key=_seqs)
+                    data = views.get(member.view)
+                    if data is None:
+                        data = views[member.view] = _Datas(member.automaton)
+                    deliver(held, mine, data.get, None)
             if group.members:
                 self._reconcile(grouped.runner)
 
@@ -736,7 +792,7 @@ def _own_state(held: _Held) -> None:
 
 
 def _restart(held: _Held) -> None:
-    """Give the pattern of ``held`` the instances it holds in its threshold group."""
+    """Give the pattern of ``held`` the instances it holds in its group."""
     assert held.grouped is not None and held.member is not None
     held.member.automaton.restart(held.grouped.group.waiting_on(held.member))
 
@@ -760,6 +816,35 @@ def _touched(held: _Held) -> int:
 
 def _rank(held: _Held) -> int:
     return held.rank
+
+
+def _seqs(completed: Completed) -> tuple[int, ...]:
+    return completed[0]
+
+
+class _Datas:
+    """The ``data`` of instances completed on one event, built once each by
+    ``automaton`` for every pattern whose ``SELECT`` is its own (an error is kept and
+    raised again for each of them, as each would meet it alone)."""
+
+    __slots__ = ("automaton", "built")
+
+    def __init__(self, automaton: Automaton) -> None:
+        self.automaton = automaton
+        self.built: dict[int, Data | Exception] = {}
+
+    def get(self, completed: Completed) -> Data:
+        inst = completed[1]
+        found = self.built.get(id(inst))
+        if found is None:
+            try:
+                found = self.automaton.data(inst)
+            except Exception as exc:  # noqa: BLE001 - raised again below, for each asker
+                found = exc
+            self.built[id(inst)] = found
+        if isinstance(found, Exception):
+            raise found
+        return found
 
 
 @dataclass(eq=False)

@@ -39,33 +39,27 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-import itertools
 from collections.abc import Hashable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
-from matching import Type
-
 from .automaton import (
     ARITHMETIC,
-    REVERSED,
     Automaton,
     Getter,
     Instance,
     Test,
     compile_cond,
     compile_expr,
+    order_readings,
     reads_candidate,
 )
 from .events import Event
-from .pattern_model import All, Arithmetic, Compare, Cond, Expr, Literal, Matches, Pattern, Ref
+from .pattern_model import All, Arithmetic, Compare, Cond, Expr, Literal, Matches, Pattern
+from .patterns_groups import Done, Generation, GroupMember, Record, RecordGroup, hand_out
 from .predicates import COMPARE
-from .schema import EVENT_SCHEMA
 
-Completed = tuple[tuple[int, ...], Instance]
-
-_NUMBER = (Type.INT, Type.DECIMAL)
 _FACTOR = Literal("")  # in a group's key in place of the factor: no parsed number is a string
 
 
@@ -99,7 +93,7 @@ def threshold_shape(pattern: Pattern) -> Shape | None:
         if found is None:
             continue
         rest = parts[:i] + parts[i + 1 :]
-        if any(_has_arithmetic(c) for c in rest):
+        if any(has_arithmetic(c) for c in rest):
             return None
         attribute, op, arithmetic, factor_left = found
         factor = arithmetic.left if factor_left else arithmetic.right
@@ -127,18 +121,8 @@ def _threshold_conjunct(part: Cond, alias: str) -> tuple[str, str, Arithmetic, b
     """``(attribute, op, arithmetic, factor_left)`` when ``part`` compares ``alias.x``
     (numeric) with ``L op X`` or ``X op L`` (``op`` one of ``* + -``, ``L`` a number
     literal, ``X`` not reading the candidate), ``op`` read with the candidate on the left."""
-    if not isinstance(part, Compare) or part.op not in REVERSED:
-        return None
-    for mine, other, op in ((part.left, part.right, part.op),
-                            (part.right, part.left, REVERSED[part.op])):  # fmt: skip
-        if not (
-            isinstance(mine, Ref)
-            and mine.alias == alias
-            and not mine.last
-            and EVENT_SCHEMA.get(mine.attribute) in _NUMBER
-            and isinstance(other, Arithmetic)
-            and other.op in ARITHMETIC
-        ):
+    for attribute, op, other in order_readings(part, alias):
+        if not isinstance(other, Arithmetic) or other.op not in ARITHMETIC:
             continue
         for factor_left, factor, cross in ((True, other.left, other.right),
                                            (False, other.right, other.left)):  # fmt: skip
@@ -147,100 +131,46 @@ def _threshold_conjunct(part: Cond, alias: str) -> tuple[str, str, Arithmetic, b
                 and isinstance(factor.value, Decimal)
                 and not reads_candidate(cross, alias)
             ):
-                return mine.attribute, op, other, factor_left
+                return attribute, op, other, factor_left
     return None
 
 
-def _has_arithmetic(c: Cond) -> bool:
+def has_arithmetic(c: Cond) -> bool:
     """Whether evaluating ``c`` computes anything (and so might raise, as an overflow)."""
     if isinstance(c, Compare):
         return isinstance(c.left, Arithmetic) or isinstance(c.right, Arithmetic)
     if isinstance(c, Matches):
         return False
-    return any(_has_arithmetic(p) for p in c.parts)
+    return any(has_arithmetic(p) for p in c.parts)
 
 
-@dataclass(eq=False)
-class GroupMember:
-    """One pattern of a group: its own ``automaton`` (its ``WHERE``, its ``data``, and its
-    instances once it leaves), ``factor``, ``within``, ``limit`` (its ``state_limit``)
-    and ``payload`` (what the caller holds it by); ``order`` sorts members by factor."""
-
-    payload: Any
-    automaton: Automaton
-    factor: Decimal
-    within: dt.timedelta | None
-    limit: int
-    order: tuple[Decimal, int]
-    gone: bool = False
-
-
-@dataclass(frozen=True, eq=False)
-class _Generation:
-    """The members sorted by factor while none joins or leaves (the records started then
-    hold it): the longest ``within`` (``None``: some member has none) and the smallest
-    ``limit``."""
-
-    members: tuple[GroupMember, ...]
-    within: dt.timedelta | None
-    limit: int
-    # where each member stands in ``members``, filled when first asked
-    positions: dict[int, int] = field(default_factory=dict)
-
-    def position(self, member: GroupMember) -> int | None:
-        if not self.positions and self.members:
-            self.positions.update((id(m), i) for i, m in enumerate(self.members))
-        return self.positions.get(id(member))
-
-
-def _generation(members: tuple[GroupMember, ...]) -> _Generation:
-    windows = [m.within for m in members if m.within is not None]
-    longest = max(windows, default=dt.timedelta(0)) if len(windows) == len(members) else None
-    return _Generation(members, longest, min((m.limit for m in members), default=0))
-
-
-class _Record:
+class _Record(Record):
     """One start ``a`` (``start``: an instance at the step with ``a`` bound) and the
     members still waiting on it: ``generation.members[lo:hi]`` (some gone or expired);
     ``first`` is true when a ``b`` completes a prefix of that order (false: a suffix),
     ``None`` when no ``b`` can complete any (``X`` is absent)."""
 
-    __slots__ = ("start", "cross", "generation", "lo", "hi", "first")
+    __slots__ = ("cross", "lo", "hi", "first")
 
     def __init__(
-        self, start: Instance, cross: Any, generation: _Generation, first: bool | None
+        self, start: Instance, cross: Any, generation: Generation, first: bool | None
     ) -> None:
-        self.start = start
+        super().__init__(start, generation)
         self.cross = cross
-        self.generation = generation
         self.lo = 0
         self.hi = len(generation.members)
         self.first = first
 
-    @property
-    def event(self) -> Event:
-        return self.start.bound[0]
-
-    def index(self, member: GroupMember) -> int | None:
-        return self.generation.position(member)
-
-
-def _order(member: GroupMember) -> tuple[Decimal, int]:
-    return member.order
-
 
 @dataclass(eq=False)
-class ThresholdGroup:
+class ThresholdGroup(RecordGroup):
     """The members of one ``Shape.key``; ``automaton`` is one member's pattern compiled
     without ``WHERE`` and ``WITHIN`` (``multi.py`` checks the sources' filters with it).
     ``records`` (the starts some member may still wait on) is truthy exactly while the
-    step's source matters, as ``Node.waiting`` is for an automaton's step."""
+    step's source matters, as ``Node.waiting`` is for an automaton's step (``RecordGroup``)."""
 
     shape: Shape
     automaton: Automaton
-    records: list[_Record] = field(default_factory=list)
-    touched: int = 0
-    now: dt.datetime | None = None
 
     def __post_init__(self) -> None:
         aliases = self.automaton.pattern.aliases
@@ -250,81 +180,28 @@ class ThresholdGroup:
         self._cross: Getter = compile_expr(self.shape.cross, aliases, 1)
         self._combine = ARITHMETIC[self.shape.combine]
         self._compare = COMPARE[self.shape.op]
-        self._serials = itertools.count()
-        self.generation = _generation(())
-
-    @property
-    def waiting(self) -> list[_Record]:
-        return self.records
-
-    @property
-    def members(self) -> tuple[GroupMember, ...]:
-        return self.generation.members
+        self.attribute = self.shape.attribute
+        self._begin()
 
     def join(self, payload: Any, automaton: Automaton, shape: Shape, limit: int) -> GroupMember:
-        """Add a pattern holding no instance (of this group's key): it waits on the
-        starts from now on."""
-        member = GroupMember(
-            payload,
-            automaton,
-            shape.factor,
-            automaton.within,
-            limit,
-            (shape.factor, next(self._serials)),
-        )
-        members = list(self.generation.members)
-        bisect.insort(members, member, key=_order)
-        self.generation = _generation(tuple(members))
-        return member
-
-    def leave(self, member: GroupMember) -> None:
-        """Take ``member`` out: no record completes or counts it any more."""
-        member.gone = True
-        self.generation = _generation(tuple(m for m in self.generation.members if not m.gone))
+        """Add a pattern holding no instance (of this group's key), sorted by its factor."""
+        return self._add(payload, automaton, limit, shape.factor)
 
     def threshold(self, factor: Decimal, cross: Any) -> Any:
         return (
             self._combine(factor, cross) if self.shape.factor_left else self._combine(cross, factor)
         )
 
-    def advance(
-        self, e: Event, *, offer: bool, start: bool
-    ) -> list[tuple[GroupMember, list[Completed]]] | None:
-        """Offer ``e`` (``offer``: it passes the step's source) to the records, then start
-        one (``start``: it passes the first source); the members it completed, each with
-        its instances in the order of their first events (as ``Automaton.advance`` gives
-        them before ``WHERE``). ``None``, with nothing changed, when the group cannot
-        follow ``e`` exactly (module docstring)."""
-        now = e.time
-        kept = [r for r in self.records if r.lo < r.hi and _young(r, now)]
-        new = None
-        if start and self.generation.members:
-            new = self._start(e)
-            if new is None or len(kept) + 1 > self.generation.limit:
-                return None
-        self.now = now
-        done: dict[GroupMember, list[Completed]] = {}
-        if offer and kept:
-            v = e.values.get(self.shape.attribute)
-            if v is not None:
-                for record in kept:
-                    self._offer(record, e, v, now, done)
-                kept = [r for r in kept if r.lo < r.hi]
-        if new is not None:
-            kept.append(new)
-        self.records = kept
-        return list(done.items())
+    def _open(self, record: _Record) -> bool:
+        return record.lo < record.hi
 
-    def _start(self, e: Event) -> _Record | None:
+    def _start(self, e: Event) -> _Record:
         start = Instance(1, (e,), (None,), {}, (), 0)
         members = self.generation.members
-        try:
-            cross = self._cross(start, None)
-            if cross is not None:  # the extreme factors: no threshold between them raises
-                self.threshold(members[0].factor, cross)
-                self.threshold(members[-1].factor, cross)
-        except ArithmeticError:
-            return None
+        cross = self._cross(start, None)  # an ArithmeticError refuses the event (RecordGroup)
+        if cross is not None:  # the extreme factors: no threshold between them raises
+            self.threshold(members[0].literal, cross)
+            self.threshold(members[-1].literal, cross)
         if cross is None:
             return _Record(start, cross, self.generation, None)
         combine, factor_left = self.shape.combine, self.shape.factor_left
@@ -337,21 +214,14 @@ class ThresholdGroup:
         first = rising >= 0 if above else rising <= 0
         return _Record(start, cross, self.generation, first)
 
-    def _offer(
-        self,
-        record: _Record,
-        e: Event,
-        v: Any,
-        now: dt.datetime,
-        done: dict[GroupMember, list[Completed]],
-    ) -> None:
+    def _offer(self, record: _Record, e: Event, v: Any, now: dt.datetime, done: Done) -> None:
         if record.first is None:
             return
         self.touched += 1
         members, cross, compare = record.generation.members, record.cross, self._compare
 
         def met(m: GroupMember) -> bool:
-            t = self.threshold(m.factor, cross)
+            t = self.threshold(m.literal, cross)
             return t is not None and compare(v, t)
 
         lo, hi = record.lo, record.hi
@@ -367,46 +237,11 @@ class ThresholdGroup:
                 return
             cut = bisect.bisect_left(members, True, lo, hi - 1, key=met)
             taken, record.hi = members[cut:hi], cut
-        age = now - record.event.time
-        completed: Completed | None = None
-        for m in taken:
-            if m.gone or (m.within is not None and age > m.within):
-                continue  # left the group, or dropped by WITHIN before e was offered
-            if completed is None:
-                a = record.event
-                completed = ((a.seq, e.seq), Instance(2, (a, e), (None, None), {}, (), 0))
-            found = done.get(m)
-            if found is None:
-                done[m] = [completed]
-            else:
-                found.append(completed)
+        hand_out(record, taken, e, now - record.event.time, done)
 
-    def waiting_on(self, member: GroupMember) -> list[Event]:
-        """The first events of the instances ``member`` holds, oldest first: the starts it
-        waits on that ``WITHIN`` had not dropped at the last event offered."""
-        out = []
-        for record in self.records:
-            i = record.index(member)
-            if i is not None and record.lo <= i < record.hi and self._kept(record, member):
-                out.append(record.event)
-        return out
-
-    def live(self, member: GroupMember) -> int:
-        """How many instances ``member`` holds (``state_limit`` counts them)."""
-        return len(self.waiting_on(member))
-
-    def _kept(self, record: _Record, member: GroupMember) -> bool:
-        return (
-            self.now is None
-            or member.within is None
-            or self.now - record.event.time <= member.within
-        )
-
-
-def _young(record: _Record, now: dt.datetime) -> bool:
-    """Whether some member of the record's generation may still wait on it at ``now``."""
-    within = record.generation.within
-    return within is None or now - record.event.time <= within
+    def waits(self, record: _Record, member: GroupMember) -> bool:
+        i = record.generation.position(member)
+        return i is not None and record.lo <= i < record.hi
 
 
 def _conjunction(parts: tuple[Cond, ...]) -> Cond:

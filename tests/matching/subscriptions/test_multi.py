@@ -20,6 +20,7 @@ from matching.subscriptions.multi import StaticSplit, SubscriptionSet, split_fil
 BASE = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.UTC)
 SUBJECTS = ["office.supplies.pencils", "office.supplies.pens", "garden.tools.rakes"]
 PRICES = ["0.90", "1.00", "1.05", "1.10", "1.20"]
+ORDERS = ["<", "<=", ">", ">="]
 
 
 def _stamp(t: dt.datetime) -> str:
@@ -135,11 +136,27 @@ THRESHOLDS = [
     "SELECT a.price FROM " + T + " AS a NEXT{{b.price >= {k} - a.price}} " + T + " AS b{within}",
 ]
 FACTORS = ["-1", "-0.5", "0", "0.5", "1", "1.05", "1.050", "1.1", "2"]
+# "a trade above x, then the next one below y" and kin: groups of these that differ only in
+# the literals {x} and {y}, WITHIN, WHERE and SELECT run on one record per start
+# (patterns_bounds.py); the literals tie with each other and with the events' values, and
+# the orders {c} and {r} are drawn for each group
+BOUNDS = [
+    "SELECT a.price, b.price FROM FILTER{{type = 'trade' AND subject = '{s}' AND price {c} {x}}}"
+    "(EVENTS) AS a NEXT{{b.subject = a.subject AND b.price {r} {y}}} "
+    "FILTER{{type = 'trade' AND subject = '{s}'}}(EVENTS) AS b{within}",
+    "SELECT a.seq, b.seq, DUR FROM FILTER{{{x} {c} price}}(EVENTS) AS a "
+    "NEXT{{{y} {r} b.value}} EVENTS AS b{within}",
+    "SELECT a.price, b.value FROM FILTER{{price {c} {x} AND type = 'trade'}}(EVENTS) AS a "
+    "NEXT{{b.offer = a.offer AND b.value {r} {y}}} FILTER{{type = 'best_offer'}}(EVENTS) AS b "
+    "WHERE b.value - a.price >= {q}{within}",
+    "SELECT b.price, end FROM FILTER{{type = 'trade' AND price {c} {x}}}(EVENTS) AS a "
+    "NEXT{{b.price {r} {y} AND b.subject != a.subject}} " + T + " AS b{within}",
+]
 FORM2 = [
     "SELECT b.offer FROM a AND b WHERE a.type = 'trade', a.price >= {p}, "
     "b.type = 'best_offer', b.subject = a.subject",
 ]
-QUERIES = FORM1 + FORM3 + THRESHOLDS + THRESHOLDS + FORM2
+QUERIES = FORM1 + FORM3 + THRESHOLDS + THRESHOLDS + BOUNDS + FORM2
 
 
 @st.composite
@@ -166,10 +183,11 @@ def events(draw: st.DrawFn, n: int) -> list[dict[str, Any]]:
 
 @st.composite
 def scripts(
-    draw: st.DrawFn, queries: list[str] = QUERIES
+    draw: st.DrawFn, queries: list[str] = QUERIES, sizes: tuple[int, ...] = (1, 1, 2, 3, 5)
 ) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
     """Events, and what happens before each: ``("add", id, query, history, limit)`` or
-    ``("remove", id)``, the queries from the templates ``queries``."""
+    ``("remove", id)``, the queries from the templates ``queries``, added in runs of one of
+    ``sizes`` that differ only in their ``WHERE`` or threshold parameters."""
     stream = draw(events(draw(st.integers(1, 24))))
     steps: list[tuple[Any, ...]] = []
     held: list[int] = []
@@ -185,11 +203,13 @@ def scripts(
                 "m": draw(st.integers(0, 20)),
                 "o": draw(st.integers(1, 3)),
                 "s": draw(st.sampled_from(SUBJECTS)),
+                "c": draw(st.sampled_from(ORDERS)),
+                "r": draw(st.sampled_from(ORDERS)),
             }
             # some patterns come in groups that differ only in WHERE (d, n, q), which the
             # set runs by one shared automaton, or in a factor and WITHIN (k, within), which
             # it runs as one threshold group
-            for _ in range(draw(st.sampled_from([1, 1, 2, 3, 5]))):
+            for _ in range(draw(st.sampled_from(sizes))):
                 within = draw(st.none() | st.integers(0, 20))
                 query = template.format(
                     **params,
@@ -197,6 +217,8 @@ def scripts(
                     n=draw(st.integers(1, 3)),
                     q=draw(st.sampled_from(["0", "0.05", "0.1"])),
                     k=draw(st.sampled_from(FACTORS)),
+                    x=draw(st.sampled_from(PRICES)),
+                    y=draw(st.sampled_from(PRICES)),
                     op=draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">="])),
                     within="" if within is None else f" WITHIN {within}m",
                 )
@@ -219,6 +241,29 @@ def test_the_set_gives_what_each_subscription_gives_on_its_own(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scripts(THRESHOLDS))
 def test_threshold_groups_give_what_each_pattern_gives_on_its_own(
+    script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]],
+) -> None:
+    _same_as_alone(script, True)
+
+
+# Runs of many patterns that one shared automaton or threshold group runs together, so
+# that one event completes instances for many of them at once and the set hands them their
+# outputs together (multi.py's ``deliver``), some with a state_limit the event exceeds
+BULK = [FORM3[2], FORM3[5], FORM3[6], FORM3[3], THRESHOLDS[0], THRESHOLDS[1], THRESHOLDS[3],
+        BOUNDS[0], BOUNDS[1]]  # fmt: skip
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scripts(BULK, sizes=(4, 8, 12)))
+def test_outputs_handed_out_in_bulk_are_what_each_pattern_gives_on_its_own(
+    script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]],
+) -> None:
+    _same_as_alone(script, True)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scripts(BOUNDS, sizes=(1, 2, 4, 8)))
+def test_bound_groups_give_what_each_pattern_gives_on_its_own(
     script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]],
 ) -> None:
     _same_as_alone(script, True)
@@ -428,6 +473,8 @@ def test_patterns_that_differ_only_in_where_share_one_automaton() -> None:
         # and only the patterns whose d the longest rise (k - 2 minutes) meets were pushed
         met = [d for d in alone if d <= k - 2]
         assert {d for d, _ in got} == set(met)
+        # each output has its own data, though the patterns' outputs were built once
+        assert len({id(o.data) for _, o in got}) == len(got)  # type: ignore[union-attr]
         assert (multi.last.instances, multi.last.evaluated) == (k - 2, 1 + len(met))
         assert multi.instances == 20 * (k - 1)
     # When one is taken out, it goes on alone with the instances it had in the set
