@@ -253,7 +253,7 @@ BULK = [FORM3[2], FORM3[5], FORM3[6], FORM3[3], THRESHOLDS[0], THRESHOLDS[1], TH
         BOUNDS[0], BOUNDS[1]]  # fmt: skip
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scripts(BULK, sizes=(4, 8, 12)))
 def test_outputs_handed_out_in_bulk_are_what_each_pattern_gives_on_its_own(
     script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]],
@@ -261,7 +261,7 @@ def test_outputs_handed_out_in_bulk_are_what_each_pattern_gives_on_its_own(
     _same_as_alone(script, True)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scripts(BOUNDS, sizes=(1, 2, 4, 8)))
 def test_bound_groups_give_what_each_pattern_gives_on_its_own(
     script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]],
