@@ -204,9 +204,6 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 CELERY_REDIS_SOCKET_TIMEOUT = 5
 CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 5, "socket_connect_timeout": 2}
-# The matching cycle has a queue of its own, consumed by a worker that runs nothing else
-# (``celery worker --role matching``, exchange/celery.py): cycles never wait behind other
-# tasks, and one worker process runs them back to back.
 # Celery's Django fixup closes a worker's database connections before and after every task,
 # and in a prefork worker with a connection pool the whole pool: every task then opened new
 # PostgreSQL sessions (841 in 30 s of the live benchmark at 20 bids/s, two per task, each a
@@ -214,6 +211,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 5, "socket_connect_timeout"
 # With this the fixup recycles the pool only every so many tasks; between tasks the
 # connection goes back to the pool (``exchange.celery.connection_give_back``).
 CELERY_DB_REUSE_MAX = 1000
+# The matching cycle has a queue of its own, consumed by a worker that runs nothing else
+# (``celery worker --role matching``, exchange/celery.py): cycles never wait behind other
+# tasks, and one worker process runs them back to back.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 MATCHING_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}.matching"
 CELERY_TASK_ROUTES = {"exchange.matching_cycle": {"queue": MATCHING_QUEUE}}
