@@ -397,9 +397,7 @@ class SubscriptionSet:
             held.grouped = held.member = None
             grouped.group.leave(member)
             if not grouped.group.members:
-                self._drop_sources(grouped.runner)
-                if self._groups.get(grouped.key) is grouped:
-                    del self._groups[grouped.key]
+                self._group_end(grouped)
         return held.sub
 
     def _drop_sources(self, held: _Held) -> None:
@@ -481,12 +479,17 @@ class SubscriptionSet:
         held.member = grouped.group.join(held, engine.sides[0], shape, held.sub.state_limit)  # type: ignore[arg-type]  # the group of shape.key is of shape's kind
         held.grouped = grouped
 
-    def _dissolve(self, grouped: _Grouped) -> list[_Held]:
-        """End ``grouped``: each member goes on alone from the instances it holds in the
-        group, its sources in the index; the members, in rank order."""
+    def _group_end(self, grouped: _Grouped) -> None:
+        """Take ``grouped``'s sources out of the index and the group out of the set (unless
+        a newer group of its key has taken its place)."""
         self._drop_sources(grouped.runner)
         if self._groups.get(grouped.key) is grouped:
             del self._groups[grouped.key]
+
+    def _dissolve(self, grouped: _Grouped) -> list[_Held]:
+        """End ``grouped``: each member goes on alone from the instances it holds in the
+        group, its sources in the index; the members, in rank order."""
+        self._group_end(grouped)
         members = sorted((m.payload for m in grouped.group.members), key=_rank)
         for held in members:
             _restart(held)
@@ -637,7 +640,7 @@ class SubscriptionSet:
                 self._reconcile(shared.runner)
 
         def follow(grouped: _Grouped, passed: dict[int, set[int]]) -> None:
-            """Advance the threshold group, then give each member it completed an instance
+            """Advance the threshold or bound group, then give each member it completed an instance
             of that passes the member's ``WHERE`` its outputs (``deliver``); any other
             member, pushed alone, would output nothing. The group holds no member more
             instances than its ``state_limit`` (``RecordGroup.advance`` refuses such a

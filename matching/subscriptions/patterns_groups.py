@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import itertools
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -106,7 +107,7 @@ def _order(member: GroupMember) -> tuple[Decimal, int]:
     return member.order
 
 
-class RecordGroup:
+class RecordGroup(ABC):
     """The members and records of one group (``records``: the starts some member may
     still wait on, truthy exactly while the step's source matters, as ``Node.waiting`` is
     for an automaton's step); ``now`` is the time of the last event offered."""
@@ -192,21 +193,25 @@ class RecordGroup:
     # what each kind of group does its own way
     attribute: str  # the candidate's attribute its members' conditions compare
 
+    @abstractmethod
     def _open(self, record: Any) -> bool:
         """Whether some member of ``record``'s generation has not been completed on it."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _start(self, e: Event) -> Record | None:
         """The record ``e`` starts (``None``: no member waits on it)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _offer(self, record: Any, e: Event, v: Any, now: dt.datetime, done: Done) -> None:
         """Offer ``e`` (its compared value ``v``) to ``record``; add what it completes."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def waits(self, record: Any, member: GroupMember) -> bool:
         """Whether ``member`` has not been completed on ``record`` (its own rule)."""
-        raise NotImplementedError
+        ...
 
     def waiting_on(self, member: GroupMember) -> list[Event]:
         """The first events of the instances ``member`` holds, oldest first: the starts it
