@@ -14,6 +14,10 @@ and the Spark batch matcher on the same workloads and batches.
                               (ops/benchmarks/patterns.py), its section put into DIR's report
     ops/bench --dissemination-only [--quick] [--watches N] [--out DIR]    the dissemination
                               benchmark alone (ops/benchmarks/dissemination.py)
+    ops/bench --live-only [--live-json F] [--load-json F] [--out DIR]    the end-to-end
+                              benchmark alone (ops/bench_live.py, SPEC 9's book built
+                              afresh): its target rows, sections and explanation put into
+                              DIR's report (ops/benchmarks/report/live_alone.py)
 
 The database is ``--dsn``, else ``BENCH_DATABASE_URL``, else ``DATABASE_URL``, else the
 development cluster of ``ops/services``. The stores live in the schemas
@@ -118,6 +122,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         help="a second ops/bench_live.py result, run at the rate the stack holds, reported as "
         "the sustained load test",
+    )
+    ap.add_argument(
+        "--live-only",
+        action="store_true",
+        help="run only the end-to-end benchmark (ops/bench_live.py with its defaults, or take "
+        "--live-json; --load-json adds the sustained-load run) and put its rows of the targets "
+        "table, its sections and its explanation into the report already in --out (default "
+        "docs/)",
     )
     ap.add_argument(
         "--index-only",
@@ -436,10 +448,28 @@ def dissemination_only(args: argparse.Namespace) -> int:
     return 0
 
 
+def live_only(args: argparse.Namespace) -> int:
+    """The end-to-end benchmark alone, its parts spliced into the existing report."""
+    from ops.benchmarks.report.live_alone import splice
+
+    out = args.out or ROOT / "docs"
+    live = json.loads(args.live_json.read_text()) if args.live_json else measure_live()
+    results: dict[str, Any] = {"live": live}
+    if args.load_json:
+        results["load"] = json.loads(args.load_json.read_text())
+    raw = ROOT / "test-artifacts" / "bench" / "live.json"
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    raw.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from ops.benchmarks.report import write_report
 
+    if args.live_only:
+        return live_only(args)
     if args.index_only:
         return index_only(args)
     if args.history_only:

@@ -17,17 +17,17 @@ from .doc import Doc
 PROFILE = Path(__file__).resolve().parent.parent / "results" / "live-profile.json"
 
 
+# The sections of the end-to-end runs: the results' key of each, and its title.
+SECTIONS = (
+    ("live", "End to end: a bid over REST to its best-offer frame (SPEC 9)"),
+    ("load", "Sustained load: the rate the stack holds with no error and no lost order"),
+)
+
+
 def live(doc: Doc) -> None:
-    if doc.results.get("live"):
-        section(
-            doc, doc.results["live"], "End to end: a bid over REST to its best-offer frame (SPEC 9)"
-        )
-    if doc.results.get("load"):
-        section(
-            doc,
-            doc.results["load"],
-            "Sustained load: the rate the stack holds with no error and no lost order",
-        )
+    for key, title in SECTIONS:
+        if doc.results.get(key):
+            section(doc, doc.results[key], title)
     sweep = sweep_results(doc.results)
     if sweep:
         doc.add(SWEEP_BEGIN, sweep_markdown(sweep), SWEEP_END, "")
