@@ -107,6 +107,7 @@ def drive_rate(args: argparse.Namespace, rate: float, tokens: list[str]) -> dict
         "stages_ms": {name: load.spread(values) for name, values in stages.items()},
         "frames": len(result["latencies"]),
         "unanswered": result["unanswered"],
+        "lost_frames": checks.announced(result["unseen_ids"]),
         "bids_sent": result["bids_sent"],
         "acknowledged": len(result["acknowledged"]),
         "stored": stored,

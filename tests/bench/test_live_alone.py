@@ -67,6 +67,7 @@ def run(rate: float, p50: float, p99: float) -> dict[str, Any]:
         "stored": 3_000,
         "frames": 2_999,
         "unanswered": 1,
+        "lost_frames": 0,
         "reads": 1_200,
         "errors": 0,
         "achieved_rate": rate,
@@ -97,6 +98,7 @@ def test_met_targets_replace_their_rows_sections_and_drop_their_explanation(tmp_
     assert "96,499" not in text and "The old load run." not in text
     assert "`.venv/bin/python ops/bench_live.py --rate 50` on 2026-11-25 02:00 UTC" in text
     assert "2 cores (Intel(R) Xeon(R) Processor)" in text
+    assert "| 2,999 (1 not seen within 30 s of the last POST, of them 0 announced;" in text
     assert "`.venv/bin/python ops/bench_live.py --rate 100`" in text
     assert "* **End to end at" not in text
     assert GEOMETRIC_WHY in text

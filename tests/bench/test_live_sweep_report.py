@@ -18,6 +18,7 @@ def run(rate: float, p99: float, *, errors: int = 0, stored: int = 100) -> dict[
         "ack_ms": spread,
         "frames": 98,
         "unanswered": 2,
+        "lost_frames": 0,
         "bids_sent": 100,
         "acknowledged": 100,
         "stored": stored,
@@ -50,14 +51,22 @@ def test_a_rate_holds_only_within_p99_with_no_error_and_every_bid_stored():
     assert not report.held(run(50, 501.0))
     assert not report.held(run(50, 100.0, errors=1))
     assert not report.held(run(50, 100.0, stored=99))
-    # Frames not seen (a bid overtaken in the same cycle is never announced) do not count.
+    # Frames not seen (a bid overtaken in the same cycle is never announced) do not count,
+    # unless the best-offer history says the bid was announced: then its frame was lost.
     assert report.held(run(50, 100.0) | {"unanswered": 7})
+    assert not report.held(run(50, 100.0) | {"unanswered": 7, "lost_frames": 1})
+
+
+def test_a_run_from_before_the_announced_check_shows_a_dash():
+    old = run(50, 120.0)
+    del old["lost_frames"]
+    assert report.sweep_rows(sweep(old))[2].split(" | ")[6] == "2 (–)"
 
 
 def test_the_table_has_a_row_per_rate_and_names_the_highest_rate_held():
     r = sweep(run(50, 120.0), run(100, 450.0), run(150, 900.0))
     rows = report.sweep_rows(r)
-    assert rows[2] == "| 50 | 49.5 | 30 / 60 / 120 | 30 / 60 / 120 | 40 | 2.5 | 2 | 0 | yes | – |"
+    assert rows[2] == "| 50 | 49.5 | 30 / 60 / 120 | 30 / 60 / 120 | 40 | 2.5 | 2 (0) | 0 | yes | – |"
     assert rows[4].startswith("| 150 | 149.5 | 225 / 450 / 900 |")
     assert rows[4].endswith("| no | – |")
     assert len(rows) == 2 + 3

@@ -70,6 +70,18 @@ def stored(acknowledged: list[int]) -> int:
     return int(count)
 
 
+def announced(bid_ids: list[int]) -> int:
+    """How many of these bids were ever an offer's best bid (a row of the best-offer
+    history names them), so a ``best_offer`` frame announced them. A bid overtaken on its
+    offer by a later bid in the same cycle never is: its frame not being seen is right;
+    an announced bid's is a lost frame."""
+    (count,) = one_row(
+        "SELECT count(DISTINCT bid_id) FROM exchange_bestofferchange WHERE bid_id = ANY(%s)",
+        [bid_ids],
+    )
+    return int(count)
+
+
 def verified() -> str:
     """The last line ``verify_best_offers`` says."""
     check = manage("verify_best_offers", capture_output=True, check=False)

@@ -166,6 +166,9 @@ async def drive(
         "reads": reads,
         "elapsed": elapsed,
         "unanswered": len(sent),
+        # Acknowledged bids whose frame never came: the bench asks the database whether each
+        # was ever announced (``checks.announced``).
+        "unseen_ids": [int(t["id"]) for t in timeline.values() if "id" in t and "frame" not in t],
         "bids_sent": n_bids,
         "timeline": [t for t in timeline.values() if "id" in t and "frame" in t],
     }

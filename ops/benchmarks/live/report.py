@@ -38,6 +38,7 @@ def values(r: dict[str, Any]) -> dict[str, str]:
         "stored": f"{r['stored']:,}",
         "frames": f"{r['frames']:,}",
         "unanswered": f"{r['unanswered']:,}",
+        "lost_frames": _lost(r),
         "reads": f"{r['reads']:,}",
         "errors": str(r["errors"]),
         "achieved_rate": f"{r['achieved_rate']:.1f}",
@@ -46,6 +47,12 @@ def values(r: dict[str, Any]) -> dict[str, str]:
         "first_errors": "\n".join(f"* `{e}`" for e in r["first_errors"]),
         "stages": stages_line(r),
     }
+
+
+def _lost(run: dict[str, Any]) -> str:
+    """The frames of announced bids not seen; a dash for runs from before the bench
+    asked (``checks.announced``)."""
+    return f"{run['lost_frames']:,}" if "lost_frames" in run else "–"
 
 
 def stages_line(run: dict[str, Any]) -> str:
@@ -82,14 +89,16 @@ SWEEP_P99_MS = 500.0
 
 def held(run: dict[str, Any]) -> bool:
     """Whether a rate held SPEC 9's bar: p99 to the frame within 500 ms, every bid
-    acknowledged and stored, no error. (A bid overtaken on its offer by a later one in the
-    same cycle is never announced, so frames not seen are reported, not held against it.)"""
+    acknowledged and stored, no error, and the frame of every bid that was announced seen.
+    (A bid overtaken on its offer by a later one in the same cycle is never announced: its
+    frame not being seen is reported, not held against the rate.)"""
     frame = run["frame_ms"]
     return (
         frame is not None
         and frame["p99"] <= SWEEP_P99_MS
         and not run["errors"]
         and run["acknowledged"] == run["stored"] == run["bids_sent"]
+        and not run.get("lost_frames", 0)
     )
 
 
@@ -104,7 +113,7 @@ def sweep_rows(r: dict[str, Any]) -> list[str]:
     """The sweep's table, one row per rate."""
     rows = [
         "| offered bids/s | achieved | frame p50 / p90 / p99 ms | 201 p50 / p90 / p99 ms "
-        "| cycles | changes per cycle | frames not seen | errors | held "
+        "| cycles | changes per cycle | frames not seen (of them announced) | errors | held "
         "| stages p50 / p99 ms |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -114,7 +123,8 @@ def sweep_rows(r: dict[str, Any]) -> list[str]:
         ack = " / ".join(_ms(run["ack_ms"], q) for q in ("p50", "p90", "p99"))
         rows.append(
             f"| {run['rate']:g} | {run['achieved_rate']:.1f} | {frame} | {ack} "
-            f"| {c['count']:,} | {c['mean_changes']:.1f} | {run['unanswered']:,} | {run['errors']} "
+            f"| {c['count']:,} | {c['mean_changes']:.1f} | {run['unanswered']:,} ({_lost(run)}) "
+            f"| {run['errors']} "
             f"| {'yes' if held(run) else 'no'} | {stages_line(run)} |"
         )
     return rows
