@@ -589,13 +589,13 @@ class SubscriptionSet:
             ``Subscription.deliver`` make them, without one push per pattern."""
             counts.evaluated += 1
             try:
-                found = [(e.seq, dict(data(c))) for c in mine]
+                datas = [data(c) for c in mine]
             except Exception as exc:  # noqa: BLE001 - alone, it fails on this event
                 self.remove(held.sub_id)
                 out.append((held.sub_id, Failed(e.seq, exc)))
                 return
             sub = held.sub
-            out.extend((held.sub_id, o) for o in sub.deliver(e.seq, found, kept))
+            sub.deliver_to(held.sub_id, e.seq, datas, kept, out)
             if sub.finished:
                 self.remove(held.sub_id)
 
