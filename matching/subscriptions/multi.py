@@ -79,6 +79,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from functools import partial
+from operator import attrgetter
 from typing import Any
 
 from matching import Interval, Type
@@ -288,15 +289,13 @@ class _Shared:
     members: list[_Held] = field(default_factory=list)
     where: WhereIndex = field(init=False)  # the members by WHERE
     limit: float = float("inf")  # the smallest state_limit of the members
+    automaton: Automaton = field(init=False)  # the runner's, read once per event
 
     def __post_init__(self) -> None:
         self.where = WhereIndex(self.key.aliases)
-
-    @property
-    def automaton(self) -> Automaton:
         engine = self.runner.sub.engine
         assert isinstance(engine, PatternEngine)
-        return engine.sides[0]
+        self.automaton = engine.sides[0]
 
 
 @dataclass(eq=False)
@@ -659,7 +658,7 @@ class SubscriptionSet:
                 return
             counts.instances += group.touched - before
             views: dict[int, _Datas] = {}
-            for member, completed in sorted(done, key=lambda d: _rank(d[0].payload)):
+            for member, completed in sorted(done, key=lambda d: d[0].payload.rank):
                 held = member.payload
                 if self._held.get(held.sub_id) is not held:
                     continue
@@ -817,8 +816,8 @@ def _touched(held: _Held) -> int:
     return engine.touched if isinstance(engine, PatternEngine) else 0
 
 
-def _rank(held: _Held) -> int:
-    return held.rank
+# a held subscription's rank (the order it is evaluated in), read in C when sorting
+_rank: Callable[[_Held], int] = attrgetter("rank")
 
 
 def _seqs(completed: Completed) -> tuple[int, ...]:
