@@ -144,9 +144,10 @@ class Subscription:
             n += 1
             out.append((key, Notification(n, seq, data)))
         self.n = n
-        ending = self._over_limit(seq, kept)
-        if ending is not None:
-            out.append((key, ending))
+        if kept is not None:
+            ending = self._over_limit(seq, kept)
+            if ending is not None:
+                out.append((key, ending))
 
     def _over_limit(self, seq: int, kept: int | None) -> Notification | None:
         """Past ``state_limit`` with ``kept`` events held: suspended, with the notification

@@ -248,6 +248,9 @@ class Counts:
     instances: int = 0
 
 
+_NONE: frozenset[int] = frozenset()  # no source passed
+
+
 @dataclass(eq=False)
 class _Source:
     held: _Held
@@ -257,6 +260,8 @@ class _Source:
     split: StaticSplit
     active: bool = False
     keyed: tuple[str, Any] | None = None  # the waiting instances' one hash key, indexed
+    # whether the index may test the step's hash key (None: not asked yet; _sole_key)
+    keyable: bool | None = None
 
 
 @dataclass(eq=False)
@@ -530,7 +535,7 @@ class SubscriptionSet:
         source: an event with another value would find no instance to offer itself to."""
         for node, source_id, source in held.watch:
             want = node is None or bool(node.waiting)
-            keyed = _sole_key(node, source.split) if want and isinstance(node, Node) else None
+            keyed = _sole_key(node, source) if want and isinstance(node, Node) else None
             if want == source.active and keyed == source.keyed:
                 continue
             self._deactivate(source_id, source)
@@ -588,7 +593,7 @@ class SubscriptionSet:
             ``Subscription.deliver`` make them, without one push per pattern."""
             counts.evaluated += 1
             try:
-                datas = [data(c) for c in mine]
+                datas = list(map(data, mine))
             except Exception as exc:  # noqa: BLE001 - alone, it fails on this event
                 self.remove(held.sub_id)
                 out.append((held.sub_id, Failed(e.seq, exc)))
@@ -609,7 +614,7 @@ class SubscriptionSet:
             counts.evaluated += 1
             before = automaton.touched
             try:
-                completed = automaton.advance(e, passed.get(0, set()).__contains__)
+                completed = automaton.advance(e, passed.get(0, _NONE).__contains__)
             except Exception as exc:  # noqa: BLE001 - each member would have raised alone
                 for member in list(shared.members):
                     self.remove(member.sub_id)
@@ -617,6 +622,10 @@ class SubscriptionSet:
                 return
             counts.instances += automaton.touched - before
             live = automaton.live
+            if not completed and live <= shared.limit:  # no member is given anything
+                if shared.members:
+                    self._reconcile(shared.runner)
+                return
             if completed:
                 completed.sort(key=_seqs)  # so each member's share is in its output order
                 passing, failed = shared.where.passing(completed)
@@ -646,7 +655,7 @@ class SubscriptionSet:
             start), so none is suspended. Where the group cannot follow the event, its
             members go on alone and are pushed it in full."""
             group = grouped.group
-            nodes = passed.get(0, set())
+            nodes = passed.get(0, _NONE)
             counts.evaluated += 1
             before = group.touched
             done = group.advance(e, offer=1 in nodes, start=0 in nodes)
@@ -663,7 +672,11 @@ class SubscriptionSet:
                 if self._held.get(held.sub_id) is not held:
                     continue
                 try:
-                    mine = member.automaton.passing(completed)
+                    mine = (
+                        completed
+                        if member.automaton.where is None
+                        else (member.automaton.passing(completed))
+                    )
                 except Exception as exc:  # noqa: BLE001 - alone, its WHERE fails it here
                     self.remove(held.sub_id)
                     out.append((held.sub_id, Failed(e.seq, exc)))
@@ -757,17 +770,20 @@ class SubscriptionSet:
         return sum(_held_instances(held) for held in self._held.values() if held.kind == "pattern")
 
 
-def _sole_key(node: Node, split: StaticSplit) -> tuple[str, Any] | None:
+def _sole_key(node: Node, source: _Source) -> tuple[str, Any] | None:
     """``(attribute, value)`` when every instance waiting at ``node`` is hashed under the
     one ``value`` of ``attribute``, a value of the attribute's type the index can test and
     an attribute the source's split does not test already (nor ``subject``, whose tests
-    are patterns); otherwise ``None``."""
+    are patterns; asked once per source); otherwise ``None``."""
     if node.key is None or len(node.waiting) != 1:
         return None
     attribute = node.key[0]
-    value = next(iter(node.waiting))
-    if attribute == "subject" or any(a == attribute for a, _ in split.tests):
+    if source.keyable is None:
+        tests = source.split.tests
+        source.keyable = attribute != "subject" and all(a != attribute for a, _ in tests)
+    if not source.keyable:
         return None
+    value = next(iter(node.waiting))
     if EVENT_SCHEMA.get(attribute) not in _KEY_TYPES.get(type(value), ()):
         return None  # among others, the key of instances whose value is NULL
     return attribute, value
