@@ -43,8 +43,9 @@ A ``SubscriptionSet`` holds live ``Subscription`` objects (the one evaluator of
   ``WHERE`` and ``SELECT`` run as one ``BoundGroup`` the same way (``share`` too;
   ``patterns_bounds.py`` says why that is exact).
 * The members a shared automaton or group completed instances for are given their
-  outputs at once (``deliver``): each instance's ``data`` built once per ``SELECT``, and
-  numbered by ``Subscription.deliver`` as their own ``push`` would.
+  outputs at once (``deliver``): each instance's ``data`` built once per ``SELECT`` and
+  shared by their notifications (which no consumer changes), numbered by
+  ``Subscription.deliver_to`` as their own ``push`` would.
 
 Why the outputs are those of pushing every event to every subscription (the hypothesis
 test compares them): an event a form 1 subscription is not pushed fails its conjuncts, so
@@ -588,9 +589,10 @@ class SubscriptionSet:
         ) -> None:
             """Give ``held`` (a pattern run by a shared automaton or a threshold group) the
             outputs of ``mine``, the instances the event completed for it, in order, with
-            ``data`` from the cache of this event: what pushing it alone would give, as
-            ``PatternEngine.event`` (one side: ordered by their events' ``seq``s) and then
-            ``Subscription.deliver`` make them, without one push per pattern."""
+            ``data`` from the cache of this event (shared, not copied): what pushing it
+            alone would give, as ``PatternEngine.event`` (one side: ordered by their
+            events' ``seq``s) and then ``Subscription.deliver`` make them, without one push
+            per pattern."""
             counts.evaluated += 1
             try:
                 datas = list(map(data, mine))
