@@ -139,11 +139,7 @@ class Subscription:
         many at once (``multi.py``): the live event ``seq`` completed instances whose
         ``data``s are ``datas``, in order; each output is appended to ``out`` as ``(key,
         output)``, numbered and suspended exactly as ``push`` does it."""
-        n = self.n
-        for data in datas:
-            n += 1
-            out.append((key, Notification(n, seq, data)))
-        self.n = n
+        number_all(seq, ((key, self, datas),), out)
         if kept is not None:
             ending = self._over_limit(seq, kept)
             if ending is not None:
@@ -177,6 +173,24 @@ class Subscription:
             self.n += 1
             out.append(Notification(self.n, seq, data))
         return out
+
+
+def number_all(
+    seq: int,
+    given: Iterable[tuple[Hashable, Subscription, Iterable[dict[str, Any]]]],
+    out: list[tuple[Hashable, Any]],
+) -> None:
+    """``Subscription.deliver_to`` for many patterns at once, none of which the event
+    ``seq`` can take past its ``state_limit`` (``multi.py``'s groups, and a shared
+    automaton's members while its instances are within all their limits): for each
+    ``(key, subscription, datas)`` in turn, its notifications numbered on from its last,
+    appended to ``out`` as ``(key, notification)``."""
+    for key, sub, datas in given:
+        n = sub.n
+        for data in datas:
+            n += 1
+            out.append((key, Notification(n, seq, data)))
+        sub.n = n
 
 
 def run_offline(

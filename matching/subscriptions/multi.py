@@ -89,7 +89,7 @@ from matching.index.tree import IndexTest
 from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_pattern
 
 from .automaton import Automaton, Instance, Node, PatternEngine
-from .evaluator import Output, Subscription
+from .evaluator import Output, Subscription, number_all
 from .events import Event, event_from_dict
 from .model import AtomicQuery
 from .pattern_model import All, Compare, Cond, Literal, Matches, Pattern, PatternQuery, Ref, Step
@@ -605,6 +605,30 @@ class SubscriptionSet:
             if sub.finished:
                 self.remove(held.sub_id)
 
+        # the outputs of the members of one shared automaton or group, numbered together
+        given: list[tuple[Hashable, Subscription, list[Data]]] = []
+
+        def give(held: _Held, mine: list[Completed], data: Callable[[Completed], Data]) -> None:
+            """``deliver`` for a member that the event cannot take past its
+            ``state_limit``: its outputs wait in ``given`` to be numbered with the others'
+            (``hand_given``)."""
+            counts.evaluated += 1
+            try:
+                given.append((held.sub_id, held.sub, list(map(data, mine))))
+            except Exception as exc:  # noqa: BLE001 - alone, it fails on this event
+                fail(held, exc)
+
+        def hand_given() -> None:
+            number_all(e.seq, given, out)
+            given.clear()
+
+        def fail(held: _Held, exc: Exception) -> None:
+            """``held`` (a member) fails on this event: the outputs given so far to the
+            members before it are handed out first, so the set's order stays rank order."""
+            hand_given()
+            self.remove(held.sub_id)
+            out.append((held.sub_id, Failed(e.seq, exc)))
+
         def run(shared: _Shared, passed: dict[int, set[int]]) -> None:
             """Advance the shared automaton, then give each member whose ``WHERE`` passes
             one of the instances completed, or whose ``state_limit`` the instances held
@@ -633,6 +657,15 @@ class SubscriptionSet:
                 passing, failed = shared.where.passing(completed)
             else:
                 passing, failed = {}, {}
+            if not failed and live <= shared.limit:
+                # none fails on its WHERE or passes its limit: numbered all at once
+                get = _Datas(automaton).get
+                for member in sorted(passing, key=_rank):
+                    give(member, passing[member], get)
+                hand_given()
+                if shared.members:
+                    self._reconcile(shared.runner)
+                return
             if live > shared.limit:
                 members = list(shared.members)
             else:
@@ -669,6 +702,7 @@ class SubscriptionSet:
                 return
             counts.instances += group.touched - before
             views: dict[int, _Datas] = {}
+            # none can pass its state_limit (above): numbered all at once
             for member, completed in sorted(done, key=lambda d: d[0].payload.rank):
                 held = member.payload
                 if self._held.get(held.sub_id) is not held:
@@ -680,8 +714,7 @@ class SubscriptionSet:
                         else (member.automaton.passing(completed))
                     )
                 except Exception as exc:  # noqa: BLE001 - alone, its WHERE fails it here
-                    self.remove(held.sub_id)
-                    out.append((held.sub_id, Failed(e.seq, exc)))
+                    fail(held, exc)
                     continue
                 if mine:
                     if len(mine) > 1:
@@ -689,7 +722,8 @@ class SubscriptionSet:
                     data = views.get(member.view)
                     if data is None:
                         data = views[member.view] = _Datas(member.automaton)
-                    deliver(held, mine, data.get, None)
+                    give(held, mine, data.get)
+            hand_given()
             if group.members:
                 self._reconcile(grouped.runner)
 
