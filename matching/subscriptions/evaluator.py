@@ -22,7 +22,7 @@ never silently trimmed).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,8 +38,15 @@ from .watches import WatchEngine
 STATE_LIMIT = 100_000
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Notification:
+    """One output of a subscription. Not frozen, only because a frozen dataclass costs
+    about three times as much to build and ``multi.py`` builds about a hundred per event
+    at 100,000 patterns; nothing changes one once it is made. ``data`` is read, never
+    changed, by every consumer (the REST outbox, the stream, the tests): the members of a
+    shared automaton or group that one completed instance gives an output share one
+    ``data`` dict (``multi.py``)."""
+
     n: int
     seq: int | None  # None only for a watch's first notification when there was no history
     data: dict[str, Any]
@@ -113,15 +120,40 @@ class Subscription:
     ) -> list[Output]:
         """The end of ``push`` for a live event ``seq`` whose engine answered ``found``
         (``(seq, data)`` pairs, in order) and holds ``kept`` events after it (``None``: its
-        caller knows that is within ``state_limit``). ``multi.py`` calls it directly for
-        patterns whose matches a shared automaton or threshold group found for many at
-        once, so that each is numbered and suspended exactly as ``push`` does it."""
+        caller knows that is within ``state_limit``)."""
         out = self._number(found)
-        if kept is not None and kept > self.state_limit:
-            # Measured once the event is fully processed: what it completed is delivered.
-            self.finished = self.suspended = True
-            out.extend(self._number([(seq, {"error": "state_limit"})]))
+        ending = self._over_limit(seq, kept)
+        if ending is not None:
+            out.append(ending)
         return out
+
+    def deliver_to(
+        self,
+        key: Hashable,
+        seq: int,
+        datas: Iterable[dict[str, Any]],
+        kept: int | None,
+        out: list[tuple[Hashable, Any]],
+    ) -> None:
+        """``deliver`` for a pattern whose matches a shared automaton or group found for
+        many at once (``multi.py``): the live event ``seq`` completed instances whose
+        ``data``s are ``datas``, in order; each output is appended to ``out`` as ``(key,
+        output)``, numbered and suspended exactly as ``push`` does it."""
+        number_all(seq, ((key, self, datas),), out)
+        if kept is not None:
+            ending = self._over_limit(seq, kept)
+            if ending is not None:
+                out.append((key, ending))
+
+    def _over_limit(self, seq: int, kept: int | None) -> Notification | None:
+        """Past ``state_limit`` with ``kept`` events held: suspended, with the notification
+        that says so. Measured once the event is fully processed: what it completed is
+        delivered first."""
+        if kept is None or kept <= self.state_limit:
+            return None
+        self.finished = self.suspended = True
+        self.n += 1
+        return Notification(self.n, seq, {"error": "state_limit"})
 
     def history_done(self) -> list[Output]:
         """The history is over: a subscription whose end is at or before ``now`` completes."""
@@ -141,6 +173,24 @@ class Subscription:
             self.n += 1
             out.append(Notification(self.n, seq, data))
         return out
+
+
+def number_all(
+    seq: int,
+    given: Iterable[tuple[Hashable, Subscription, Iterable[dict[str, Any]]]],
+    out: list[tuple[Hashable, Any]],
+) -> None:
+    """``Subscription.deliver_to`` for many patterns at once, none of which the event
+    ``seq`` can take past its ``state_limit`` (``multi.py``'s groups, and a shared
+    automaton's members while its instances are within all their limits): for each
+    ``(key, subscription, datas)`` in turn, its notifications numbered on from its last,
+    appended to ``out`` as ``(key, notification)``."""
+    for key, sub, datas in given:
+        n = sub.n
+        for data in datas:
+            n += 1
+            out.append((key, Notification(n, seq, data)))
+        sub.n = n
 
 
 def run_offline(

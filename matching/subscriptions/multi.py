@@ -43,8 +43,9 @@ A ``SubscriptionSet`` holds live ``Subscription`` objects (the one evaluator of
   ``WHERE`` and ``SELECT`` run as one ``BoundGroup`` the same way (``share`` too;
   ``patterns_bounds.py`` says why that is exact).
 * The members a shared automaton or group completed instances for are given their
-  outputs at once (``deliver``): each instance's ``data`` built once per ``SELECT``, and
-  numbered by ``Subscription.deliver`` as their own ``push`` would.
+  outputs at once (``deliver``): each instance's ``data`` built once per ``SELECT`` and
+  shared by their notifications (which no consumer changes), numbered by
+  ``Subscription.deliver_to`` as their own ``push`` would.
 
 Why the outputs are those of pushing every event to every subscription (the hypothesis
 test compares them): an event a form 1 subscription is not pushed fails its conjuncts, so
@@ -79,6 +80,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from functools import partial
+from operator import attrgetter
 from typing import Any
 
 from matching import Interval, Type
@@ -87,7 +89,7 @@ from matching.index.tree import IndexTest
 from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_pattern
 
 from .automaton import Automaton, Instance, Node, PatternEngine
-from .evaluator import Output, Subscription
+from .evaluator import Output, Subscription, number_all
 from .events import Event, event_from_dict
 from .model import AtomicQuery
 from .pattern_model import All, Compare, Cond, Literal, Matches, Pattern, PatternQuery, Ref, Step
@@ -247,6 +249,9 @@ class Counts:
     instances: int = 0
 
 
+_NONE: frozenset[int] = frozenset()  # no source passed
+
+
 @dataclass(eq=False)
 class _Source:
     held: _Held
@@ -256,6 +261,8 @@ class _Source:
     split: StaticSplit
     active: bool = False
     keyed: tuple[str, Any] | None = None  # the waiting instances' one hash key, indexed
+    # whether the index may test the step's hash key (None: not asked yet; _sole_key)
+    keyable: bool | None = None
 
 
 @dataclass(eq=False)
@@ -288,15 +295,13 @@ class _Shared:
     members: list[_Held] = field(default_factory=list)
     where: WhereIndex = field(init=False)  # the members by WHERE
     limit: float = float("inf")  # the smallest state_limit of the members
+    automaton: Automaton = field(init=False)  # the runner's, read once per event
 
     def __post_init__(self) -> None:
         self.where = WhereIndex(self.key.aliases)
-
-    @property
-    def automaton(self) -> Automaton:
         engine = self.runner.sub.engine
         assert isinstance(engine, PatternEngine)
-        return engine.sides[0]
+        self.automaton = engine.sides[0]
 
 
 @dataclass(eq=False)
@@ -531,7 +536,7 @@ class SubscriptionSet:
         source: an event with another value would find no instance to offer itself to."""
         for node, source_id, source in held.watch:
             want = node is None or bool(node.waiting)
-            keyed = _sole_key(node, source.split) if want and isinstance(node, Node) else None
+            keyed = _sole_key(node, source) if want and isinstance(node, Node) else None
             if want == source.active and keyed == source.keyed:
                 continue
             self._deactivate(source_id, source)
@@ -584,20 +589,45 @@ class SubscriptionSet:
         ) -> None:
             """Give ``held`` (a pattern run by a shared automaton or a threshold group) the
             outputs of ``mine``, the instances the event completed for it, in order, with
-            ``data`` from the cache of this event: what pushing it alone would give, as
-            ``PatternEngine.event`` (one side: ordered by their events' ``seq``s) and then
-            ``Subscription.deliver`` make them, without one push per pattern."""
+            ``data`` from the cache of this event (shared, not copied): what pushing it
+            alone would give, as ``PatternEngine.event`` (one side: ordered by their
+            events' ``seq``s) and then ``Subscription.deliver`` make them, without one push
+            per pattern."""
             counts.evaluated += 1
             try:
-                found = [(e.seq, dict(data(c))) for c in mine]
+                datas = list(map(data, mine))
             except Exception as exc:  # noqa: BLE001 - alone, it fails on this event
                 self.remove(held.sub_id)
                 out.append((held.sub_id, Failed(e.seq, exc)))
                 return
             sub = held.sub
-            out.extend((held.sub_id, o) for o in sub.deliver(e.seq, found, kept))
+            sub.deliver_to(held.sub_id, e.seq, datas, kept, out)
             if sub.finished:
                 self.remove(held.sub_id)
+
+        # the outputs of the members of one shared automaton or group, numbered together
+        given: list[tuple[Hashable, Subscription, list[Data]]] = []
+
+        def give(held: _Held, mine: list[Completed], data: Callable[[Completed], Data]) -> None:
+            """``deliver`` for a member that the event cannot take past its
+            ``state_limit``: its outputs wait in ``given`` to be numbered with the others'
+            (``hand_given``)."""
+            counts.evaluated += 1
+            try:
+                given.append((held.sub_id, held.sub, list(map(data, mine))))
+            except Exception as exc:  # noqa: BLE001 - alone, it fails on this event
+                fail(held, exc)
+
+        def hand_given() -> None:
+            number_all(e.seq, given, out)
+            given.clear()
+
+        def fail(held: _Held, exc: Exception) -> None:
+            """``held`` (a member) fails on this event: the outputs given so far to the
+            members before it are handed out first, so the set's order stays rank order."""
+            hand_given()
+            self.remove(held.sub_id)
+            out.append((held.sub_id, Failed(e.seq, exc)))
 
         def run(shared: _Shared, passed: dict[int, set[int]]) -> None:
             """Advance the shared automaton, then give each member whose ``WHERE`` passes
@@ -610,7 +640,7 @@ class SubscriptionSet:
             counts.evaluated += 1
             before = automaton.touched
             try:
-                completed = automaton.advance(e, passed.get(0, set()).__contains__)
+                completed = automaton.advance(e, passed.get(0, _NONE).__contains__)
             except Exception as exc:  # noqa: BLE001 - each member would have raised alone
                 for member in list(shared.members):
                     self.remove(member.sub_id)
@@ -618,11 +648,24 @@ class SubscriptionSet:
                 return
             counts.instances += automaton.touched - before
             live = automaton.live
+            if not completed and live <= shared.limit:  # no member is given anything
+                if shared.members:
+                    self._reconcile(shared.runner)
+                return
             if completed:
                 completed.sort(key=_seqs)  # so each member's share is in its output order
                 passing, failed = shared.where.passing(completed)
             else:
                 passing, failed = {}, {}
+            if not failed and live <= shared.limit:
+                # none fails on its WHERE or passes its limit: numbered all at once
+                get = _Datas(automaton).get
+                for member in sorted(passing, key=_rank):
+                    give(member, passing[member], get)
+                hand_given()
+                if shared.members:
+                    self._reconcile(shared.runner)
+                return
             if live > shared.limit:
                 members = list(shared.members)
             else:
@@ -647,7 +690,7 @@ class SubscriptionSet:
             start), so none is suspended. Where the group cannot follow the event, its
             members go on alone and are pushed it in full."""
             group = grouped.group
-            nodes = passed.get(0, set())
+            nodes = passed.get(0, _NONE)
             counts.evaluated += 1
             before = group.touched
             done = group.advance(e, offer=1 in nodes, start=0 in nodes)
@@ -659,15 +702,19 @@ class SubscriptionSet:
                 return
             counts.instances += group.touched - before
             views: dict[int, _Datas] = {}
-            for member, completed in sorted(done, key=lambda d: _rank(d[0].payload)):
+            # none can pass its state_limit (above): numbered all at once
+            for member, completed in sorted(done, key=lambda d: d[0].payload.rank):
                 held = member.payload
                 if self._held.get(held.sub_id) is not held:
                     continue
                 try:
-                    mine = member.automaton.passing(completed)
+                    mine = (
+                        completed
+                        if member.automaton.where is None
+                        else (member.automaton.passing(completed))
+                    )
                 except Exception as exc:  # noqa: BLE001 - alone, its WHERE fails it here
-                    self.remove(held.sub_id)
-                    out.append((held.sub_id, Failed(e.seq, exc)))
+                    fail(held, exc)
                     continue
                 if mine:
                     if len(mine) > 1:
@@ -675,7 +722,8 @@ class SubscriptionSet:
                     data = views.get(member.view)
                     if data is None:
                         data = views[member.view] = _Datas(member.automaton)
-                    deliver(held, mine, data.get, None)
+                    give(held, mine, data.get)
+            hand_given()
             if group.members:
                 self._reconcile(grouped.runner)
 
@@ -758,17 +806,20 @@ class SubscriptionSet:
         return sum(_held_instances(held) for held in self._held.values() if held.kind == "pattern")
 
 
-def _sole_key(node: Node, split: StaticSplit) -> tuple[str, Any] | None:
+def _sole_key(node: Node, source: _Source) -> tuple[str, Any] | None:
     """``(attribute, value)`` when every instance waiting at ``node`` is hashed under the
     one ``value`` of ``attribute``, a value of the attribute's type the index can test and
     an attribute the source's split does not test already (nor ``subject``, whose tests
-    are patterns); otherwise ``None``."""
+    are patterns; asked once per source); otherwise ``None``."""
     if node.key is None or len(node.waiting) != 1:
         return None
     attribute = node.key[0]
-    value = next(iter(node.waiting))
-    if attribute == "subject" or any(a == attribute for a, _ in split.tests):
+    if source.keyable is None:
+        tests = source.split.tests
+        source.keyable = attribute != "subject" and all(a != attribute for a, _ in tests)
+    if not source.keyable:
         return None
+    value = next(iter(node.waiting))
     if EVENT_SCHEMA.get(attribute) not in _KEY_TYPES.get(type(value), ()):
         return None  # among others, the key of instances whose value is NULL
     return attribute, value
@@ -817,8 +868,8 @@ def _touched(held: _Held) -> int:
     return engine.touched if isinstance(engine, PatternEngine) else 0
 
 
-def _rank(held: _Held) -> int:
-    return held.rank
+# a held subscription's rank (the order it is evaluated in), read in C when sorting
+_rank: Callable[[_Held], int] = attrgetter("rank")
 
 
 def _seqs(completed: Completed) -> tuple[int, ...]:

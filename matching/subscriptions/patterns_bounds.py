@@ -40,6 +40,7 @@ import datetime as dt
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from itertools import compress, repeat
 from typing import Any
 
 from .automaton import Automaton, Instance, Test, compile_cond, order_readings
@@ -240,9 +241,11 @@ class BoundGroup(RecordGroup):
             v < record.best if self.shape.op in ("<", "<=") else v > record.best
         ):
             record.best = v
-        starts, value = self._starts, record.value
-        # those whose X the start did not meet never waited on it
-        taken = [m for m in record.generation.members[lo:hi] if starts(value, m.start_literal)]
+        generation = record.generation
+        # those whose X the start did not meet never waited on it (tested in C: the slice
+        # may hold many members for a few taken)
+        met = map(self._starts, repeat(record.value), generation.member_starts[lo:hi])
+        taken = list(compress(generation.members[lo:hi], met))
         record.left -= len(taken)
         hand_out(record, taken, e, now - record.event.time, done)
 

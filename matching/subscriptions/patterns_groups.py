@@ -59,6 +59,7 @@ class Generation:
     members: tuple[GroupMember, ...]
     literals: tuple[Decimal, ...]
     start_literals: tuple[Decimal, ...]
+    member_starts: tuple[Decimal | None, ...]  # each member's start_literal, in its order
     within: dt.timedelta | None
     limit: int
     # where each member stands in ``members``, filled when first asked
@@ -77,24 +78,22 @@ def generation(members: tuple[GroupMember, ...]) -> Generation:
         members,
         tuple(m.literal for m in members),
         tuple(sorted(m.start_literal for m in members if m.start_literal is not None)),
+        tuple(m.start_literal for m in members),
         longest,
         min((m.limit for m in members), default=0),
     )
 
 
 class Record:
-    """One start ``a`` (``start``: an instance at the step with ``a`` bound) and the
-    ``generation`` of members that stood when it started."""
+    """One start ``a`` (``start``: an instance at the step with ``a`` bound, ``event``
+    that ``a``) and the ``generation`` of members that stood when it started."""
 
-    __slots__ = ("start", "generation")
+    __slots__ = ("start", "generation", "event")
 
     def __init__(self, start: Instance, generation: Generation) -> None:
         self.start = start
         self.generation = generation
-
-    @property
-    def event(self) -> Event:
-        return self.start.bound[0]
+        self.event: Event = start.bound[0]
 
 
 def young(record: Record, now: dt.datetime) -> bool:

@@ -24,6 +24,7 @@ def _point(n: int, rate: float) -> dict[str, float]:
         "outputs_per_event": 0.25,
         "instances_held": 2 * n,
         "bytes_per_pattern": 5000.0,
+        "full_collections": 0,
         "build_cpu_s": n / 1e4,
         "naive_us_per_event_extrapolated": 10.0 * n,
         "speedup": 10.0 * n * rate / 1e6,
@@ -56,7 +57,7 @@ def test_section_reports_the_targets_and_marks_extrapolated_naive_costs(tmp_path
     assert "| 6,000 events/s at 100,000 | **met** |" in text
     assert "| 6,000× at 100,000 | **met** |" in text
     assert (
-        "| 1,000 | 20,000 | 50.0 | 100.0 | 3.0 | 4.5 | 0.25 | 2,000 | 5,000 | 0.1 | 10,000 | 200× |"
+        "| 1,000 | 20,000 | 50.0 | 100.0 | 3.0 | 4.5 | 0.25 | 2,000 | 5,000 | 0 | 0.1 | 10,000 | 200× |"
         in text
     )
     assert "| 1,000,000 (extrapolated) | 6,000× |" in text

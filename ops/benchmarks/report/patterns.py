@@ -18,6 +18,7 @@ COLUMNS = (
     ("outputs_per_event", ",.2f"),
     ("instances_held", ","),
     ("bytes_per_pattern", ",.0f"),
+    ("full_collections", ","),
 )
 
 TITLE = "## Patterns: many form 3 subscriptions in one process"
