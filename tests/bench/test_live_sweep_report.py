@@ -66,7 +66,9 @@ def test_a_run_from_before_the_announced_check_shows_a_dash():
 def test_the_table_has_a_row_per_rate_and_names_the_highest_rate_held():
     r = sweep(run(50, 120.0), run(100, 450.0), run(150, 900.0))
     rows = report.sweep_rows(r)
-    assert rows[2] == "| 50 | 49.5 | 30 / 60 / 120 | 30 / 60 / 120 | 40 | 2.5 | 2 (0) | 0 | yes | – |"
+    assert (
+        rows[2] == "| 50 | 49.5 | 30 / 60 / 120 | 30 / 60 / 120 | 40 | 2.5 | 2 (0) | 0 | yes | – |"
+    )
     assert rows[4].startswith("| 150 | 149.5 | 225 / 450 / 900 |")
     assert rows[4].endswith("| no | – |")
     assert len(rows) == 2 + 3
