@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import threading
 import time
 
 import httpx
@@ -47,8 +48,14 @@ def test_subscriptions_registered_while_trading_stitch_to_exactly_run_offline(li
         assert response.status_code == 201, response.text
         return response.json()
 
+    # Trading pauses halfway until the first subscription is registered, so that its NOW
+    # falls between logged events however fast the machine trades (the seam is crossed).
+    registered = threading.Event()
+
     def trade() -> None:
         for n in range(ROUNDS):
+            if n == ROUNDS // 2:
+                registered.wait(DEADLINE)
             post(
                 "/offers/",
                 "seller",
@@ -120,6 +127,7 @@ def test_subscriptions_registered_while_trading_stitch_to_exactly_run_offline(li
             )
             assert response.status_code == 201, response.text
             subs.append(response.json())
+            registered.set()
             followers.append(asyncio.create_task(follow(subs[-1], trading)))
         await trading
         return subs, [await f for f in followers]
