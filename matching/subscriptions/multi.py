@@ -585,20 +585,20 @@ class SubscriptionSet:
                 self.remove(held.sub_id)
 
         def deliver(
-            held: _Held, mine: list[Completed], data: Callable[[Completed], Data], kept: int | None
+            held: _Held, mine: list[Completed], data: Callable[[Completed], Data], kept: int
         ) -> None:
-            """Give ``held`` (a pattern run by a shared automaton or a threshold group) the
-            outputs of ``mine``, the instances the event completed for it, in order, with
-            ``data`` from the cache of this event (shared, not copied): what pushing it
-            alone would give, as ``PatternEngine.event`` (one side: ordered by their
-            events' ``seq``s) and then ``Subscription.deliver`` make them, without one push
-            per pattern."""
+            """Give ``held``, a member of a shared automaton whose ``kept`` instances now
+            exceed its ``state_limit``, the outputs of ``mine``, the instances the event
+            completed for it, in order, with ``data`` from the cache of this event (shared,
+            not copied), then its suspension: what pushing it alone would give, as
+            ``PatternEngine.event`` (one side: ordered by their events' ``seq``s) and then
+            ``Subscription.deliver`` make them, without one push per pattern. The outputs
+            of the members before it are handed out already (``hand_given``)."""
             counts.evaluated += 1
             try:
                 datas = list(map(data, mine))
             except Exception as exc:  # noqa: BLE001 - alone, it fails on this event
-                self.remove(held.sub_id)
-                out.append((held.sub_id, Failed(e.seq, exc)))
+                fail(held, exc)
                 return
             sub = held.sub
             sub.deliver_to(held.sub_id, e.seq, datas, kept, out)
@@ -632,7 +632,8 @@ class SubscriptionSet:
         def run(shared: _Shared, passed: dict[int, set[int]]) -> None:
             """Advance the shared automaton, then give each member whose ``WHERE`` passes
             one of the instances completed, or whose ``state_limit`` the instances held
-            now exceed, its outputs (``deliver``); any other member, pushed alone, would
+            now exceed, its outputs (``give``; ``deliver`` for one past its limit); any
+            other member, pushed alone, would
             output nothing and change nothing (it is live, and its instances are the
             shared ones). Each instance's ``data`` is built once: the members' ``SELECT``
             is the shared automaton's."""
@@ -657,34 +658,30 @@ class SubscriptionSet:
                 passing, failed = shared.where.passing(completed)
             else:
                 passing, failed = {}, {}
-            if not failed and live <= shared.limit:
-                # none fails on its WHERE or passes its limit: numbered all at once
-                get = _Datas(automaton).get
-                for member in sorted(passing, key=_rank):
-                    give(member, passing[member], get)
-                hand_given()
-                if shared.members:
-                    self._reconcile(shared.runner)
-                return
             if live > shared.limit:
                 members = list(shared.members)
             else:
                 members = sorted((*passing, *failed), key=_rank)
-            data = _Datas(automaton)
+            get = _Datas(automaton).get
+            # Members within their state_limit are numbered together (give); one the event
+            # takes past it, or one that fails, has what came before it handed out first.
             for member in members:
                 if member in failed:
-                    self.remove(member.sub_id)
-                    out.append((member.sub_id, Failed(e.seq, failed[member])))
+                    fail(member, failed[member])
                     continue
                 mine = passing.get(member, [])
-                if mine or live > member.sub.state_limit:
-                    deliver(member, mine, data.get, live)
+                if live > member.sub.state_limit:
+                    hand_given()
+                    deliver(member, mine, get, live)
+                elif mine:
+                    give(member, mine, get)
+            hand_given()
             if shared.members:
                 self._reconcile(shared.runner)
 
         def follow(grouped: _Grouped, passed: dict[int, set[int]]) -> None:
-            """Advance the threshold or bound group, then give each member it completed an instance
-            of that passes the member's ``WHERE`` its outputs (``deliver``); any other
+            """Advance the threshold or bound group, then give each member it completed an
+            instance of that passes the member's ``WHERE`` its outputs (``give``); any other
             member, pushed alone, would output nothing. The group holds no member more
             instances than its ``state_limit`` (``RecordGroup.advance`` refuses such a
             start), so none is suspended. Where the group cannot follow the event, its
@@ -708,11 +705,7 @@ class SubscriptionSet:
                 if self._held.get(held.sub_id) is not held:
                     continue
                 try:
-                    mine = (
-                        completed
-                        if member.automaton.where is None
-                        else (member.automaton.passing(completed))
-                    )
+                    mine = member.automaton.passing(completed)
                 except Exception as exc:  # noqa: BLE001 - alone, its WHERE fails it here
                     fail(held, exc)
                     continue

@@ -453,6 +453,8 @@ def live_only(args: argparse.Namespace) -> int:
     from ops.benchmarks.report.live_alone import splice
 
     out = args.out or ROOT / "docs"
+    if not (out / "benchmarks.md").exists():
+        raise SystemExit(f"no report at {out / 'benchmarks.md'} to put the run into: run ops/bench")
     live = json.loads(args.live_json.read_text()) if args.live_json else measure_live()
     results: dict[str, Any] = {"live": live}
     if args.load_json:

@@ -118,17 +118,20 @@ def test_subscriptions_registered_while_trading_stitch_to_exactly_run_offline(li
     async def scenario():
         trading = asyncio.create_task(asyncio.to_thread(trade))
         subs, followers = [], []
-        for template in QUERIES:
-            # registered at a random moment while orders come, starting in the past
-            await asyncio.sleep(rng.uniform(0.2, 1.5))
-            query = template.format(s=rng.randint(1, 30))
-            response = await asyncio.to_thread(
-                api.post, "/subscriptions/", json={"query": query}, headers=alice
-            )
-            assert response.status_code == 201, response.text
-            subs.append(response.json())
-            registered.set()
-            followers.append(asyncio.create_task(follow(subs[-1], trading)))
+        try:
+            for template in QUERIES:
+                # registered at a random moment while orders come, starting in the past
+                await asyncio.sleep(rng.uniform(0.2, 1.5))
+                query = template.format(s=rng.randint(1, 30))
+                response = await asyncio.to_thread(
+                    api.post, "/subscriptions/", json={"query": query}, headers=alice
+                )
+                assert response.status_code == 201, response.text
+                subs.append(response.json())
+                registered.set()
+                followers.append(asyncio.create_task(follow(subs[-1], trading)))
+        finally:
+            registered.set()  # a failed registration must not leave trading waiting
         await trading
         return subs, [await f for f in followers]
 

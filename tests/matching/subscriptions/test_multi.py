@@ -248,7 +248,7 @@ def test_threshold_groups_give_what_each_pattern_gives_on_its_own(
 
 # Runs of many patterns that one shared automaton or threshold group runs together, so
 # that one event completes instances for many of them at once and the set hands them their
-# outputs together (multi.py's ``deliver``), some with a state_limit the event exceeds
+# outputs together (multi.py's ``give`` and ``deliver``), some with a state_limit the event exceeds
 BULK = [FORM3[2], FORM3[5], FORM3[6], FORM3[3], THRESHOLDS[0], THRESHOLDS[1], THRESHOLDS[3],
         BOUNDS[0], BOUNDS[1]]  # fmt: skip
 
