@@ -42,7 +42,7 @@ import copy
 import datetime as dt
 import heapq
 import itertools
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 from typing import Any
@@ -304,6 +304,7 @@ class Automaton:
         self.expiry: list[tuple[dt.datetime, int, Instance]] = []
         self.live = 0
         self.touched = 0
+        self.now: dt.datetime | None = None  # the time of the last event offered
 
     def _node(self, index: int, step: Step, aliases: tuple[str, ...]) -> Node:
         here = _Compiler(aliases, index)
@@ -356,6 +357,7 @@ class Automaton:
         """``event`` with the static filters answered by ``passes(source)`` (as ``passes``
         numbers them): a caller that has already tested them for many patterns at once
         (``multi.py``, through the matching index) hands the answers in."""
+        self.now = e.time
         if self.within is not None:
             self._expire(e.time)
         moved: list[Instance] = []
@@ -395,9 +397,12 @@ class Automaton:
 
     def take_state(self, other: Automaton) -> None:
         """Hold a copy of ``other``'s instances in place of this automaton's own: ``other``
-        is compiled from this pattern without (or with another) ``WHERE``, so its nodes
-        are these nodes; ``multi.py`` gives a pattern that leaves a shared automaton the
-        state it would have reached alone."""
+        is compiled from this pattern without (or with another) ``WHERE`` and with the
+        same ``WITHIN`` or a longer one (or none), so its nodes are these nodes; ``multi.py``
+        gives a pattern that leaves a shared automaton the state it would have reached
+        alone. Instances move independently of each other and ``WITHIN`` only drops them,
+        so that state is ``other``'s less the instances this ``WITHIN`` had dropped at the
+        last event ``other`` was offered."""
         held = [(n.waiting, n.ranked, n.loose) for n in other.nodes]
         # the sentinel of a key or threshold no value equals must stay that very object
         nodes, self.expiry = copy.deepcopy((held, other.expiry), {id(_MISSING): _MISSING})
@@ -405,6 +410,29 @@ class Automaton:
             node.waiting, node.ranked, node.loose = waiting, ranked, loose
         self.live = other.live
         self.ids = itertools.count(next(other.ids))  # after every id copied
+        self.now = other.now
+        if self.within != other.within:
+            self.expiry = []
+            if self.within is not None:
+                self.expiry = [(i.first.time, i.id, i) for i in self.instances()]
+                heapq.heapify(self.expiry)
+                if self.now is not None:
+                    self._expire(self.now)
+
+    def instances(self) -> Iterator[Instance]:
+        """Every instance held, waiting at any node."""
+        for node in self.nodes:
+            for bucket in node.waiting.values():
+                yield from bucket.values()
+
+    def held_within(self, within: dt.timedelta | None) -> int:
+        """How many instances an automaton of this pattern with ``within`` (as long as
+        this one's, or shorter) would hold after the last event offered: those whose first
+        event is no more than ``within`` before it."""
+        if within == self.within or within is None or self.now is None:
+            return self.live
+        limit = self.now - within
+        return sum(1 for i in self.instances() if i.first.time >= limit)
 
     def restart(self, firsts: Iterable[Event]) -> None:
         """Hold, in place of this automaton's instances, one started by each of ``firsts``

@@ -138,8 +138,20 @@ class Subscription:
         """``deliver`` for a pattern whose matches a shared automaton or group found for
         many at once (``multi.py``): the live event ``seq`` completed instances whose
         ``data``s are ``datas``, in order; each output is appended to ``out`` as ``(key,
-        output)``, numbered and suspended exactly as ``push`` does it."""
-        number_all(seq, ((key, self, datas),), out)
+        output)``, numbered and suspended exactly as ``push`` does it. ``datas`` may be
+        lazy: if reading it raises, the error goes on to the caller with nothing appended
+        and nothing changed (alone, the pattern would have failed on the event)."""
+        n = self.n
+        start = len(out)
+        append = out.append
+        try:
+            for data in datas:
+                n += 1
+                append((key, Notification(n, seq, data)))
+        except BaseException:
+            del out[start:]
+            raise
+        self.n = n
         if kept is not None:
             ending = self._over_limit(seq, kept)
             if ending is not None:
@@ -173,24 +185,6 @@ class Subscription:
             self.n += 1
             out.append(Notification(self.n, seq, data))
         return out
-
-
-def number_all(
-    seq: int,
-    given: Iterable[tuple[Hashable, Subscription, Iterable[dict[str, Any]]]],
-    out: list[tuple[Hashable, Any]],
-) -> None:
-    """``Subscription.deliver_to`` for many patterns at once, none of which the event
-    ``seq`` can take past its ``state_limit`` (``multi.py``'s groups, and a shared
-    automaton's members while its instances are within all their limits): for each
-    ``(key, subscription, datas)`` in turn, its notifications numbered on from its last,
-    appended to ``out`` as ``(key, notification)``."""
-    for key, sub, datas in given:
-        n = sub.n
-        for data in datas:
-            n += 1
-            out.append((key, Notification(n, seq, data)))
-        sub.n = n
 
 
 def run_offline(

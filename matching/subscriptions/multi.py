@@ -89,7 +89,7 @@ from matching.index.tree import IndexTest
 from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_pattern
 
 from .automaton import Automaton, Instance, Node, PatternEngine
-from .evaluator import Output, Subscription, number_all
+from .evaluator import Output, Subscription
 from .events import Event, event_from_dict
 from .model import AtomicQuery
 from .pattern_model import All, Compare, Cond, Literal, Matches, Pattern, PatternQuery, Ref, Step
@@ -265,7 +265,7 @@ class _Source:
     keyable: bool | None = None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Held:
     sub_id: Hashable
     sub: Subscription
@@ -285,10 +285,12 @@ class _Held:
 @dataclass(eq=False)
 class _Shared:
     """One automaton run for the ``members``, patterns of one side equal but for their
-    ``WHERE`` (``key``: the pattern without it), which joined while it and they held no
-    instance, so that its instances are at every event each member's own. ``runner`` holds
-    it as a pattern whose sources are in the index, under an id of no subscription;
-    members are kept in rank order."""
+    ``WHERE`` and ``WITHIN`` (``key``: the pattern without them), which joined while it
+    and they held no instance. It runs with the longest of their ``WITHIN``s (none if one
+    has none), so that its instances are at every event each member's own and those of
+    the members with a longer window than theirs (``windows``; ``uniform`` when every
+    member's is the automaton's). ``runner`` holds it as a pattern whose sources are in
+    the index, under an id of no subscription; members are kept in rank order."""
 
     key: Pattern
     runner: _Held
@@ -296,12 +298,81 @@ class _Shared:
     where: WhereIndex = field(init=False)  # the members by WHERE
     limit: float = float("inf")  # the smallest state_limit of the members
     automaton: Automaton = field(init=False)  # the runner's, read once per event
+    windows: dict[_Held, dt.timedelta | None] = field(default_factory=dict)  # WITHIN
+    uniform: bool = True
 
     def __post_init__(self) -> None:
         self.where = WhereIndex(self.key.aliases)
         engine = self.runner.sub.engine
         assert isinstance(engine, PatternEngine)
         self.automaton = engine.sides[0]
+
+    def add(self, held: _Held, within: dt.timedelta | None) -> None:
+        """Take ``held`` as a member, while the automaton holds no instance: its window
+        becomes the longest of the members'."""
+        assert not self.automaton.live
+        bisect.insort(self.members, held, key=_rank)
+        self.windows[held] = within
+        windows = self.windows.values()
+        longest = None if None in windows else max(w for w in windows if w is not None)
+        if longest != self.automaton.within:
+            self.automaton.within = longest
+            self.automaton.expiry = []  # none is alive
+        self.uniform = all(w == longest for w in windows)
+        self.limit = min(self.limit, held.sub.state_limit)
+
+    def discard(self, held: _Held) -> None:
+        """Take ``held`` out of the members (the automaton keeps its window)."""
+        self.members.remove(held)
+        self.where.remove(held)
+        del self.windows[held]
+        self.uniform = all(w == self.automaton.within for w in self.windows.values())
+        self.limit = min((m.sub.state_limit for m in self.members), default=float("inf"))
+
+    def narrow(
+        self,
+        passing: dict[_Held, list[Completed]],
+        failed: dict[_Held, Exception],
+        completed: list[Completed],
+        now: dt.datetime,
+    ) -> None:
+        """Make ``WhereIndex.passing``'s answer over all the instances ``completed`` at
+        ``now`` the members' own: each keeps those its window kept, and one whose
+        ``WHERE`` raised is asked again on those alone (the others it would not hold)."""
+        for held in list(failed):
+            mine = self.in_window(held, completed, now)
+            if mine is completed:
+                continue
+            engine = held.sub.engine
+            assert isinstance(engine, PatternEngine)
+            try:
+                mine = engine.sides[0].passing(mine)
+            except Exception as exc:  # noqa: BLE001 - it fails alone too, on one it holds
+                failed[held] = exc
+                continue
+            del failed[held]
+            if mine:
+                passing[held] = mine
+        for held, mine in list(passing.items()):
+            if held not in failed:
+                kept = self.in_window(held, mine, now)
+                if kept:
+                    passing[held] = kept
+                else:
+                    del passing[held]
+
+    def held_by(self, held: _Held) -> int:
+        """How many instances the member ``held`` holds: the shared ones its window keeps."""
+        return self.automaton.held_within(self.windows[held])
+
+    def in_window(self, held: _Held, mine: list[Completed], now: dt.datetime) -> list[Completed]:
+        """The instances of ``mine``, completed at ``now``, that the member ``held``'s own
+        ``WITHIN`` had not dropped (alone, it would not have held the others)."""
+        within = self.windows[held]
+        if within is None or within == self.automaton.within:
+            return mine
+        limit = now - within
+        return [c for c in mine if c[1].first.time >= limit]
 
 
 @dataclass(eq=False)
@@ -389,9 +460,7 @@ class SubscriptionSet:
         if shared is not None:
             _own_state(held)  # it goes on alone from where the shared automaton stands
             held.shared = None
-            shared.members.remove(held)
-            shared.where.remove(held)
-            shared.limit = min((m.sub.state_limit for m in shared.members), default=float("inf"))
+            shared.discard(held)
             if not shared.members:
                 self._drop_sources(shared.runner)
                 if self._shared.get(shared.key) is shared:
@@ -508,7 +577,7 @@ class SubscriptionSet:
     def _join(self, held: _Held, key: Pattern) -> None:
         """Run ``held`` (a pattern holding no instance) by the shared automaton of ``key``,
         one made when there is none or the current one holds instances (the member would
-        then not have them)."""
+        then not have them, and the automaton's window cannot change)."""
         shared = self._shared.get(key)
         if shared is None or shared.automaton.live:
             runner = Subscription(PatternQuery((key,)), now=held.sub.now)
@@ -516,11 +585,10 @@ class SubscriptionSet:
             shared.runner.shared = shared
             self._shared[key] = shared
             self._install(shared.runner)
-        bisect.insort(shared.members, held, key=_rank)
         engine = held.sub.engine
         assert isinstance(engine, PatternEngine)
+        shared.add(held, engine.sides[0].within)
         shared.where.add(held, engine.sides[0], held.rank)
-        shared.limit = min(shared.limit, held.sub.state_limit)
         held.shared = shared
 
     def _new_source(self, held: _Held, source: _Source) -> int:
@@ -585,54 +653,37 @@ class SubscriptionSet:
                 self.remove(held.sub_id)
 
         def deliver(
-            held: _Held, mine: list[Completed], data: Callable[[Completed], Data], kept: int
+            held: _Held,
+            mine: list[Completed],
+            data: Callable[[Completed], Data],
+            kept: int | None = None,
         ) -> None:
-            """Give ``held``, a member of a shared automaton whose ``kept`` instances now
-            exceed its ``state_limit``, the outputs of ``mine``, the instances the event
-            completed for it, in order, with ``data`` from the cache of this event (shared,
-            not copied), then its suspension: what pushing it alone would give, as
-            ``PatternEngine.event`` (one side: ordered by their events' ``seq``s) and then
-            ``Subscription.deliver`` make them, without one push per pattern. The outputs
-            of the members before it are handed out already (``hand_given``)."""
+            """Give ``held``, a member of a shared automaton or group, the outputs of
+            ``mine``, the instances the event completed for it, in order, with ``data``
+            from the cache of this event (shared, not copied), and with ``kept``, the
+            instances it now holds past its ``state_limit``, its suspension: what pushing
+            it alone would give, as ``PatternEngine.event`` (one side: ordered by their
+            events' ``seq``s) and then ``Subscription.deliver`` make them, without one push
+            per pattern. Numbered straight into ``out``, after the members before it."""
             counts.evaluated += 1
+            sub = held.sub
             try:
-                datas = list(map(data, mine))
+                sub.deliver_to(held.sub_id, e.seq, map(data, mine), kept, out)
             except Exception as exc:  # noqa: BLE001 - alone, it fails on this event
                 fail(held, exc)
                 return
-            sub = held.sub
-            sub.deliver_to(held.sub_id, e.seq, datas, kept, out)
             if sub.finished:
                 self.remove(held.sub_id)
 
-        # the outputs of the members of one shared automaton or group, numbered together
-        given: list[tuple[Hashable, Subscription, list[Data]]] = []
-
-        def give(held: _Held, mine: list[Completed], data: Callable[[Completed], Data]) -> None:
-            """``deliver`` for a member that the event cannot take past its
-            ``state_limit``: its outputs wait in ``given`` to be numbered with the others'
-            (``hand_given``)."""
-            counts.evaluated += 1
-            try:
-                given.append((held.sub_id, held.sub, list(map(data, mine))))
-            except Exception as exc:  # noqa: BLE001 - alone, it fails on this event
-                fail(held, exc)
-
-        def hand_given() -> None:
-            number_all(e.seq, given, out)
-            given.clear()
-
         def fail(held: _Held, exc: Exception) -> None:
-            """``held`` (a member) fails on this event: the outputs given so far to the
-            members before it are handed out first, so the set's order stays rank order."""
-            hand_given()
+            """``held`` (a member) fails on this event: out of the set, with ``Failed``."""
             self.remove(held.sub_id)
             out.append((held.sub_id, Failed(e.seq, exc)))
 
         def run(shared: _Shared, passed: dict[int, set[int]]) -> None:
             """Advance the shared automaton, then give each member whose ``WHERE`` passes
             one of the instances completed, or whose ``state_limit`` the instances held
-            now exceed, its outputs (``give``; ``deliver`` for one past its limit); any
+            now exceed, its outputs (``deliver``, with its suspension for one past its limit); any
             other member, pushed alone, would
             output nothing and change nothing (it is live, and its instances are the
             shared ones). Each instance's ``data`` is built once: the members' ``SELECT``
@@ -656,32 +707,32 @@ class SubscriptionSet:
             if completed:
                 completed.sort(key=_seqs)  # so each member's share is in its output order
                 passing, failed = shared.where.passing(completed)
+                if not shared.uniform:
+                    shared.narrow(passing, failed, completed, e.time)
             else:
                 passing, failed = {}, {}
             if live > shared.limit:
                 members = list(shared.members)
             else:
                 members = sorted((*passing, *failed), key=_rank)
-            get = _Datas(automaton).get
-            # Members within their state_limit are numbered together (give); one the event
-            # takes past it, or one that fails, has what came before it handed out first.
+            get = _Datas(automaton).__getitem__
             for member in members:
                 if member in failed:
                     fail(member, failed[member])
                     continue
                 mine = passing.get(member, [])
-                if live > member.sub.state_limit:
-                    hand_given()
-                    deliver(member, mine, get, live)
+                if live > member.sub.state_limit and (
+                    shared.uniform or shared.held_by(member) > member.sub.state_limit
+                ):
+                    deliver(member, mine, get, shared.held_by(member))
                 elif mine:
-                    give(member, mine, get)
-            hand_given()
+                    deliver(member, mine, get)
             if shared.members:
                 self._reconcile(shared.runner)
 
         def follow(grouped: _Grouped, passed: dict[int, set[int]]) -> None:
             """Advance the threshold or bound group, then give each member it completed an
-            instance of that passes the member's ``WHERE`` its outputs (``give``); any other
+            instance of that passes the member's ``WHERE`` its outputs (``deliver``); any other
             member, pushed alone, would output nothing. The group holds no member more
             instances than its ``state_limit`` (``RecordGroup.advance`` refuses such a
             start), so none is suspended. Where the group cannot follow the event, its
@@ -699,7 +750,7 @@ class SubscriptionSet:
                 return
             counts.instances += group.touched - before
             views: dict[int, _Datas] = {}
-            # none can pass its state_limit (above): numbered all at once
+            # none can pass its state_limit (above)
             for member, completed in sorted(done, key=lambda d: d[0].payload.rank):
                 held = member.payload
                 if self._held.get(held.sub_id) is not held:
@@ -715,8 +766,7 @@ class SubscriptionSet:
                     data = views.get(member.view)
                     if data is None:
                         data = views[member.view] = _Datas(member.automaton)
-                    give(held, mine, data.get)
-            hand_given()
+                    deliver(held, mine, data.__getitem__)
             if group.members:
                 self._reconcile(grouped.runner)
 
@@ -823,11 +873,12 @@ class _RunnerId:
 
 
 def _share_key(engine: PatternEngine) -> Pattern | None:
-    """The pattern without its ``WHERE``, under which patterns share one automaton: one
-    side, and no instance held yet (the shared automaton's are not its own)."""
+    """The pattern without its ``WHERE`` and ``WITHIN``, under which patterns share one
+    automaton: one side, and no instance held yet (the shared automaton's are not its
+    own)."""
     if len(engine.sides) != 1 or engine.kept_events:
         return None
-    return replace(engine.sides[0].pattern, where=None)
+    return replace(engine.sides[0].pattern, where=None, within=None)
 
 
 def _own_state(held: _Held) -> None:
@@ -846,7 +897,7 @@ def _restart(held: _Held) -> None:
 
 def _held_instances(held: _Held) -> int:
     if held.shared is not None:
-        return held.shared.automaton.live
+        return held.shared.held_by(held)
     if held.grouped is not None and held.member is not None:
         return held.grouped.group.live(held.member)
     return held.sub.engine.kept_events
@@ -869,29 +920,22 @@ def _seqs(completed: Completed) -> tuple[int, ...]:
     return completed[0]
 
 
-class _Datas:
-    """The ``data`` of instances completed on one event, built once each by
-    ``automaton`` for every pattern whose ``SELECT`` is its own (an error is kept and
-    raised again for each of them, as each would meet it alone)."""
+class _Datas(dict[Completed, Data]):
+    """The ``data`` of instances completed on one event, by instance: built once each by
+    ``automaton`` for every pattern whose ``SELECT`` is its own, when first asked for, so
+    that ``map(datas.__getitem__, mine)`` finds the rest without a Python call (about a
+    hundred outputs per event at 100,000 patterns). One whose building raises is not
+    kept: it raises again for each asker, as each would meet the error alone."""
 
-    __slots__ = ("automaton", "built")
+    __slots__ = ("automaton",)
 
     def __init__(self, automaton: Automaton) -> None:
+        super().__init__()
         self.automaton = automaton
-        self.built: dict[int, Data | Exception] = {}
 
-    def get(self, completed: Completed) -> Data:
-        inst = completed[1]
-        found = self.built.get(id(inst))
-        if found is None:
-            try:
-                found = self.automaton.data(inst)
-            except Exception as exc:  # noqa: BLE001 - raised again below, for each asker
-                found = exc
-            self.built[id(inst)] = found
-        if isinstance(found, Exception):
-            raise found
-        return found
+    def __missing__(self, completed: Completed) -> Data:
+        data = self[completed] = self.automaton.data(completed[1])
+        return data
 
 
 @dataclass(eq=False)

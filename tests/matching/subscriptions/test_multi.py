@@ -5,6 +5,7 @@ counts."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -104,7 +105,7 @@ FORM3 = [
     "WHERE DUR >= {d}m",
     "SELECT a.offer, b.value, n FROM FILTER{{type = 'best_offer' AND offer = {o}}}(EVENTS) AS a "
     "FOLD{{b.offer = a.offer, b.value < b.last.value, COUNT AS n}} "
-    "FILTER{{type = 'best_offer'}}(EVENTS) AS b WHERE n >= {n} WITHIN {m}m",
+    "FILTER{{type = 'best_offer'}}(EVENTS) AS b WHERE n >= {n}{within}",
     "SELECT a.price, b.price FROM " + T + " AS a NEXT{{b.subject = a.subject AND "
     "b.price > 1.05 * a.price}} " + T + " AS b WHERE b.price - a.price >= {q} WITHIN {m}m",
     # WHEREs comparing one expression with a literal, read together by bisection
@@ -206,9 +207,9 @@ def scripts(
                 "c": draw(st.sampled_from(ORDERS)),
                 "r": draw(st.sampled_from(ORDERS)),
             }
-            # some patterns come in groups that differ only in WHERE (d, n, q), which the
-            # set runs by one shared automaton, or in a factor and WITHIN (k, within), which
-            # it runs as one threshold group
+            # some patterns come in groups that differ only in WHERE (d, n, q) and WITHIN
+            # (within), which the set runs by one shared automaton, or in a factor and
+            # WITHIN (k, within), which it runs as one threshold group
             for _ in range(draw(st.sampled_from(sizes))):
                 within = draw(st.none() | st.integers(0, 20))
                 query = template.format(
@@ -357,8 +358,10 @@ def _best(seq: int, market: str, offer: int, value: str) -> dict[str, Any]:
 
 def test_an_event_visits_its_market_s_sources_and_touches_its_offer_s_instances() -> None:
     # Given 1,000 patterns ("the best value of an offer fell three times within w minutes"),
-    # ten on each of 100 markets, and one best_offer event for each of 5 offers per market
-    multi = SubscriptionSet()
+    # ten on each of 100 markets, each run by its own automaton (patterns that differ only
+    # in WITHIN share one by default: the next test), and one best_offer event for each of
+    # 5 offers per market
+    multi = SubscriptionSet(share=False)
     for k, market in enumerate(MARKETS):
         for j in range(10):
             query = parse_query(FELL.format(m=market, w=10 + j))
@@ -382,6 +385,86 @@ def test_an_event_visits_its_market_s_sources_and_touches_its_offer_s_instances(
     trade = {**_best(seq + 2, "s.c.m7", 3, "1.00"), "type": "trade", "price": "1.00"}
     multi.push(trade)
     assert (multi.last.sources, multi.last.evaluated, multi.last.instances) == (0, 0, 0)
+
+
+def _live_pairs(
+    text: str, windows: Iterable[int]
+) -> tuple[SubscriptionSet, dict[int, Subscription]]:
+    """``text`` on s.c.m0 for each window ``w`` (its id), registered live in a set and
+    alone: the set, and the ones alone."""
+    multi = SubscriptionSet()
+    alone = {}
+    for w in windows:
+        query = parse_query(text.format(m="s.c.m0", w=w))
+        pair = [Subscription(query, now=BASE) for _ in range(2)]
+        for sub in pair:
+            sub.history_done()
+        multi.add(w, pair[0])
+        alone[w] = pair[1]
+    return multi, alone
+
+
+def _falling(k: int) -> dict[str, Any]:
+    """The ``k``th event of offer 1's best value falling 0.10 every 40 seconds from 2.00."""
+    return {**_best(k, "s.c.m0", 1, f"{2.1 - k / 10:.2f}"),
+            "time": _stamp(BASE + dt.timedelta(seconds=40 * k))}  # fmt: skip
+
+
+def test_patterns_that_differ_only_in_within_share_one_automaton() -> None:
+    # Given "the best value of offer 1 fell three times within w minutes" on s.c.m0 for
+    # w = 1 to 10, registered live in the set and each alone
+    multi, alone = _live_pairs(FELL, range(1, 11))
+    # then the index holds the first source of one automaton, not of ten
+    assert len(multi.index) == 1
+    # When offer 1's best value falls every 40 seconds: 2.00, 1.90, ... 1.60
+    for k in range(1, 6):
+        e = _falling(k)
+        got = multi.push(e)
+        # Then each pattern gets what it gets alone, in the same order
+        assert got == [(w, o) for w, sub in alone.items() for o in sub.push(e, live=True)]
+        # the one automaton (the longest window, 10 minutes) offered the event the k - 1
+        # instances started before it, through its two sources once the first is held
+        assert (multi.last.sources, multi.last.instances) == (min(k, 2), k - 1)
+    # the fourth event completed the instance of the first (three falls in 120 s) and the
+    # fifth that of the second, each for the patterns whose window holds 120 s: w >= 2
+    assert [w for w, _ in got] == list(range(2, 11))
+    assert multi.last.evaluated == 1 + 9
+    # each pattern holds the shared instances its own window keeps at 200 s: those started
+    # at or after 200 s - w (w = 1: the events at 160 and 200 s; w = 2: 80 s on)
+    assert multi.instances == 2 + 4 + 8 * 5 == sum(s.engine.kept_events for s in alone.values())
+    # When one with a window shorter than the automaton's is taken out, it goes on alone
+    # with its own instances, and completes the third event's instance at 240 s
+    left = multi.remove(2)
+    assert left.engine.kept_events == alone[2].engine.kept_events == 4
+    e = _falling(6)
+    assert left.push(e, live=True) == alone[2].push(e, live=True) != []
+    assert left.engine.kept_events == alone[2].engine.kept_events == 4
+    assert multi.push(e) == [
+        (w, o) for w in (1, *range(3, 11)) for o in alone[w].push(e, live=True)
+    ]
+
+
+def test_a_where_that_raises_on_an_instance_out_of_a_member_s_window_does_not_fail_it() -> None:
+    # Given two patterns that differ only in WITHIN, whose WHERE overflows the decimal
+    # context once DUR reaches 100 s, in the set (one shared automaton) and each alone
+    multi, alone = _live_pairs(FELL.replace("WHERE n = 3", "WHERE DUR * 1E999998 > 1"), (1, 10))
+    got = []
+    for k in range(1, 4):
+        e = _falling(k)
+        got.append(multi.push(e))
+        for w in (1, 10):
+            assert [o for i, o in got[-1] if i == w] == alone[w].push(e, live=True)
+    assert [sorted({i for i, _ in out}) for out in got] == [[], [1, 10], [1, 10]]
+    # When the fourth event completes the first event's instance, 120 s old
+    e = _falling(4)
+    out = multi.push(e)
+    # Then the pattern whose window holds it fails, as it does alone; the other one, which
+    # alone dropped that instance at 100 s, gets the instance of the third event
+    assert [(i, type(o).__name__) for i, o in out] == [(1, "Notification"), (10, "Failed")]
+    assert [o for _, o in out[:1]] == alone[1].push(e, live=True)
+    with pytest.raises(ArithmeticError):
+        alone[10].push(e, live=True)
+    assert 1 in multi and 10 not in multi
 
 
 def test_a_step_s_literal_bound_keeps_the_pattern_from_events_beyond_it() -> None:
