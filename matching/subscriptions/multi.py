@@ -716,17 +716,24 @@ class SubscriptionSet:
             else:
                 members = sorted((*passing, *failed), key=_rank)
             get = _Datas(automaton).__getitem__
-            for member in members:
-                if member in failed:
-                    fail(member, failed[member])
-                    continue
-                mine = passing.get(member, [])
-                if live > member.sub.state_limit and (
-                    shared.uniform or shared.held_by(member) > member.sub.state_limit
-                ):
-                    deliver(member, mine, get, shared.held_by(member))
-                elif mine:
-                    deliver(member, mine, get)
+            if live <= shared.limit:  # none past its state_limit: no need to read each one's
+                for member in members:
+                    if failed and member in failed:
+                        fail(member, failed[member])
+                    else:
+                        deliver(member, passing[member], get)
+            else:
+                for member in members:
+                    if member in failed:
+                        fail(member, failed[member])
+                        continue
+                    mine = passing.get(member, [])
+                    if live > member.sub.state_limit and (
+                        shared.uniform or shared.held_by(member) > member.sub.state_limit
+                    ):
+                        deliver(member, mine, get, shared.held_by(member))
+                    elif mine:
+                        deliver(member, mine, get)
             if shared.members:
                 self._reconcile(shared.runner)
 
@@ -751,15 +758,16 @@ class SubscriptionSet:
             counts.instances += group.touched - before
             views: dict[int, _Datas] = {}
             # none can pass its state_limit (above)
-            for member, completed in sorted(done, key=lambda d: d[0].payload.rank):
-                held = member.payload
-                if self._held.get(held.sub_id) is not held:
-                    continue
-                try:
-                    mine = member.automaton.passing(completed)
-                except Exception as exc:  # noqa: BLE001 - alone, its WHERE fails it here
-                    fail(held, exc)
-                    continue
+            for member in sorted(done, key=_member_rank):
+                if member.gone:
+                    continue  # out of the set since the group completed it (it failed)
+                held, mine = member.payload, done[member]
+                if member.where:
+                    try:
+                        mine = member.automaton.passing(mine)
+                    except Exception as exc:  # noqa: BLE001 - alone, its WHERE fails it here
+                        fail(held, exc)
+                        continue
                 if mine:
                     if len(mine) > 1:
                         mine = sorted(mine, key=_seqs)
@@ -914,6 +922,7 @@ def _touched(held: _Held) -> int:
 
 # a held subscription's rank (the order it is evaluated in), read in C when sorting
 _rank: Callable[[_Held], int] = attrgetter("rank")
+_member_rank: Callable[[GroupMember], int] = attrgetter("payload.rank")  # of a group's member
 
 
 def _seqs(completed: Completed) -> tuple[int, ...]:

@@ -29,7 +29,7 @@ Completed = tuple[tuple[int, ...], Instance]
 Done = dict["GroupMember", list[Completed]]  # the members an event completed, with what
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class GroupMember:
     """One pattern of a group: its own ``automaton`` (its ``WHERE``, its ``data``, and its
     instances once it leaves), ``literal`` (what the group sorts members by: a threshold's
@@ -37,7 +37,9 @@ class GroupMember:
     ``within``, ``limit`` (its ``state_limit``) and ``payload`` (what the caller holds it
     by); ``order`` sorts members by ``literal``. Members of one group with equal ``view``
     have equal ``SELECT``s, so one completed instance has the same ``data`` for each of
-    them (the rest of their patterns is the group's key)."""
+    them (the rest of their patterns is the group's key). ``where``: whether its pattern
+    has a ``WHERE``. Slots: an event reads a few fields of each member it completes, of
+    thousands spread over the heap."""
 
     payload: Any
     automaton: Automaton
@@ -48,6 +50,10 @@ class GroupMember:
     order: tuple[Decimal, int]
     view: int
     gone: bool = False
+    where: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.where = self.automaton.where is not None
 
 
 @dataclass(frozen=True, eq=False)
@@ -157,9 +163,7 @@ class RecordGroup(ABC):
         member.gone = True
         self.generation = generation(tuple(m for m in self.generation.members if not m.gone))
 
-    def advance(
-        self, e: Event, *, offer: bool, start: bool
-    ) -> list[tuple[GroupMember, list[Completed]]] | None:
+    def advance(self, e: Event, *, offer: bool, start: bool) -> Done | None:
         """Offer ``e`` (``offer``: it passes the step's source) to the records, then start
         one (``start``: it passes the group's first source) if some member waits on it;
         the members it completed, each with its instances in the order of their first
@@ -187,7 +191,7 @@ class RecordGroup(ABC):
         if new is not None:
             kept.append(new)
         self.records = kept
-        return list(done.items())
+        return done
 
     # what each kind of group does its own way
     attribute: str  # the candidate's attribute its members' conditions compare
