@@ -56,7 +56,7 @@ class GroupMember:
         self.where = self.automaton.where is not None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class Generation:
     """The members sorted by ``literal`` while none joins or leaves (the records started
     then hold it), their ``literals`` in that order, their ``start_literals`` sorted, the

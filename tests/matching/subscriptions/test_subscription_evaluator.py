@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copyreg
 import datetime as dt
+import pickle
 
+import cloudpickle
 import pytest
 
 from matching.subscriptions import (
@@ -283,3 +286,42 @@ def test_an_equality_join_finds_partners_of_any_numeric_spelling():
         (3, {"a": {"offer": 1}, "b": {"seq": 3}}),
         (4, {"a": {"offer": 2}, "b": {"seq": 4}}),
     ]
+
+
+class _PickledBeforeSlots:
+    """Pickles as a ``Subscription`` did before the class had slots: a new object of the
+    class, then its ``__dict__`` as the state."""
+
+    def __init__(self, state: dict) -> None:
+        self.state = state
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # what the pickler checks the new object's class against
+        return Subscription
+
+    def __reduce_ex__(self, protocol: object) -> tuple:
+        return copyreg.__newobj__, (Subscription,), self.state
+
+
+def test_a_subscription_pickled_before_the_class_had_slots_loads_and_goes_on() -> None:
+    # Given a pattern that has seen one trade, its state as a plain dict (as pickles of
+    # the class without slots, stored in the database by earlier releases, hold it)
+    query = parse_query(
+        "SELECT a.price, b.price FROM FILTER{type = 'trade'}(EVENTS) AS a "
+        "NEXT{b.price > a.price} FILTER{type = 'trade'}(EVENTS) AS b"
+    )
+    sub = Subscription(query, now=NOW)
+    sub.history_done()
+    assert sub.push(TRADES[0], live=True) == []
+    state = {name: getattr(sub, name) for name in Subscription.__slots__}
+    # When it is loaded, and a copy of the live one too (pickled with its slots)
+    # (cloudpickle, as the exchange stores them: a pattern's conditions are closures)
+    old = pickle.loads(cloudpickle.dumps(_PickledBeforeSlots(state)))
+    new = pickle.loads(cloudpickle.dumps(sub))
+    # Then both are subscriptions that go on from where it stood
+    assert type(old) is type(new) is Subscription
+    assert (
+        old.push(TRADES[1], live=True)
+        == new.push(TRADES[1], live=True)
+        == [Notification(1, 2, {"a.price": "1.00", "b.price": "1.10"})]
+    )
