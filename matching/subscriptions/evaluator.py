@@ -22,7 +22,7 @@ never silently trimmed).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,17 +158,7 @@ class Subscription:
         output)``, numbered and suspended exactly as ``push`` does it. ``datas`` may be
         lazy: if reading it raises, the error goes on to the caller with nothing appended
         and nothing changed (alone, the pattern would have failed on the event)."""
-        n = self.n
-        start = len(out)
-        append = out.append
-        try:
-            for data in datas:
-                n += 1
-                append((key, Notification(n, seq, data)))
-        except BaseException:
-            del out[start:]
-            raise
-        self.n = n
+        deliver_all(seq, ((key, self, datas),), out, _raise)
         if kept is not None:
             ending = self._over_limit(seq, kept)
             if ending is not None:
@@ -202,6 +192,38 @@ class Subscription:
             self.n += 1
             out.append(Notification(self.n, seq, data))
         return out
+
+
+def deliver_all(
+    seq: int,
+    given: Iterable[tuple[Hashable, Subscription, Iterable[dict[str, Any]]]],
+    out: list[tuple[Hashable, Any]],
+    failed: Callable[[Hashable, Exception], None],
+) -> None:
+    """``Subscription.deliver_to`` for many patterns in one call (``multi.py``: the members
+    of a shared automaton or group an event completed instances for, none of which it
+    takes past its ``state_limit``): for each ``(key, subscription, datas)`` in turn, its
+    notifications numbered on from its last, appended to ``out`` as ``(key,
+    notification)``. One whose ``datas`` raise while read gets none of them (those
+    appended are taken back, its count is unchanged) and is handed to ``failed`` with the
+    error, which may append its own output in its place; the others go on."""
+    append = out.append
+    for key, sub, datas in given:
+        n = sub.n
+        start = len(out)
+        try:
+            for data in datas:
+                n += 1
+                append((key, Notification(n, seq, data)))
+        except Exception as exc:  # noqa: BLE001 - that one fails, the others go on
+            del out[start:]
+            failed(key, exc)
+            continue
+        sub.n = n
+
+
+def _raise(key: Hashable, exc: Exception) -> None:
+    raise exc
 
 
 def run_offline(

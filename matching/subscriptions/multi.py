@@ -76,7 +76,7 @@ import bisect
 import datetime as dt
 import heapq
 import itertools
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from functools import partial
@@ -89,7 +89,7 @@ from matching.index.tree import IndexTest
 from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_pattern
 
 from .automaton import Automaton, Instance, Node, PatternEngine
-from .evaluator import Output, Subscription
+from .evaluator import Output, Subscription, deliver_all
 from .events import Event, event_from_dict
 from .model import AtomicQuery
 from .pattern_model import All, Compare, Cond, Literal, Matches, Pattern, PatternQuery, Ref, Step
@@ -677,8 +677,28 @@ class SubscriptionSet:
 
         def fail(held: _Held, exc: Exception) -> None:
             """``held`` (a member) fails on this event: out of the set, with ``Failed``."""
-            self.remove(held.sub_id)
-            out.append((held.sub_id, Failed(e.seq, exc)))
+            failing(held.sub_id, exc)
+
+        def failing(sub_id: Hashable, exc: Exception) -> None:
+            self.remove(sub_id)
+            out.append((sub_id, Failed(e.seq, exc)))
+
+        def given(
+            members: list[_Held],
+            passing: dict[_Held, list[Completed]],
+            failed: dict[_Held, Exception],
+            get: Callable[[Completed], Data],
+        ) -> Iterator[tuple[Hashable, Subscription, Iterable[Data]]]:
+            """What ``deliver_all`` numbers for the ``members`` (in order) of a shared
+            automaton whose instances are within every member's ``state_limit``: those
+            its ``WHERE``s pass (``passing``), read through ``get``; a member whose
+            ``WHERE`` raised (``failed``) fails in its place."""
+            counts.evaluated += len(members)
+            for member in members:
+                if failed and member in failed:
+                    fail(member, failed[member])
+                else:
+                    yield member.sub_id, member.sub, map(get, passing[member])
 
         def run(shared: _Shared, passed: dict[int, set[int]]) -> None:
             """Advance the shared automaton, then give each member whose ``WHERE`` passes
@@ -717,11 +737,7 @@ class SubscriptionSet:
                 members = sorted((*passing, *failed), key=_rank)
             get = _Datas(automaton).__getitem__
             if live <= shared.limit:  # none past its state_limit: no need to read each one's
-                for member in members:
-                    if failed and member in failed:
-                        fail(member, failed[member])
-                    else:
-                        deliver(member, passing[member], get)
+                deliver_all(e.seq, given(members, passing, failed, get), out, failing)
             else:
                 for member in members:
                     if member in failed:
@@ -736,6 +752,33 @@ class SubscriptionSet:
                         deliver(member, mine, get)
             if shared.members:
                 self._reconcile(shared.runner)
+
+        def completed_by(
+            done: dict[GroupMember, list[Completed]],
+        ) -> Iterator[tuple[Hashable, Subscription, Iterable[Data]]]:
+            """What ``deliver_all`` numbers for the members a group completed instances
+            for (``done``), in rank order: those their ``WHERE``s pass, each instance's
+            ``data`` built once per ``SELECT``; a member whose ``WHERE`` raises fails in its
+            place."""
+            views: dict[int, _Datas] = {}
+            for member in sorted(done, key=_member_rank):
+                if member.gone:
+                    continue  # out of the set since the group completed it (it failed)
+                held, mine = member.payload, done[member]
+                if member.where:
+                    try:
+                        mine = member.automaton.passing(mine)
+                    except Exception as exc:  # noqa: BLE001 - alone, its WHERE fails it here
+                        fail(held, exc)
+                        continue
+                if mine:
+                    if len(mine) > 1:
+                        mine = sorted(mine, key=_seqs)
+                    data = views.get(member.view)
+                    if data is None:
+                        data = views[member.view] = _Datas(member.automaton)
+                    counts.evaluated += 1
+                    yield held.sub_id, held.sub, map(data.__getitem__, mine)
 
         def follow(grouped: _Grouped, passed: dict[int, set[int]]) -> None:
             """Advance the threshold or bound group, then give each member it completed an
@@ -756,25 +799,8 @@ class SubscriptionSet:
                         self._reconcile(held)
                 return
             counts.instances += group.touched - before
-            views: dict[int, _Datas] = {}
             # none can pass its state_limit (above)
-            for member in sorted(done, key=_member_rank):
-                if member.gone:
-                    continue  # out of the set since the group completed it (it failed)
-                held, mine = member.payload, done[member]
-                if member.where:
-                    try:
-                        mine = member.automaton.passing(mine)
-                    except Exception as exc:  # noqa: BLE001 - alone, its WHERE fails it here
-                        fail(held, exc)
-                        continue
-                if mine:
-                    if len(mine) > 1:
-                        mine = sorted(mine, key=_seqs)
-                    data = views.get(member.view)
-                    if data is None:
-                        data = views[member.view] = _Datas(member.automaton)
-                    deliver(held, mine, data.__getitem__)
+            deliver_all(e.seq, completed_by(done), out, failing)
             if group.members:
                 self._reconcile(grouped.runner)
 

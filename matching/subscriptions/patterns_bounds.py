@@ -181,6 +181,7 @@ class BoundGroup(RecordGroup):
         self._rest: Test | None = None if rest is None else compile_cond(rest, aliases, 1)
         self._starts = COMPARE[self.shape.start_op]
         self._compare = COMPARE[self.shape.op]
+        self._falling = self.shape.op in ("<", "<=")  # members met by lower values
         self.attribute = self.shape.attribute
         self._begin()
 
@@ -232,6 +233,9 @@ class BoundGroup(RecordGroup):
 
     def _offer(self, record: _Record, e: Event, v: Any, now: dt.datetime, done: Done) -> None:
         self.touched += 1
+        best = record.best
+        if best is not None and (v >= best if self._falling else v <= best):
+            return  # v is not past best: the slice between them (_slice) is empty
         lo, hi = self._slice(record, v)
         if lo >= hi:
             return  # no member changes: best may stay as it is

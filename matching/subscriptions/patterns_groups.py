@@ -173,7 +173,8 @@ class RecordGroup(ABC):
         that pattern), or after which some member could hold more instances than its
         ``state_limit``."""
         now = e.time
-        kept = [r for r in self.records if self._open(r) and young(r, now)]
+        # every record held is open (those an offer closed are dropped below)
+        kept = [r for r in self.records if young(r, now)]
         try:
             new = self._start(e) if start and self.generation.members else None
         except ArithmeticError:
