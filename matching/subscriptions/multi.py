@@ -21,15 +21,19 @@ A ``SubscriptionSet`` holds live ``Subscription`` objects (the one evaluator of
   only the instances of its own value that it can advance.
 * Form 2 (composite) subscriptions, and any other kind, fall back to being pushed every
   event: their joins are not static tests.
-* Patterns of one side that are equal but for their ``WHERE`` ("prices rising for at
-  least D minutes", one per D) share one automaton compiled without it (``share``, the
-  default): its sources are indexed once, an event advances it once, and each member is
-  pushed only when its own ``WHERE`` passes an instance the event completed or the shared
-  instances exceed its ``state_limit``. A pattern joins only while neither it nor the
-  shared automaton holds an instance, so the shared instances are at every event the
-  ones it would hold alone (``WHERE`` is read once an instance is complete and moves
-  nothing); otherwise a new shared automaton is started for it. A member taken out
-  (``remove``) or asked for (``subscription``) is given a copy of the shared instances.
+* Patterns of one side that are equal but for their ``WHERE`` and ``WITHIN`` ("prices
+  rising for at least D minutes", one per D; "offer K's best value fell three times
+  within W minutes", one per W) share one automaton compiled without ``WHERE`` and with
+  the longest of their windows (``share``, the default): its sources are indexed once,
+  an event advances it once, and each member is pushed only when its own ``WHERE``
+  passes an instance the event completed or the instances it holds exceed its
+  ``state_limit``. A pattern joins only while neither it nor the shared automaton holds
+  an instance, so the shared instances are at every event the ones it would hold alone
+  with the longest window (``WHERE`` is read once an instance is complete and moves
+  nothing); otherwise a new shared automaton is started for it. Instances move
+  independently of each other and ``WITHIN`` only drops them, so a member with a
+  shorter window holds the shared instances its window keeps (``_Shared``). A member
+  taken out (``remove``) or asked for (``subscription``) is given a copy of those.
   ``advance_members`` does not share: its evaluators are kept after the pass.
 * Patterns of one step that are equal but for the factor of a threshold (``b.price > k *
   a.price``), ``WITHIN``, ``WHERE`` and ``SELECT`` ("a trade, then the next more than p%
@@ -43,9 +47,9 @@ A ``SubscriptionSet`` holds live ``Subscription`` objects (the one evaluator of
   ``WHERE`` and ``SELECT`` run as one ``BoundGroup`` the same way (``share`` too;
   ``patterns_bounds.py`` says why that is exact).
 * The members a shared automaton or group completed instances for are given their
-  outputs at once (``deliver``): each instance's ``data`` built once per ``SELECT`` and
-  shared by their notifications (which no consumer changes), numbered by
-  ``Subscription.deliver_to`` as their own ``push`` would.
+  outputs at once (``evaluator.deliver_all``): each instance's ``data`` built once per
+  ``SELECT`` and shared by their notifications (which no consumer changes), numbered as
+  their own ``push`` would number them.
 
 Why the outputs are those of pushing every event to every subscription (the hypothesis
 test compares them): an event a form 1 subscription is not pushed fails its conjuncts, so
