@@ -697,21 +697,21 @@ class SubscriptionSet:
             automaton whose instances are within every member's ``state_limit``: those
             its ``WHERE``s pass (``passing``), read through ``get``; a member whose
             ``WHERE`` raised (``failed``) fails in its place."""
-            counts.evaluated += len(members)
             for member in members:
                 if failed and member in failed:
                     fail(member, failed[member])
                 else:
+                    counts.evaluated += 1
                     yield member.sub_id, member.sub, map(get, passing[member])
 
         def run(shared: _Shared, passed: dict[int, set[int]]) -> None:
             """Advance the shared automaton, then give each member whose ``WHERE`` passes
-            one of the instances completed, or whose ``state_limit`` the instances held
-            now exceed, its outputs (``deliver``, with its suspension for one past its limit); any
-            other member, pushed alone, would
-            output nothing and change nothing (it is live, and its instances are the
-            shared ones). Each instance's ``data`` is built once: the members' ``SELECT``
-            is the shared automaton's."""
+            one of the instances completed its outputs (``deliver_all``), and one whose
+            instances now exceed its ``state_limit`` its outputs and its suspension
+            (``deliver``); any other member, pushed alone, would output nothing and
+            change nothing (it is live, and its instances are the shared ones its window
+            keeps). Each instance's ``data`` is built once: the members' ``SELECT`` is the
+            shared automaton's."""
             automaton = shared.automaton
             counts.evaluated += 1
             before = automaton.touched
@@ -786,11 +786,11 @@ class SubscriptionSet:
 
         def follow(grouped: _Grouped, passed: dict[int, set[int]]) -> None:
             """Advance the threshold or bound group, then give each member it completed an
-            instance of that passes the member's ``WHERE`` its outputs (``deliver``); any other
-            member, pushed alone, would output nothing. The group holds no member more
-            instances than its ``state_limit`` (``RecordGroup.advance`` refuses such a
-            start), so none is suspended. Where the group cannot follow the event, its
-            members go on alone and are pushed it in full."""
+            instance of that passes the member's ``WHERE`` its outputs (``deliver_all``);
+            any other member, pushed alone, would output nothing. The group holds no
+            member more instances than its ``state_limit`` (``RecordGroup.advance``
+            refuses such a start), so none is suspended. Where the group cannot follow the
+            event, its members go on alone and are pushed it in full."""
             group = grouped.group
             nodes = passed.get(0, _NONE)
             counts.evaluated += 1
