@@ -343,10 +343,16 @@ class _Shared:
         """Make ``WhereIndex.passing``'s answer over all the instances ``completed`` at
         ``now`` the members' own: each keeps those its window kept, and one whose
         ``WHERE`` raised is asked again on those alone (the others it would not hold)."""
+        for held, mine in list(passing.items()):
+            kept = self.in_window(held, mine, now)
+            if kept:
+                passing[held] = kept
+            else:
+                del passing[held]
         for held in list(failed):
             mine = self.in_window(held, completed, now)
             if mine is completed:
-                continue
+                continue  # it holds them all: it fails alone too
             engine = held.sub.engine
             assert isinstance(engine, PatternEngine)
             try:
@@ -357,13 +363,6 @@ class _Shared:
             del failed[held]
             if mine:
                 passing[held] = mine
-        for held, mine in list(passing.items()):
-            if held not in failed:
-                kept = self.in_window(held, mine, now)
-                if kept:
-                    passing[held] = kept
-                else:
-                    del passing[held]
 
     def held_by(self, held: _Held) -> int:
         """How many instances the member ``held`` holds: the shared ones its window keeps."""
@@ -748,10 +747,10 @@ class SubscriptionSet:
                         fail(member, failed[member])
                         continue
                     mine = passing.get(member, [])
-                    if live > member.sub.state_limit and (
-                        shared.uniform or shared.held_by(member) > member.sub.state_limit
-                    ):
-                        deliver(member, mine, get, shared.held_by(member))
+                    limit = member.sub.state_limit
+                    kept = live if live <= limit else shared.held_by(member)
+                    if kept > limit:
+                        deliver(member, mine, get, kept)
                     elif mine:
                         deliver(member, mine, get)
             if shared.members:
