@@ -397,7 +397,13 @@ def history_source(*, upto: int, wait: float | None = None) -> str:
     ``wait`` seconds (``REPLICA_WAIT``) to get there; a replica that lags more, or does not
     answer, leaves the read to the primary, which has every committed event. Either way
     nothing up to ``upto`` is missed, and a read never waits long on a replica that is
-    paused or far behind."""
+    paused or far behind.
+
+    A failed look is tried again until the time is up, on a new connection: a hot standby
+    cancels a query, or ends its session, when replaying the primary's lock on a table
+    (a ``TRUNCATE``, a new partition) would otherwise wait on it (PostgreSQL's "conflict with
+    recovery"), and one such cancellation says nothing of whether the replica will hold
+    ``upto`` a moment later."""
     alias = settings.HISTORY_DATABASE
     if alias == "default":
         return alias
@@ -407,7 +413,8 @@ def history_source(*, upto: int, wait: float | None = None) -> str:
             if history_end(using=alias) >= upto:
                 return alias
         except DatabaseError:
-            return "default"
+            # The next look opens a new session: the failed one may have been ended.
+            connections[alias].close()
         if time.monotonic() >= deadline:
             return "default"
         time.sleep(REPLICA_POLL)

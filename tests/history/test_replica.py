@@ -8,11 +8,12 @@ must be committed to reach the replica: these tests run outside a transaction.""
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 import pytest
 from django.conf import settings as django_settings
 from django.contrib.auth.models import AnonymousUser
-from django.db import connections
+from django.db import DatabaseError, connections
 
 from exchange.selectors.history import history_end, history_events, history_lines, history_source
 from exchange.services.events import events_insert
@@ -44,6 +45,31 @@ def rows(first: int, count: int) -> list:
     ]
 
 
+def replica_caught_up() -> None:
+    """Wait until the replica has replayed everything the primary has written so far.
+
+    The tests rewrite the log from ``seq`` 1 (``log_write``), so "the replica holds event
+    ``upto``" could be read off an earlier test's log that the replica has not yet seen
+    deleted; waiting for the primary's WAL position first makes each test's log the one the
+    replica shows."""
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT pg_current_wal_lsn()::text")
+        (lsn,) = cursor.fetchone()
+    deadline = time.monotonic() + CATCH_UP
+    while True:
+        try:
+            with connections["history"].cursor() as cursor:
+                cursor.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", [lsn])
+                (done,) = cursor.fetchone()
+        except DatabaseError:  # a query the standby cancelled (see history_source)
+            connections["history"].close()
+            done = False
+        if done:
+            return
+        assert time.monotonic() < deadline, f"the replica did not replay up to {lsn}"
+        time.sleep(0.01)
+
+
 def replay(action: str) -> None:
     with connections["history"].cursor() as cursor:
         cursor.execute(f"SELECT pg_wal_replay_{action}()")
@@ -65,6 +91,7 @@ def test_the_replica_is_a_hot_standby_of_the_runs_database(replica):
 def test_a_read_through_the_replica_equals_the_primary(replica):
     # Given a committed log
     upto = log_write(rows(0, 500))
+    replica_caught_up()
     # When the replica has caught up, the read goes there
     assert history_source(upto=upto, wait=CATCH_UP) == "history"
     staff = StaffFactory()
@@ -83,6 +110,7 @@ def test_a_read_through_the_replica_equals_the_primary(replica):
 def test_a_paused_replica_is_not_waited_for_and_nothing_is_missed(replica):
     # Given a replica that has the first 300 events, then stops replaying
     first = log_write(rows(0, 300))
+    replica_caught_up()
     assert history_source(upto=first, wait=CATCH_UP) == "history"
     replay("pause")
     # When 200 more are committed on the primary
