@@ -12,7 +12,7 @@ import pytest
 
 from exchange.models import Trade
 from exchange.selectors.ui import market_candles
-from exchange.selectors.ui.market_page import candles_of, width_label
+from exchange.selectors.ui.market_page import EMBEDDED_CANDLES, candles_of, width_label
 from tests.browser.test_market_daily import json_script
 from tests.spark.test_analytics import Day
 
@@ -124,11 +124,15 @@ def test_the_market_chart_carries_every_width(traded, client):
         "interval": 300,
         "label": "5 min",
         "candles": candles_of(TRADES, 300),
+        "dropped": 0,
         "precision": 2,
         "widths": {
-            "60": {"interval": 60, "label": "1 min", "candles": candles_of(TRADES, 60)},
-            "3600": {"interval": 3600, "label": "1 h", "candles": candles_of(TRADES, 3600)},
-            "86400": {"interval": 86400, "label": "1 day", "candles": candles_of(TRADES, 86400)},
+            "60": {"interval": 60, "label": "1 min", "candles": candles_of(TRADES, 60)}
+            | {"dropped": 0},
+            "3600": {"interval": 3600, "label": "1 h", "candles": candles_of(TRADES, 3600)}
+            | {"dropped": 0},
+            "86400": {"interval": 86400, "label": "1 day", "candles": candles_of(TRADES, 86400)}
+            | {"dropped": 0},
         },
     }
     # and one button per width, the automatic one pressed
@@ -147,3 +151,26 @@ def test_the_automatic_width_follows_the_traded_span(traded):
 
     assert (chart["interval"], chart["label"]) == (60, "1 min")
     assert chart["candles"] == chart["widths"]["60"]["candles"] == candles_of(TRADES[1:], 60)
+
+
+def test_each_width_embeds_its_latest_candles_only(db):
+    """300 trades a minute apart: 300 one-minute candles, of which the page embeds the
+    latest EMBEDDED_CANDLES, the first of them opening at the close of the one before."""
+    day = Day()
+    market = day.market("office.supplies.pencils", EVE)
+    trades = [(at(0, i), Decimal(100 + i) / 100, Decimal(10)) for i in range(300)]
+    for closed_at, price, quantity in trades:
+        offer = day.offer(market, EVE, state="closed")
+        bid = day.bid(market, EVE, state="filled")
+        day.trade(offer, bid, str(price), str(quantity), closed_at)
+
+    chart = market_candles(market=market)
+
+    every = candles_of(trades, 60)
+    assert len(every) == 300 and EMBEDDED_CANDLES == 240
+    assert chart["widths"]["60"]["candles"] == every[60:]
+    assert chart["widths"]["60"]["dropped"] == 60
+    assert chart["widths"]["60"]["candles"][0]["open"] == every[59]["close"] == 1.59
+    # the wider widths hold the span in few candles and drop none
+    assert chart["widths"]["3600"]["dropped"] == chart["widths"]["86400"]["dropped"] == 0
+    assert chart["dropped"] == 0 and len(chart["candles"]) <= 61

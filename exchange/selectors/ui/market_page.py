@@ -19,6 +19,10 @@ CANDLE_INTERVALS = (1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 86400, 7 * 86400)
 MAX_CANDLES = 60
 # The widths the market chart offers besides the automatic one: 1 minute, 1 hour, 1 day.
 CANDLE_WIDTHS = (60, 3600, 86400)
+# The most candles of one width the page embeds: the latest ones (issue 37). 2,000 trades a
+# minute apart would otherwise put 2,000 one-minute candles into every market page; 240 is
+# four hours of minutes, ten days of hours, eight months of days.
+EMBEDDED_CANDLES = 240
 
 
 @dataclass
@@ -77,7 +81,8 @@ def market_candles(*, market: Market, limit: int = 2000) -> dict[str, Any]:
     ``CANDLE_INTERVALS`` that shows the traded span in at most ``MAX_CANDLES`` candles) and
     at each of the chart's fixed widths (``widths``: ``{"60": {"interval": 60, "label":
     "1 min", "candles": [...]}, ...}``, keyed by ``CANDLE_WIDTHS`` as strings, as JSON has
-    them).
+    them). Each width keeps its latest ``EMBEDDED_CANDLES`` candles (``dropped`` says how
+    many earlier ones it left out); the first kept one still opens at the close before it.
     """
     rows = list(
         Trade.objects.filter(market=market)
@@ -98,10 +103,13 @@ def market_candles(*, market: Market, limit: int = 2000) -> dict[str, Any]:
 
 
 def _candle_set(rows: list[Any], interval: int) -> dict[str, Any]:
+    candles = candles_of(rows, interval)
+    dropped = max(0, len(candles) - EMBEDDED_CANDLES)
     return {
         "interval": interval,
         "label": width_label(interval),
-        "candles": candles_of(rows, interval),
+        "candles": candles[dropped:],
+        "dropped": dropped,
     }
 
 

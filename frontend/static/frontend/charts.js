@@ -181,7 +181,9 @@ function shown(el, data) {
 function summarise(el, data) {
   const summary = el.id && document.querySelector(`[data-candle-summary="${el.id}"]`);
   const n = data?.candles?.length || 0;
-  if (summary && data?.label) summary.textContent = `${n} candle${n === 1 ? "" : "s"} of ${data.label}`;
+  // A width with more candles than the page embeds shows its latest ones and says so.
+  const latest = data?.dropped ? "the latest " : "";
+  if (summary && data?.label) summary.textContent = `${latest}${n} candle${n === 1 ? "" : "s"} of ${data.label}`;
 }
 
 function chooseWidth(button) {
