@@ -39,10 +39,25 @@ class UnusableOrders(Exception):
     orders aside and runs it again without them.
     """
 
-    def __init__(self, *, offers: dict[int, str], bids: dict[int, str]) -> None:
+    def __init__(
+        self,
+        *,
+        offers: dict[int, str],
+        bids: dict[int, str],
+        refused: dict[tuple[str, int], str] | None = None,
+    ) -> None:
         super().__init__(f"{len(offers)} offers and {len(bids)} bids cannot be matched")
         self.offers = offers
         self.bids = bids
+        # Orders whose constraint checks out but which the store's database refused, by
+        # (``"offer"`` or ``"bid"``, id), with the stored text it refused: such an order is
+        # set aside while its text is still that one (``orders_set_aside``).
+        self.refused = refused or {}
+
+    def refused_of(self, kind: str) -> dict[int, tuple[str, str]]:
+        """The refused orders of one ``kind``: id to (the text refused, the reason)."""
+        reasons = self.offers if kind == "offer" else self.bids
+        return {pk: (text, reasons[pk]) for (k, pk), text in self.refused.items() if k == kind}
 
 
 @lru_cache(maxsize=200_000)

@@ -14,7 +14,8 @@ One cycle, in one transaction, under an advisory lock so that cycles never overl
 An order whose stored constraint the engine cannot use (it no longer parses, bounds no price,
 or does not fit the store) never fails the batch: the work is rolled back to a savepoint, the
 order is set aside (``set_aside_at`` and a reason, shown on the staff dashboard), its owner is
-notified, and the same work runs again without it (``until_usable``).
+notified, and the same work runs again without it (``until_usable``). So is an order whose
+rows the store's database refuses with a data error (``_store_add`` finds which ones).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TypeVar
 
+import psycopg
 from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -165,7 +167,7 @@ def until_usable(work: Callable[[set[int], set[int]], T]) -> tuple[T, list[Notif
             with transaction.atomic():
                 return work(offers, bids), notes, len(offers) + len(bids)
         except engine.UnusableOrders as exc:
-            aside = orders_set_aside(offer_ids=set(exc.offers), bid_ids=set(exc.bids))
+            aside = orders_set_aside(offer_ids=set(exc.offers), bid_ids=set(exc.bids), refused=exc)
             if not aside:
                 # Read again under lock they are usable: an owner amended them meanwhile
                 # (amending takes the row, not the cycle lock). Run again on the new text,
@@ -207,9 +209,50 @@ def _store_load(
     bids_usable, subscriptions, bad_bids = _candidates(bids)
     if bad_offers or bad_bids:
         raise engine.UnusableOrders(offers=bad_offers, bids=bad_bids)
-    store.add_publications(publications)
-    store.add_subscriptions(subscriptions)
+    _store_add(store.add_publications, publications, offers, "offer")
+    _store_add(store.add_subscriptions, subscriptions, bids, "bid")
     return offers_usable, bids_usable
+
+
+# What the store's database raises for the values of an order: SQLSTATE class 22, data
+# exceptions (a value out of a column's range, an invalid representation). Every other
+# error (a missing table, a lost connection, a timeout, a deadlock) says nothing of one
+# order and fails the cycle as before.
+ORDER_DATA_ERRORS = (psycopg.DataError,)
+
+
+def _store_add(
+    add: Callable[[list[tuple[int, Constraint]]], int],
+    items: list[tuple[int, Constraint]],
+    orders: list[Offer] | list[Bid],
+    kind: str,
+) -> None:
+    """``add(items)`` in a savepoint. If the database refuses it with a data error, find the
+    orders it refuses alone (each in a savepoint of its own) and raise ``UnusableOrders``
+    naming them, so that they are set aside as unparsable ones are and the batch goes on
+    (issue 37: one order's database error must not fail the cycle)."""
+    try:
+        with transaction.atomic():
+            add(items)
+        return
+    except ORDER_DATA_ERRORS as whole:
+        refused: dict[int, str] = {}
+        for item in items:
+            try:
+                with transaction.atomic():
+                    add([item])
+            except ORDER_DATA_ERRORS as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                refused[item[0]] = f"the store refused it: {first or type(exc).__name__}"
+        if not refused or (len(refused) == len(items) > 1):
+            # No one order's fault (none alone is refused, or all are): the batch fails.
+            raise whole
+    texts = {order.pk: order.constraint_text for order in orders}
+    raise engine.UnusableOrders(
+        offers=refused if kind == "offer" else {},
+        bids=refused if kind == "bid" else {},
+        refused={(kind, pk): texts[pk] for pk in refused},
+    )
 
 
 def _live(model: type[Offer] | type[Bid]) -> QuerySet:
@@ -294,15 +337,23 @@ def engine_rebuild_run(name: str) -> tuple[int, list[Notification]]:
     return touched, notes
 
 
-def orders_set_aside(*, offer_ids: set[int], bid_ids: set[int]) -> list[Offer | Bid]:
+def orders_set_aside(
+    *, offer_ids: set[int], bid_ids: set[int], refused: engine.UnusableOrders | None = None
+) -> list[Offer | Bid]:
     """Set aside those of the given orders that, read again under their row lock, the
-    engine still cannot use; returns them. The caller holds the cycle lock."""
+    engine still cannot use; returns them. An order the store's database refused (named in
+    ``refused.refused``) is set aside, for its reason, while it still has the text it was
+    refused with. The caller holds the cycle lock."""
     now = timezone.now()
-    return [*_set_aside(Offer, offer_ids, now), *_set_aside(Bid, bid_ids, now)]
+    offers = refused.refused_of("offer") if refused else {}
+    bids = refused.refused_of("bid") if refused else {}
+    return [*_set_aside(Offer, offer_ids, now, offers), *_set_aside(Bid, bid_ids, now, bids)]
 
 
-def _set_aside(model: type[OrderT], ids: set[int], now: dt.datetime) -> list[OrderT]:
-    """``orders_set_aside`` for one kind of order."""
+def _set_aside(
+    model: type[OrderT], ids: set[int], now: dt.datetime, refused: dict[int, tuple[str, str]]
+) -> list[OrderT]:
+    """``orders_set_aside`` for one kind of order; ``refused``: id to (text, reason)."""
     if not ids:
         return []
     # order_by("pk") so that concurrent lockers never deadlock.
@@ -314,6 +365,10 @@ def _set_aside(model: type[OrderT], ids: set[int], now: dt.datetime) -> list[Ord
     )
     changed = []
     for order in rows:
+        if order.pk in refused and refused[order.pk][0] == order.constraint_text:
+            order.set_aside_at, order.set_aside_reason = now, refused[order.pk][1]
+            changed.append(order)
+            continue
         try:
             engine.usable_constraint(order)
         except engine.UnusableOrder as exc:

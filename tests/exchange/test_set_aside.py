@@ -337,10 +337,10 @@ def test_an_order_amended_while_the_cycle_reads_it_is_matched_on_its_new_text(mo
     poison(late)
     real_set_aside = cycle.orders_set_aside
 
-    def amended_meanwhile(*, offer_ids, bid_ids):
+    def amended_meanwhile(*, offer_ids, bid_ids, refused=None):
         models.Bid.objects.filter(pk=late.pk).update(constraint_text=good_text)
         monkeypatch.setattr(cycle, "orders_set_aside", real_set_aside)
-        return real_set_aside(offer_ids=offer_ids, bid_ids=bid_ids)
+        return real_set_aside(offer_ids=offer_ids, bid_ids=bid_ids, refused=refused)
 
     monkeypatch.setattr(cycle, "orders_set_aside", amended_meanwhile)
 
@@ -351,3 +351,90 @@ def test_an_order_amended_while_the_cycle_reads_it_is_matched_on_its_new_text(mo
     assert late.set_aside_at is None
     assert best(offer) == (late.pk, Decimal("3.00"), 3)
     assert models.MatchingCycle.objects.order_by("-id").first().set_aside == 0
+
+
+# -- a database error inside the store -----------------------------------------------------
+
+
+def refuse_in_store(monkeypatch, bid_ids):
+    """Make the store's database raise a real error (division by zero: a DataError, which
+    aborts the transaction as a value out of a column's range would) whenever a write of
+    bids includes one of ``bid_ids``."""
+    from matching.store.paper import PaperStore
+    from matching.store.ranges import RangeStore
+
+    for cls in (PaperStore, RangeStore):
+        real = cls._write
+
+        def write(self, cur, side, items, real=real):
+            items = list(items)
+            if side == "sub" and any(pk in bid_ids for pk, _ in items):
+                cur.execute("SELECT 1 / 0")
+            return real(self, cur, side, items)
+
+        monkeypatch.setattr(cls, "_write", write)
+
+
+def test_a_bid_the_stores_database_refuses_is_set_aside_and_the_cycle_goes_on(monkeypatch):
+    # Given a settled book, then two new bids in one batch: carol's, which the store's
+    # database refuses, and dave's, which it takes
+    market, _seller, alice, offer, first, second = settled_book()
+    carol, dave = UserFactory(username="carol"), UserFactory(username="dave")
+    bad = bid_place(buyer=carol, market=market, constraint="lot = 10 AND price <= 5.00")
+    good = bid_place(buyer=dave, market=market, constraint="lot = 10 AND price <= 2.50")
+    refuse_in_store(monkeypatch, {bad.pk})
+
+    # When the cycle runs
+    matching_cycle_run()
+
+    # Then carol's bid alone is set aside, with the database's reason, and she is told
+    bad.refresh_from_db()
+    good.refresh_from_db()
+    assert bad.set_aside_at is not None
+    assert bad.set_aside_reason == "the store refused it: division by zero"
+    assert good.set_aside_at is None
+    # and dave's bid is matched: the best of the offer, among three matching bids
+    assert best(offer) == (good.pk, Decimal("2.50"), 3)
+    cycle = models.MatchingCycle.objects.order_by("-id").first()
+    assert cycle.set_aside == 1
+    notes = models.Notification.objects.filter(recipient=carol)
+    assert notes.count() == 1
+    assert best_offers_verify().clean
+
+
+def test_a_database_error_that_is_no_orders_fault_still_fails_the_cycle(monkeypatch):
+    # Given a store whose writes of bids fail for a reason no order's values explain (a
+    # table that is not there: SQLSTATE class 42, not class 22's data exceptions)
+    market, *_ = settled_book()
+    bid = bid_place(buyer=UserFactory(), market=market, constraint="lot = 10 AND price <= 5.00")
+    from matching.store.paper import PaperStore
+    from matching.store.ranges import RangeStore
+
+    def broken(self, cur, side, items):
+        cur.execute("SELECT * FROM no_such_table")
+
+    for cls in (PaperStore, RangeStore):
+        monkeypatch.setattr(cls, "_write", broken)
+
+    # When the cycle runs, then it fails as a whole and sets nothing aside
+    with pytest.raises(Exception, match="no_such_table"):
+        matching_cycle_run()
+    bid.refresh_from_db()
+    assert bid.set_aside_at is None
+
+
+def test_when_every_order_of_a_batch_is_refused_the_cycle_fails_rather_than_set_all_aside(
+    monkeypatch,
+):
+    # Given two new bids, both of which the store's database refuses: the store, not the
+    # orders, is what is wrong
+    market, *_ = settled_book()
+    bids = [
+        bid_place(buyer=UserFactory(), market=market, constraint=f"lot = 10 AND price <= {p}")
+        for p in ("4.00", "5.00")
+    ]
+    refuse_in_store(monkeypatch, {b.pk for b in bids})
+
+    with pytest.raises(Exception, match="division by zero"):
+        matching_cycle_run()
+    assert not models.Bid.objects.filter(set_aside_at__isnull=False).exists()
