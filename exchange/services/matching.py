@@ -21,10 +21,11 @@ rows the store's database refuses with a data error (``_store_add`` finds which 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from django.db import connection, transaction
@@ -59,6 +60,33 @@ T = TypeVar("T")
 CYCLE_LOCK = 0x1D7E45EC7
 # Changes one cycle takes at most; a busier moment is split over consecutive cycles.
 BATCH_LIMIT = 5000
+# What one owner's changes may bring into one cycle, in alternatives (the ORs of their
+# orders' stored constraints, at most 64 an order): a cycle's cost grows with the
+# alternatives it matches, so an owner who sends thousands of maximum-size orders at once
+# has them taken this many alternatives a cycle, and everyone else's changes go in beside
+# them (issue 37; each owner's first pending change is always taken; docs/reliability.md
+# gives the cost measured per alternative).
+OWNER_CYCLE_ALTERNATIVES = 512
+
+# The pending changes a cycle takes: in ``id`` order, each owner's up to the point where its
+# alternatives before the change reach the budget. The owner and size of a change are those
+# of its order now (a withdrawn order still has its row).
+PENDING_SQL = """
+WITH pending AS (
+    SELECT c.id, c.side, c.order_id, c.event::text AS event, c.event_owner_id,
+           coalesce(o.seller_id, b.buyer_id) AS owner,
+           greatest(1, coalesce(jsonb_array_length(
+               coalesce(o.constraint_json, b.constraint_json) -> 'any_of'), 1)) AS size
+    FROM exchange_orderchange c
+    LEFT JOIN exchange_offer o ON c.side = 'offer' AND o.id = c.order_id
+    LEFT JOIN exchange_bid b ON c.side = 'bid' AND b.id = c.order_id
+    WHERE c.processed_at IS NULL
+), ranked AS (
+    SELECT *, sum(size) OVER (PARTITION BY owner ORDER BY id) - size AS before FROM pending
+)
+SELECT id, side, order_id, event, event_owner_id, (SELECT count(*) FROM pending) FROM ranked
+WHERE before < %s ORDER BY id LIMIT %s
+"""
 
 
 def cycle_lock() -> None:
@@ -73,6 +101,8 @@ class CycleReport:
     offers_touched: int
     notifications: int
     events: int = 0
+    # Changes left pending for a later cycle (owners' budgets or the batch limit).
+    more: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,11 +132,7 @@ def batch_apply(*, limit: int = BATCH_LIMIT) -> tuple[CycleReport, list[Notifica
     batch limit and both leave a ``MatchingCycle`` row.
     """
     started = timezone.now()
-    batch = list(
-        OrderChange.objects.filter(processed_at=None)
-        .order_by("id")
-        .values_list("id", "side", "order_id", "event", "event_owner_id")[:limit]
-    )
+    batch, pending = _pending(limit)
     if not batch:
         return CycleReport(0, 0, 0), []
     applied = apply_changes(
@@ -124,7 +150,22 @@ def batch_apply(*, limit: int = BATCH_LIMIT) -> tuple[CycleReport, list[Notifica
         set_aside=applied.set_aside,
         strategy=engine.strategy(),
     )
-    return CycleReport(len(batch), applied.touched, len(applied.notes), events), applied.notes
+    more = pending > len(batch)
+    report = CycleReport(len(batch), applied.touched, len(applied.notes), events, more)
+    return report, applied.notes
+
+
+def _pending(limit: int) -> tuple[list[tuple[int, str, int, Any, int | None]], int]:
+    """The pending changes one cycle takes (``PENDING_SQL``), at most ``limit``, and how
+    many changes are pending in all."""
+    with connection.cursor() as cursor:
+        cursor.execute(PENDING_SQL, [OWNER_CYCLE_ALTERNATIVES, limit])
+        rows = cursor.fetchall()
+    batch = [
+        (pk, side, order_id, None if event is None else json.loads(event), owner)
+        for pk, side, order_id, event, owner, _ in rows
+    ]
+    return batch, rows[0][5] if rows else 0
 
 
 def pending_changes_apply() -> list[Notification]:
@@ -134,7 +175,7 @@ def pending_changes_apply() -> list[Notification]:
     while True:
         report, more = batch_apply(limit=BATCH_LIMIT)
         notes += more
-        if report.changes < BATCH_LIMIT:
+        if not report.more:
             return notes
 
 
@@ -150,13 +191,19 @@ class Applied:
 STALLED_RETRIES = 3
 
 
-def until_usable(work: Callable[[set[int], set[int]], T]) -> tuple[T, list[Notification], int]:
+def until_usable(
+    work: Callable[[set[int], set[int]], T],
+    changed: tuple[set[int], set[int]] | None = None,
+) -> tuple[T, list[Notification], int]:
     """Run ``work`` in a savepoint; while it finds orders the engine cannot use, roll it
     back, set those orders aside and run it again. One bad order never fails the batch.
 
     ``work`` gets the ids of the offers and bids set aside so far (it must treat them as
-    changed: out of the store, their matches gone). Returns what ``work`` returned, the
-    owners' notifications and how many orders were set aside.
+    changed: out of the store, their matches gone). When it fails with a data exception
+    from the store's database, the ``changed`` (offers, bids) it wrote are tried one by one
+    to find those the database refuses (``_store_refusals``), which are set aside as well.
+    Returns what ``work`` returned, the owners' notifications and how many orders were set
+    aside.
     """
     offers: set[int] = set()
     bids: set[int] = set()
@@ -164,8 +211,14 @@ def until_usable(work: Callable[[set[int], set[int]], T]) -> tuple[T, list[Notif
     stalled = 0
     while True:
         try:
-            with transaction.atomic():
-                return work(offers, bids), notes, len(offers) + len(bids)
+            try:
+                with transaction.atomic():
+                    return work(offers, bids), notes, len(offers) + len(bids)
+            except ORDER_DATA_ERRORS:
+                refusals = None if changed is None else _store_refusals(*changed)
+                if refusals is None:
+                    raise
+                raise refusals from None
         except engine.UnusableOrders as exc:
             aside = orders_set_aside(offer_ids=set(exc.offers), bid_ids=set(exc.bids), refused=exc)
             if not aside:
@@ -209,8 +262,8 @@ def _store_load(
     bids_usable, subscriptions, bad_bids = _candidates(bids)
     if bad_offers or bad_bids:
         raise engine.UnusableOrders(offers=bad_offers, bids=bad_bids)
-    _store_add(store.add_publications, publications, offers, "offer")
-    _store_add(store.add_subscriptions, subscriptions, bids, "bid")
+    store.add_publications(publications)
+    store.add_subscriptions(subscriptions)
     return offers_usable, bids_usable
 
 
@@ -221,38 +274,40 @@ def _store_load(
 ORDER_DATA_ERRORS = (psycopg.DataError,)
 
 
-def _store_add(
-    add: Callable[[list[tuple[int, Constraint]]], int],
-    items: list[tuple[int, Constraint]],
-    orders: list[Offer] | list[Bid],
-    kind: str,
-) -> None:
-    """``add(items)`` in a savepoint. If the database refuses it with a data error, find the
-    orders it refuses alone (each in a savepoint of its own) and raise ``UnusableOrders``
-    naming them, so that they are set aside as unparsable ones are and the batch goes on
-    (issue 37: one order's database error must not fail the cycle)."""
-    try:
-        with transaction.atomic():
-            add(items)
-        return
-    except ORDER_DATA_ERRORS as whole:
-        refused: dict[int, str] = {}
-        for item in items:
-            try:
-                with transaction.atomic():
-                    add([item])
-            except ORDER_DATA_ERRORS as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                refused[item[0]] = f"the store refused it: {first or type(exc).__name__}"
-        if not refused or (len(refused) == len(items) > 1):
-            # No one order's fault (none alone is refused, or all are): the batch fails.
-            raise whole
-    texts = {order.pk: order.constraint_text for order in orders}
-    raise engine.UnusableOrders(
-        offers=refused if kind == "offer" else {},
-        bids=refused if kind == "bid" else {},
-        refused={(kind, pk): texts[pk] for pk in refused},
+def _store_refusals(offer_ids: set[int], bid_ids: set[int]) -> engine.UnusableOrders | None:
+    """After a cycle's work failed with a data exception: write each of these orders alone
+    into the store (its old rows out first), in a savepoint rolled back whatever happens,
+    and name the ones the database refuses (issue 37: one order's database error must not
+    fail the cycle). None if none alone is refused, or all of several are: then the store,
+    not an order, is at fault and the cycle fails as before."""
+    store = engine.store()
+    found: dict[str, dict[int, str]] = {"offer": {}, "bid": {}}
+    texts: dict[tuple[str, int], str] = {}
+    sides = (
+        ("offer", Offer, offer_ids, store.delete_publications, store.add_publications),
+        ("bid", Bid, bid_ids, store.delete_subscriptions, store.add_subscriptions),
     )
+    tried = 0
+    for kind, model, ids, delete, add in sides:
+        orders = list(_live(model).filter(id__in=ids))
+        _, candidates, _ = _candidates(orders)
+        text = {order.pk: order.constraint_text for order in orders}
+        for pk, constraint in candidates:
+            tried += 1
+            savepoint = transaction.savepoint()
+            try:
+                delete([pk])
+                add([(pk, constraint)])
+            except ORDER_DATA_ERRORS as exc:
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                found[kind][pk] = f"the store refused it: {first}"
+                texts[(kind, pk)] = text[pk]
+            finally:
+                transaction.savepoint_rollback(savepoint)
+    refused = len(texts)
+    if not refused or (refused == tried > 1):
+        return None
+    return engine.UnusableOrders(offers=found["offer"], bids=found["bid"], refused=texts)
 
 
 def _live(model: type[Offer] | type[Bid]) -> QuerySet:
@@ -288,7 +343,7 @@ def apply_changes(*, offer_ids: set[int], bid_ids: set[int]) -> Applied:
         affected.update(m.offer_id for m in matches)
         return len(affected), best_offers_refresh(offer_ids=affected)
 
-    (touched, notes), aside_notes, count = until_usable(work)
+    (touched, notes), aside_notes, count = until_usable(work, (changed_offers, changed_bids))
     return Applied(touched, aside_notes + notes, count)
 
 
