@@ -16,10 +16,11 @@ from exchange.errors import InvalidInput
 from exchange.models import Event, Subscription, SubscriptionNotification
 from exchange.selectors.events import events_log_end
 from exchange.selectors.history import history_events
-from matching.subscriptions import Query, QueryError, parse_query, run_offline
+from matching.subscriptions import Query, QueryError, run_offline
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions.atomic import AtomicEngine
 from matching.subscriptions.automaton import PatternEngine
+from matching.subscriptions.checked import parse_query_checked
 from matching.subscriptions.composite import CompositeEngine
 
 # A backtest reads at most this many log events, spends at most this many seconds and
@@ -34,9 +35,10 @@ BACKTEST_STEP = 5000
 def subscription_query_parsed(*, text: str) -> Query:
     """``text`` parsed as a subscription query; a bad one is ``InvalidInput`` with the
     parser's code, message and 0-based position (field ``query``). Registration, the
-    backtest and the page's check as you type all read a query through here."""
+    backtest and the page's check as you type all read a query through here, which also
+    refuses a test no event can pass (``type = 'trades'``: ``closed_sets``)."""
     try:
-        return parse_query(text)
+        return parse_query_checked(text)
     except QueryError as exc:
         raise InvalidInput(exc.code, exc.message, field="query", position=exc.position) from None
 

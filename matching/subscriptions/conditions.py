@@ -34,6 +34,7 @@ import matching
 from matching import ConstraintError, Interval, Type
 from matching.subjects import SubjectError, compile_pattern
 
+from .closed_sets import CHECKING, closed_sets_check
 from .cursor import Cursor
 from .errors import QueryError
 from .lexer import DOTTED, KW, NAME, NUM, OP, QNAME, STR, Token, describe
@@ -302,7 +303,10 @@ class ConditionReader:
                     tests.append(AttrTest(alias, attr.name, attr.type, pred))
             if tuple(tests) not in disjuncts:
                 disjuncts.append(tuple(tests))
-        return Condition(tuple(disjuncts))
+        condition = Condition(tuple(disjuncts))
+        if CHECKING.get():
+            closed_sets_check(condition, self.cur.text, start)
+        return condition
 
 
 def _holds_zero(iv: Interval) -> bool:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from .closed_sets import nearest
 from .errors import QueryError
-from .lexer import END, KW, OP, Token, describe
+from .lexer import END, KEYWORDS, KW, NAME, OP, Token, describe
 
 
 class Cursor:
@@ -54,6 +55,12 @@ class Cursor:
         self, message: str, token: Token | None = None, *, code: str = "syntax"
     ) -> QueryError:
         tok = token or self.peek
+        if tok.kind == NAME and "did you mean" not in message:
+            # A name where the grammar wanted something else is most often a keyword
+            # misspelt (NXT for NEXT, WHER for WHERE): say which (issue 39).
+            keyword = nearest(tok.text, KEYWORDS)
+            if keyword is not None:
+                message += f" (did you mean {keyword.upper()}?)"
         return QueryError(message, tok.position, code=code)
 
     def at_most(self, count: int, limit: int, message: str, token: Token) -> None:

@@ -34,6 +34,7 @@ from matching import Type
 
 from . import pattern_model
 from .clauses import MAX_DURATION, MAX_ITEMS, UNITS, ClauseReader
+from .closed_sets import equality_check
 from .conditions import ConditionReader  # the one home of subject pattern checks
 from .errors import QueryError
 from .lexer import DOTTED, DURATION, END, KW, NAME, NUM, OP, QNAME, STR, Token, describe
@@ -426,6 +427,8 @@ class PatternReader(ClauseReader):
                 code="type_mismatch",
             )
         op = "!=" if op_tok.text == "<>" else op_tok.text
+        if op == "=" and not negated:
+            equality_check(left[0], right, self.text, left_tok.position)
         return pattern_model.Compare(NEGATE[op] if negated else op, left[0], right)
 
     def _expr(

@@ -8,6 +8,7 @@ literals alike (SPEC 8.3's fine points) and compares int and decimal values exac
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -114,8 +115,10 @@ END_TIME = "end_time"
 def check_attribute(name: str, position: int, schema: Mapping[str, Type] = EVENT_SCHEMA) -> str:
     """``name`` if ``schema`` has it; else an ``unknown_attribute`` error at ``position``."""
     if name not in schema:
+        guess = difflib.get_close_matches(name, list(schema), n=1, cutoff=0.75)
+        hint = f"did you mean {guess[0]}? " if guess else ""
         raise QueryError(
-            f"unknown attribute {name}: the attributes are " + ", ".join(sorted(schema)),
+            f"unknown attribute {name}: {hint}the attributes are " + ", ".join(sorted(schema)),
             position,
             code="unknown_attribute",
         )

@@ -51,6 +51,8 @@ def test_post_registers_a_subscription_with_its_canonical_query():
         ("SELECT price WHERE", "syntax", 18),
         ("SELECT colour WHERE type = 'trade'", "unknown_attribute", 7),
         ("SELECT price WHERE price > 'x'", None, 27),
+        # well formed, but no event has this type (issue 39)
+        ("SELECT * WHERE type = 'trades'", "never_matches", 22),
     ],
 )
 def test_a_bad_query_is_a_400_with_code_message_and_position_and_nothing_is_stored(
