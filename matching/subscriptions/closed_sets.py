@@ -105,9 +105,12 @@ def equality_check(left: object, right: object, text: str, at: int) -> None:
     for ref, literal in ((left, right), (right, left)):
         attribute = getattr(ref, "attribute", None)
         value = getattr(literal, "value", None)
-        if attribute in CLOSED_SETS and isinstance(value, str):
-            if value not in CLOSED_SETS[attribute]:
-                _refuse_value(attribute, value, text, at)
+        if (
+            attribute in CLOSED_SETS
+            and isinstance(value, str)
+            and value not in CLOSED_SETS[attribute]
+        ):
+            _refuse_value(attribute, value, text, at)
 
 
 def _refuse_value(attribute: str, value: str, text: str, start: int) -> None:
