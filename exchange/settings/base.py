@@ -15,8 +15,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import dj_database_url
 from celery.schedules import crontab
+from django.core.exceptions import ImproperlyConfigured
 
 from . import ports
+from .proxies import NAME as PROXIES_VARIABLE
+from .proxies import ProxySettingError, trusted_proxies
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -47,6 +50,20 @@ def env_list(name: str, default: list[str]) -> list[str]:
 SECRET_KEY = env("DJANGO_SECRET_KEY", "development-only-secret-key-not-for-production")
 DEBUG = False
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+
+# The reverse proxies whose X-Forwarded-For and X-Forwarded-Proto count (exchange/settings/
+# proxies.py): uvicorn is started with flags derived from the same variable, and rewrites the
+# client address and scheme that Django, the throttles and the WebSocket origin check read.
+# None by default; production refuses to start without the variable.
+try:
+    TRUSTED_PROXIES = trusted_proxies(env(PROXIES_VARIABLE))
+except ProxySettingError as _exc:
+    raise ImproperlyConfigured(str(_exc)) from None
+if env("DJANGO_NUM_PROXIES") is not None:
+    raise ImproperlyConfigured(
+        f"DJANGO_NUM_PROXIES is replaced by {PROXIES_VARIABLE}: the addresses of the trusted "
+        "reverse proxies, comma-separated, or none (docs/reliability.md, Security)."
+    )
 
 INSTALLED_APPS = [
     "django.contrib.auth",
@@ -347,10 +364,10 @@ REST_FRAMEWORK = {
         # Subscription backtests, per user (each reads up to 100,000 events).
         "backtest": env("THROTTLE_BACKTEST", "30/min"),
     },
-    # How many reverse proxies in front of the server append to X-Forwarded-For. 0 (the
-    # default): the header is ignored and throttles key on the peer address, so a client
-    # cannot pick its own identity. Behind one trusted proxy set DJANGO_NUM_PROXIES=1.
-    "NUM_PROXIES": int(env("DJANGO_NUM_PROXIES", "0")),
+    # X-Forwarded-For is never read here: uvicorn resolves it from TRUSTED_PROXIES (below)
+    # into the peer address, which the throttles key on. Reading it again would take an
+    # entry that a client sent past the proxy, or straight to the server.
+    "NUM_PROXIES": 0,
     "EXCEPTION_HANDLER": "exchange.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON only, read with its size and nesting checked first (exchange/http.py).
