@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable, Collection
 from contextlib import aclosing
 from typing import Any
@@ -58,6 +57,7 @@ from exchange.selectors.orders import notification_latest_seq
 from exchange.selectors.presence import presence_who
 from matching.subjects import SubjectError, SubjectPattern, compile_pattern, validate_subject
 
+from .limits import CLOSE_FLOODED, RATE_WINDOW, FrameRate, Verdict
 from .patterns import PatternStreams, pattern_group, pattern_of
 from .presence import (
     presence_announce,
@@ -95,37 +95,6 @@ CLOSE_REVOKED = 4001
 CLOSE_INTERNAL = 1011
 
 
-# The frame rate's clock (tests replace it to refill the bucket without waiting).
-_clock = time.monotonic
-
-
-class FrameRate:
-    """A token bucket per connection: ``burst`` frames at once, then ``per_second`` frames a
-    second. Checked before a frame is parsed, so a flood costs one comparison per frame.
-
-    ``limited`` is True from the first dropped frame until a frame passes again: one
-    limiting episode, which the client hears about once (answering every dropped frame would
-    send a flood back)."""
-
-    def __init__(self, *, per_second: float, burst: int) -> None:
-        self.per_second = per_second
-        self.burst = burst
-        self.tokens = float(burst)
-        self.stamp = _clock()
-        self.limited = False
-
-    def allow(self) -> bool:
-        now = _clock()
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.per_second)
-        self.stamp = now
-        if self.tokens < 1:
-            self.limited = True
-            return False
-        self.limited = False
-        self.tokens -= 1
-        return True
-
-
 _public_stream_exists = database_sync_to_async(selectors.public_stream_exists)
 _notifications_after = database_sync_to_async(selectors.notifications_after)
 _latest_seq = database_sync_to_async(notification_latest_seq)
@@ -153,7 +122,9 @@ class StreamConsumer(AsyncWebsocketConsumer):
             None  # the last personal notification sent (None: not following)
         )
         self.rate = FrameRate(
-            per_second=settings.WS_FRAMES_PER_SECOND, burst=settings.WS_FRAME_BURST
+            per_second=settings.WS_FRAMES_PER_SECOND,
+            burst=settings.WS_FRAME_BURST,
+            flood_windows=settings.WS_FLOOD_WINDOWS,
         )
         # Logging out or revoking the token sends ``auth.revoked`` to these groups.
         self.principal_groups = revocation_groups(self.scope) if self.authenticated else []
@@ -213,15 +184,9 @@ class StreamConsumer(AsyncWebsocketConsumer):
             raise StopConsumer() from None
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        episode = self.rate.limited
-        if not self.rate.allow():
-            if not episode:
-                await self._error(
-                    "rate_limited",
-                    f"At most {settings.WS_FRAMES_PER_SECOND:g} frames a second: this frame "
-                    "and the next ones are dropped, without another error, until the rate "
-                    "falls back.",
-                )
+        verdict = self.rate.check()
+        if verdict is not Verdict.PASS:
+            await self._flooded(verdict)
             return
         message = await self._parse(text_data)
         if message is None:
@@ -586,6 +551,27 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self._error("revoked", "Your login or API token was revoked; this connection closes.")
         await self._leave_all()
         await self.close(code=CLOSE_REVOKED)
+
+    async def _flooded(self, verdict: Verdict) -> None:
+        """Answer a frame past the rate (``limits.py``): nothing, one ``rate_limited`` error
+        for its window, or, after overflow in ``WS_FLOOD_WINDOWS`` windows in a row, a
+        ``flooded`` error and the close (4029)."""
+        rate, windows = settings.WS_FRAMES_PER_SECOND, settings.WS_FLOOD_WINDOWS
+        if verdict is Verdict.WARN:
+            await self._error(
+                "rate_limited",
+                f"At most {rate:g} frames a second: frames past it are dropped, with this "
+                f"error at most once in {RATE_WINDOW:g} s; dropping frames in {windows} such "
+                f"windows in a row closes the connection ({CLOSE_FLOODED}).",
+            )
+        elif verdict is Verdict.CLOSE:
+            await self._error(
+                "flooded",
+                f"Frames came past {rate:g} a second in {windows} windows of {RATE_WINDOW:g} s "
+                f"in a row; this connection closes ({CLOSE_FLOODED}).",
+            )
+            await self._leave_all()
+            await self.close(code=CLOSE_FLOODED)
 
     async def _malformed(
         self, code: str, exc: SubjectError, what: str, text: str, **sent: str

@@ -271,9 +271,12 @@ JSON_MAX_DEPTH = 32
 IMPORT_MAX_BYTES = int(env("IMPORT_MAX_BYTES", str(1024 * 1024)))
 IMPORT_MAX_ROWS = int(env("IMPORT_MAX_ROWS", "1000"))
 
-# Frames a WebSocket connection may send: a burst, then a steady rate (more get an error frame).
+# Frames a WebSocket connection may send: a burst, then a steady rate. Frames past it are
+# dropped with one error a second; dropping frames in this many seconds in a row closes the
+# connection (4029; exchange/realtime/limits.py).
 WS_FRAMES_PER_SECOND = float(env("WS_FRAMES_PER_SECOND", "20"))
 WS_FRAME_BURST = int(env("WS_FRAME_BURST", "40"))
+WS_FLOOD_WINDOWS = int(env("WS_FLOOD_WINDOWS", "10"))
 
 # Redis key prefix of the WebSocket presence (who watches what, announced names).
 PRESENCE_PREFIX = "intersect:presence"
