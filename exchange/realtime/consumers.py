@@ -57,7 +57,17 @@ from exchange.selectors.orders import notification_latest_seq
 from exchange.selectors.presence import presence_who
 from matching.subjects import SubjectError, SubjectPattern, compile_pattern, validate_subject
 
-from .limits import CLOSE_FLOODED, RATE_WINDOW, FrameRate, Verdict
+from .limits import (
+    CLOSE_FLOODED,
+    CLOSE_TOO_MANY_CONNECTIONS,
+    RATE_WINDOW,
+    FrameRate,
+    Verdict,
+    caps_release,
+    connection_admit,
+    principal_of,
+    stream_admit,
+)
 from .patterns import PatternStreams, pattern_group, pattern_of
 from .presence import (
     presence_announce,
@@ -126,6 +136,20 @@ class StreamConsumer(AsyncWebsocketConsumer):
             burst=settings.WS_FRAME_BURST,
             flood_windows=settings.WS_FLOOD_WINDOWS,
         )
+        self.principal_groups: list[str] = []
+        self.principal = principal_of(self.scope)
+        self.counted = await connection_admit(self.principal, self.channel_name)
+        if not self.counted:
+            cap = settings.WS_MAX_CONNECTIONS_PER_USER
+            await self.accept()
+            await self._error(
+                "too_many_connections",
+                f"A user keeps at most {cap} WebSocket connections open (without a login, "
+                f"one client address); close one first. This one closes "
+                f"({CLOSE_TOO_MANY_CONNECTIONS}).",
+            )
+            await self.close(code=CLOSE_TOO_MANY_CONNECTIONS)
+            return
         # Logging out or revoking the token sends ``auth.revoked`` to these groups.
         self.principal_groups = revocation_groups(self.scope) if self.authenticated else []
         for group in self.principal_groups:
@@ -158,6 +182,9 @@ class StreamConsumer(AsyncWebsocketConsumer):
             self.present = False
             await presence_disconnect(self.channel_name, streams, list(self.announced))
             self.announced = {}
+        if getattr(self, "counted", False):
+            self.counted = False
+            await caps_release(self.principal, self.channel_name, streams=streams, connection=True)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Handle one message; an unexpected failure sends an error frame, removes the
@@ -248,12 +275,14 @@ class StreamConsumer(AsyncWebsocketConsumer):
                     "bad_frame", 'Resume the "me" stream after a sequence number: {"after": 42}.'
                 )
                 return
+            if not await self._stream_room(stream):
+                return
             await self._join(stream)
             await self._send({"type": "subscribed", "stream": stream})
             self.last_seq = after
             await self._catch_up()
             return
-        if not await self._room_for(stream, self.streams, MAX_STREAMS, "streams"):
+        if not await self._stream_room(stream):
             return
         await self._join(stream, pattern)
         if stream == ME and self.last_seq is None:
@@ -276,7 +305,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
         """Follow ``stream`` (an ``events:<pattern>``) from the log's event after ``after``:
         replay (in ``batch`` frames if ``batch``), then live."""
         start = await self._resume_point(stream, after, "a sequence number, a whole number")
-        if start is None or not await self._room_for(stream, self.streams, MAX_STREAMS, "streams"):
+        if start is None or not await self._stream_room(stream):
             return
         assert pattern is not None  # every events stream is a pattern stream
         await self._join(stream, pattern)
@@ -397,6 +426,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
             return
         await self._unfollow(stream)
         await presence_leave(self.channel_name, stream)
+        await caps_release(self.principal, self.channel_name, streams=[stream])
 
     async def _unfollow(self, stream: str) -> None:
         """Leave ``stream``'s group (the presence write is the caller's)."""
@@ -604,6 +634,24 @@ class StreamConsumer(AsyncWebsocketConsumer):
         if stream in followed or len(followed) < limit:
             return True
         await self._error("too_many_streams", f"A connection follows at most {limit} {kind}.")
+        return False
+
+    async def _stream_room(self, stream: str) -> bool:
+        """Whether this connection may follow ``stream``: ``MAX_STREAMS`` on it, and
+        ``WS_MAX_STREAMS_PER_USER`` over all of its user's (``limits.py``, counted there
+        once allowed); if not, the client is told (``too_many_streams``)."""
+        if stream in self.streams:
+            return True
+        if not await self._room_for(stream, self.streams, MAX_STREAMS, "streams"):
+            return False
+        if await stream_admit(self.principal, self.channel_name, stream):
+            return True
+        cap = settings.WS_MAX_STREAMS_PER_USER
+        await self._error(
+            "too_many_streams",
+            f"A user follows at most {cap} streams over all their connections (without a "
+            "login, one client address); unsubscribe from one first.",
+        )
         return False
 
     async def _error(self, code: str, message: str, **detail: Any) -> None:

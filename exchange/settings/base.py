@@ -277,6 +277,11 @@ IMPORT_MAX_ROWS = int(env("IMPORT_MAX_ROWS", "1000"))
 WS_FRAMES_PER_SECOND = float(env("WS_FRAMES_PER_SECOND", "20"))
 WS_FRAME_BURST = int(env("WS_FRAME_BURST", "40"))
 WS_FLOOD_WINDOWS = int(env("WS_FLOOD_WINDOWS", "10"))
+# Per user (per client address without a login), over every server process: open WebSocket
+# connections (one more is closed with 4013) and streams followed over all of them (one
+# more gets a too_many_streams error). They bound what one user adds to a presence read.
+WS_MAX_CONNECTIONS_PER_USER = int(env("WS_MAX_CONNECTIONS_PER_USER", "10"))
+WS_MAX_STREAMS_PER_USER = int(env("WS_MAX_STREAMS_PER_USER", "400"))
 
 # Redis key prefix of the WebSocket presence (who watches what, announced names).
 PRESENCE_PREFIX = "intersect:presence"

@@ -6,11 +6,14 @@ identity and the forwarded scheme the WebSocket's (``wss``: its ``https`` origin
 
 The identity is observed through a throttle bucket no other test touches: failed token
 requests for an account name of this test's own, 3 a minute per (account, client), every
-other rate out of the way in the server it starts."""
+other rate out of the way in the server it starts; and the cap on anonymous WebSocket
+connections per client address (2 here), from addresses of the test's own."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import random
 import uuid
 from collections.abc import Iterator
@@ -38,6 +41,7 @@ def server(request) -> Iterator[LiveStack]:
     if request.param is not None:
         stack.env[NAME] = request.param
     stack.env["THROTTLE_LOGIN_ACCOUNT"] = "3/min"
+    stack.env["WS_MAX_CONNECTIONS_PER_USER"] = "2"
     for rate in ("THROTTLE_ANON", "THROTTLE_AUTH", "THROTTLE_LOGIN_CLIENT"):
         stack.env[rate] = "100000/min"
     try:
@@ -108,7 +112,54 @@ def test_behind_one_trusted_proxy_the_forwarded_client_and_scheme_count(server):
     assert _failed_logins(server, account, ["10.2.0.1", "10.2.0.1"]) == [400, 400]
     assert _failed_logins(server, account, ["9.9.9.9, 10.2.0.1"]) == [429]
     # A client that reaches the server past the proxy is itself, whatever it claims
-    other = f"127.{random.randrange(1, 255)}.{random.randrange(256)}.{random.randrange(1, 255)}"
+    other = _random_loopback()
     assert _failed_logins(server, account, clients, source=other) == [400, 400, 400, 429]
     # and the proxy's https makes the WebSocket wss, so the site's https origin passes
     assert _wss_origin_accepted(server) is True
+
+
+def _random_loopback() -> str:
+    return f"127.{random.randrange(1, 255)}.{random.randrange(256)}.{random.randrange(1, 255)}"
+
+
+def _sockets(stack: LiveStack, clients: list[tuple[str, str]]) -> list[str]:
+    """Open an anonymous socket per (source address, X-Forwarded-For), all kept open; per
+    socket ``open`` or the code of the error it was told before its close (4013)."""
+
+    async def scenario() -> list[str]:
+        opened, outcomes = [], []
+        for source, forwarded_for in clients:
+            ws = await websockets.connect(
+                stack.ws_url,
+                additional_headers={"X-Forwarded-For": forwarded_for},
+                local_addr=(source, 0),
+                open_timeout=10,
+            )
+            opened.append(ws)
+            # a refused one may be closed already: its error frame is read below
+            with contextlib.suppress(websockets.ConnectionClosed):
+                await ws.send('{"action": "subscribe", "stream": "system"}')
+            answer = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            if answer["type"] == "error":
+                await asyncio.wait_for(ws.wait_closed(), 10)
+                outcomes.append(f"{answer['code']} {ws.close_code}")
+            else:
+                outcomes.append("open")
+        for ws in opened:
+            await ws.close()
+        return outcomes
+
+    return asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("server", [None], indirect=True)
+def test_anonymous_sockets_are_capped_per_peer_address_without_a_proxy(server):
+    a, b = _random_loopback(), _random_loopback()
+    spoofed = [(a, "10.3.0.1"), (a, "10.3.0.2"), (a, "10.3.0.3"), (b, "10.3.0.3")]
+    assert _sockets(server, spoofed) == ["open", "open", "too_many_connections 4013", "open"]
+
+
+@pytest.mark.parametrize("server", [LOOPBACK], indirect=True)
+def test_anonymous_sockets_are_capped_per_forwarded_client_behind_a_trusted_proxy(server):
+    forwarded = [(LOOPBACK, "10.4.0.1")] * 3 + [(LOOPBACK, "10.4.0.2")]
+    assert _sockets(server, forwarded) == ["open", "open", "too_many_connections 4013", "open"]
