@@ -7,8 +7,9 @@ see ``LoginFailures``). Failures are keyed on account and client together so tha
 can lock a user out by failing to log in as them from elsewhere; guessing one account's
 password from many addresses is bounded by each address's own client rate.
 
-The client is DRF's ``get_ident`` under ``NUM_PROXIES`` (settings: 0 by default, so a
-client-supplied ``X-Forwarded-For`` is ignored and the peer address counts). The counters
+The client is DRF's ``get_ident`` with ``NUM_PROXIES`` 0: the peer address, which uvicorn
+has already taken from ``X-Forwarded-For`` if (and only if) the connection came from a proxy
+that ``TRUSTED_PROXIES`` lists (``exchange/settings/proxies.py``). The counters
 live in the default cache, which is Redis, so a limit holds across every worker process.
 
 Every throttle here keeps DRF's sliding window (a request counts for ``duration`` seconds

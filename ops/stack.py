@@ -4,7 +4,8 @@ group with its log file.
 
 Shared by the stack and browser tests (``tests/livestack.py``, against the test database) and
 the live benchmark (``ops/benchmarks/live``, against its own database): the caller gives the
-environment the processes run in, so this module imports no settings.
+environment the processes run in, so this module imports no settings (only the plain
+``exchange.settings.proxies``, which derives uvicorn's proxy flags from that environment).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from exchange.settings.proxies import NAME as PROXIES_VARIABLE
+from exchange.settings.proxies import trusted_proxies, uvicorn_args
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -112,11 +116,14 @@ class Stack:
         ready_path: str = "/",
         ready_seconds: float = 60,
     ) -> Process:
-        """uvicorn on 127.0.0.1 (a free port unless given), logging warnings only; returns
-        once ``ready_path`` answers below 400."""
+        """uvicorn on 127.0.0.1 (a free port unless given), logging warnings only, trusting
+        the forwarded headers of the proxies the environment's ``DJANGO_TRUSTED_PROXIES``
+        lists (none by default) as ``ops/run`` does; returns once ``ready_path`` answers
+        below 400."""
         self.port = port or free_port()
         argv = [str(BIN / "uvicorn"), "exchange.asgi:application", "--host", "127.0.0.1"]
         argv += ["--port", str(self.port), "--log-level", "warning"]
+        argv += uvicorn_args(trusted_proxies(self.env.get(PROXIES_VARIABLE)))
         if workers > 1:
             argv += ["--workers", str(workers), "--no-access-log"]
         process = self.spawn("server", argv)

@@ -1,4 +1,5 @@
-"""Production settings: pass check --deploy with the required variables, refuse without a key."""
+"""Production settings: pass check --deploy with the required variables, refuse without a key
+or an explicit list of trusted proxies; the proxies' one setting and uvicorn's flags from it."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+from exchange.settings.proxies import ProxySettingError, trusted_proxies, uvicorn_args
 from tests.livestack import ROOT
 
 
@@ -29,11 +33,107 @@ def test_production_settings_pass_check_deploy():
         "--fail-level",
         "WARNING",
         DJANGO_SETTINGS_MODULE="exchange.settings.production",
-        DJANGO_SECRET_KEY="x" * 20 + "a-long-random-production-secret-0123456789",
+        DJANGO_SECRET_KEY=SECRET,
         DJANGO_ALLOWED_HOSTS="exchange.example.com",
+        DJANGO_TRUSTED_PROXIES="10.0.0.5",
     )
     assert result.returncode == 0, result.stderr
     assert "no issues" in result.stdout
+
+
+SECRET = "x" * 20 + "a-long-random-production-secret-0123456789"
+
+
+@pytest.mark.parametrize(
+    ("proxies", "message"),
+    [
+        (None, "DJANGO_TRUSTED_PROXIES is not set: list the addresses of the reverse proxies"),
+        ("", "DJANGO_TRUSTED_PROXIES is not set"),
+        ("10.0.0.5, proxy.internal", "DJANGO_TRUSTED_PROXIES: 'proxy.internal' is not an IP"),
+        ("*", "DJANGO_TRUSTED_PROXIES: '*' is not an IP address or network"),
+    ],
+)
+def test_production_settings_refuse_to_start_without_an_explicit_list_of_proxies(proxies, message):
+    env = {"DJANGO_TRUSTED_PROXIES": proxies} if proxies is not None else {}
+    result = run_manage(
+        "check",
+        DJANGO_SETTINGS_MODULE="exchange.settings.production",
+        DJANGO_SECRET_KEY=SECRET,
+        DJANGO_ALLOWED_HOSTS="exchange.example.com",
+        **env,
+    )
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_production_settings_start_with_none_written_out():
+    result = run_manage(
+        "check",
+        DJANGO_SETTINGS_MODULE="exchange.settings.production",
+        DJANGO_SECRET_KEY=SECRET,
+        DJANGO_ALLOWED_HOSTS="exchange.example.com",
+        DJANGO_TRUSTED_PROXIES="none",
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_old_proxy_count_is_refused_with_what_replaces_it():
+    result = run_manage("check", DJANGO_NUM_PROXIES="1")
+    assert result.returncode != 0
+    assert "DJANGO_NUM_PROXIES is replaced by DJANGO_TRUSTED_PROXIES" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "proxies", "flags"),
+    [
+        (None, (), ["--no-proxy-headers"]),
+        ("", (), ["--no-proxy-headers"]),
+        (" None ", (), ["--no-proxy-headers"]),
+        (
+            "10.0.0.5",
+            ("10.0.0.5",),
+            ["--proxy-headers", "--forwarded-allow-ips", "10.0.0.5"],
+        ),
+        (
+            "10.0.0.5, 10.1.2.3/16,::1",
+            ("10.0.0.5", "10.1.0.0/16", "::1"),
+            ["--proxy-headers", "--forwarded-allow-ips", "10.0.0.5,10.1.0.0/16,::1"],
+        ),
+    ],
+)
+def test_uvicorn_trusts_the_forwarded_headers_of_the_listed_proxies_alone(value, proxies, flags):
+    assert trusted_proxies(value) == proxies
+    assert uvicorn_args(proxies) == flags
+
+
+@pytest.mark.parametrize("value", ["*", "localhost", "10.0.0.5,", "10.0.0.300"])
+def test_anything_but_addresses_is_refused(value):
+    with pytest.raises(ProxySettingError):
+        trusted_proxies(value)
+
+
+def test_ops_run_and_the_production_command_print_the_same_flags():
+    result = subprocess.run(
+        [sys.executable, "-m", "exchange.settings.proxies"],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_TRUSTED_PROXIES": "10.0.0.5,10.0.1.0/24"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (result.returncode, result.stdout) == (
+        0,
+        "--proxy-headers --forwarded-allow-ips 10.0.0.5,10.0.1.0/24\n",
+    )
+    refused = subprocess.run(
+        [sys.executable, "-m", "exchange.settings.proxies"],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_TRUSTED_PROXIES": "*"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (refused.returncode, refused.stdout) == (2, "")
 
 
 def test_production_settings_refuse_to_start_without_a_secret_key():
@@ -41,6 +141,7 @@ def test_production_settings_refuse_to_start_without_a_secret_key():
         "check",
         DJANGO_SETTINGS_MODULE="exchange.settings.production",
         DJANGO_ALLOWED_HOSTS="exchange.example.com",
+        DJANGO_TRUSTED_PROXIES="none",
     )
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY is not set" in result.stderr

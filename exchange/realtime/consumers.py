@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable, Collection
 from contextlib import aclosing
 from typing import Any
@@ -58,6 +57,17 @@ from exchange.selectors.orders import notification_latest_seq
 from exchange.selectors.presence import presence_who
 from matching.subjects import SubjectError, SubjectPattern, compile_pattern, validate_subject
 
+from .limits import (
+    CLOSE_FLOODED,
+    CLOSE_TOO_MANY_CONNECTIONS,
+    RATE_WINDOW,
+    FrameRate,
+    Verdict,
+    caps_release,
+    connection_admit,
+    principal_of,
+    stream_admit,
+)
 from .patterns import PatternStreams, pattern_group, pattern_of
 from .presence import (
     presence_announce,
@@ -95,37 +105,6 @@ CLOSE_REVOKED = 4001
 CLOSE_INTERNAL = 1011
 
 
-# The frame rate's clock (tests replace it to refill the bucket without waiting).
-_clock = time.monotonic
-
-
-class FrameRate:
-    """A token bucket per connection: ``burst`` frames at once, then ``per_second`` frames a
-    second. Checked before a frame is parsed, so a flood costs one comparison per frame.
-
-    ``limited`` is True from the first dropped frame until a frame passes again: one
-    limiting episode, which the client hears about once (answering every dropped frame would
-    send a flood back)."""
-
-    def __init__(self, *, per_second: float, burst: int) -> None:
-        self.per_second = per_second
-        self.burst = burst
-        self.tokens = float(burst)
-        self.stamp = _clock()
-        self.limited = False
-
-    def allow(self) -> bool:
-        now = _clock()
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.per_second)
-        self.stamp = now
-        if self.tokens < 1:
-            self.limited = True
-            return False
-        self.limited = False
-        self.tokens -= 1
-        return True
-
-
 _public_stream_exists = database_sync_to_async(selectors.public_stream_exists)
 _notifications_after = database_sync_to_async(selectors.notifications_after)
 _latest_seq = database_sync_to_async(notification_latest_seq)
@@ -153,8 +132,24 @@ class StreamConsumer(AsyncWebsocketConsumer):
             None  # the last personal notification sent (None: not following)
         )
         self.rate = FrameRate(
-            per_second=settings.WS_FRAMES_PER_SECOND, burst=settings.WS_FRAME_BURST
+            per_second=settings.WS_FRAMES_PER_SECOND,
+            burst=settings.WS_FRAME_BURST,
+            flood_windows=settings.WS_FLOOD_WINDOWS,
         )
+        self.principal_groups: list[str] = []
+        self.principal = principal_of(self.scope)
+        self.counted = await connection_admit(self.principal, self.channel_name)
+        if not self.counted:
+            cap = settings.WS_MAX_CONNECTIONS_PER_USER
+            await self.accept()
+            await self._error(
+                "too_many_connections",
+                f"A user keeps at most {cap} WebSocket connections open (without a login, "
+                f"one client address); close one first. This one closes "
+                f"({CLOSE_TOO_MANY_CONNECTIONS}).",
+            )
+            await self.close(code=CLOSE_TOO_MANY_CONNECTIONS)
+            return
         # Logging out or revoking the token sends ``auth.revoked`` to these groups.
         self.principal_groups = revocation_groups(self.scope) if self.authenticated else []
         for group in self.principal_groups:
@@ -187,6 +182,9 @@ class StreamConsumer(AsyncWebsocketConsumer):
             self.present = False
             await presence_disconnect(self.channel_name, streams, list(self.announced))
             self.announced = {}
+        if getattr(self, "counted", False):
+            self.counted = False
+            await caps_release(self.principal, self.channel_name, streams=streams, connection=True)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Handle one message; an unexpected failure sends an error frame, removes the
@@ -213,15 +211,9 @@ class StreamConsumer(AsyncWebsocketConsumer):
             raise StopConsumer() from None
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        episode = self.rate.limited
-        if not self.rate.allow():
-            if not episode:
-                await self._error(
-                    "rate_limited",
-                    f"At most {settings.WS_FRAMES_PER_SECOND:g} frames a second: this frame "
-                    "and the next ones are dropped, without another error, until the rate "
-                    "falls back.",
-                )
+        verdict = self.rate.check()
+        if verdict is not Verdict.PASS:
+            await self._flooded(verdict)
             return
         message = await self._parse(text_data)
         if message is None:
@@ -283,12 +275,14 @@ class StreamConsumer(AsyncWebsocketConsumer):
                     "bad_frame", 'Resume the "me" stream after a sequence number: {"after": 42}.'
                 )
                 return
+            if not await self._stream_room(stream):
+                return
             await self._join(stream)
             await self._send({"type": "subscribed", "stream": stream})
             self.last_seq = after
             await self._catch_up()
             return
-        if not await self._room_for(stream, self.streams, MAX_STREAMS, "streams"):
+        if not await self._stream_room(stream):
             return
         await self._join(stream, pattern)
         if stream == ME and self.last_seq is None:
@@ -311,7 +305,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
         """Follow ``stream`` (an ``events:<pattern>``) from the log's event after ``after``:
         replay (in ``batch`` frames if ``batch``), then live."""
         start = await self._resume_point(stream, after, "a sequence number, a whole number")
-        if start is None or not await self._room_for(stream, self.streams, MAX_STREAMS, "streams"):
+        if start is None or not await self._stream_room(stream):
             return
         assert pattern is not None  # every events stream is a pattern stream
         await self._join(stream, pattern)
@@ -432,6 +426,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
             return
         await self._unfollow(stream)
         await presence_leave(self.channel_name, stream)
+        await caps_release(self.principal, self.channel_name, streams=[stream])
 
     async def _unfollow(self, stream: str) -> None:
         """Leave ``stream``'s group (the presence write is the caller's)."""
@@ -587,6 +582,27 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self._leave_all()
         await self.close(code=CLOSE_REVOKED)
 
+    async def _flooded(self, verdict: Verdict) -> None:
+        """Answer a frame past the rate (``limits.py``): nothing, one ``rate_limited`` error
+        for its window, or, after overflow in ``WS_FLOOD_WINDOWS`` windows in a row, a
+        ``flooded`` error and the close (4029)."""
+        rate, windows = settings.WS_FRAMES_PER_SECOND, settings.WS_FLOOD_WINDOWS
+        if verdict is Verdict.WARN:
+            await self._error(
+                "rate_limited",
+                f"At most {rate:g} frames a second: frames past it are dropped, with this "
+                f"error at most once in {RATE_WINDOW:g} s; dropping frames in {windows} such "
+                f"windows in a row closes the connection ({CLOSE_FLOODED}).",
+            )
+        elif verdict is Verdict.CLOSE:
+            await self._error(
+                "flooded",
+                f"Frames came past {rate:g} a second in {windows} windows of {RATE_WINDOW:g} s "
+                f"in a row; this connection closes ({CLOSE_FLOODED}).",
+            )
+            await self._leave_all()
+            await self.close(code=CLOSE_FLOODED)
+
     async def _malformed(
         self, code: str, exc: SubjectError, what: str, text: str, **sent: str
     ) -> None:
@@ -618,6 +634,24 @@ class StreamConsumer(AsyncWebsocketConsumer):
         if stream in followed or len(followed) < limit:
             return True
         await self._error("too_many_streams", f"A connection follows at most {limit} {kind}.")
+        return False
+
+    async def _stream_room(self, stream: str) -> bool:
+        """Whether this connection may follow ``stream``: ``MAX_STREAMS`` on it, and
+        ``WS_MAX_STREAMS_PER_USER`` over all of its user's (``limits.py``, counted there
+        once allowed); if not, the client is told (``too_many_streams``)."""
+        if stream in self.streams:
+            return True
+        if not await self._room_for(stream, self.streams, MAX_STREAMS, "streams"):
+            return False
+        if await stream_admit(self.principal, self.channel_name, stream):
+            return True
+        cap = settings.WS_MAX_STREAMS_PER_USER
+        await self._error(
+            "too_many_streams",
+            f"A user follows at most {cap} streams over all their connections (without a "
+            "login, one client address); unsubscribe from one first.",
+        )
         return False
 
     async def _error(self, code: str, message: str, **detail: Any) -> None:

@@ -1,5 +1,11 @@
 """Origin checking for the WebSocket endpoint: a browser may connect only from the site's own
-origin, compared as scheme, host and port (as a browser compares origins)."""
+origin, compared as scheme, host and port (as a browser compares origins), or from one of
+``CSRF_TRUSTED_ORIGINS``, wildcards (``https://*.example.com``) matched as Django's CSRF
+check matches them.
+
+The connection's scheme is the ASGI scope's: uvicorn sets ``wss`` from ``X-Forwarded-Proto``
+only on a connection from a trusted proxy (``exchange/settings/proxies.py``), so behind a TLS
+proxy the site's own origin is ``https://...`` and a client cannot claim it directly."""
 
 from __future__ import annotations
 
@@ -8,6 +14,8 @@ from urllib.parse import urlsplit
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
+from django.middleware.csrf import CsrfViewMiddleware
+from django.utils.http import is_same_domain
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -40,8 +48,16 @@ def origin_allowed(*, origin: str, host: str, secure: bool) -> bool:
         return False
     if given == _origin("https" if secure else "http", host):
         return True
-    trusted = (urlsplit(o) for o in settings.CSRF_TRUSTED_ORIGINS)
-    return any(given == _origin(t.scheme, t.netloc) for t in trusted)
+    csrf = CsrfViewMiddleware(_no_response)  # its reading of CSRF_TRUSTED_ORIGINS
+    trusted = (urlsplit(o) for o in csrf.allowed_origins_exact)
+    if any(given == _origin(t.scheme, t.netloc) for t in trusted):
+        return True
+    subdomains = csrf.allowed_origin_subdomains.get(parsed.scheme, ())
+    return any(is_same_domain(parsed.netloc, pattern) for pattern in subdomains)
+
+
+def _no_response(request):  # pragma: no cover - the middleware is only asked for its settings
+    raise AssertionError("not a request path")
 
 
 class BrowserOriginValidator:

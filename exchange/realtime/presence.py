@@ -54,7 +54,8 @@ _heartbeats: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task] 
 )
 
 
-def _servers_key() -> str:
+def servers_key() -> str:
+    """The sorted set of live server processes, scored by their last beat."""
     return f"{settings.PRESENCE_PREFIX}:servers"
 
 
@@ -81,7 +82,7 @@ async def _write(set_fields: dict[str, str], drop_fields: Iterable[str] = ()) ->
         if drop:
             pipe.hdel(key, *drop)
         pipe.expire(key, settings.PRESENCE_TTL_SECONDS)
-        pipe.zadd(_servers_key(), {SERVER_ID: time.time()})
+        pipe.zadd(servers_key(), {SERVER_ID: time.time()})
         await pipe.execute()
 
 
@@ -109,8 +110,8 @@ async def presence_beat() -> None:
     now = time.time()
     async with _redis().pipeline(transaction=True) as pipe:
         pipe.expire(key, settings.PRESENCE_TTL_SECONDS)
-        pipe.zadd(_servers_key(), {SERVER_ID: now})
-        pipe.zremrangebyscore(_servers_key(), "-inf", now - settings.PRESENCE_TTL_SECONDS)
+        pipe.zadd(servers_key(), {SERVER_ID: now})
+        pipe.zremrangebyscore(servers_key(), "-inf", now - settings.PRESENCE_TTL_SECONDS)
         renewed, *_ = await pipe.execute()
     if not renewed and _facts:
         async with _redis().pipeline(transaction=True) as pipe:
@@ -160,7 +161,7 @@ def presence_facts() -> list[Connection]:
     ``who`` selector read it from a thread)."""
     client = redis_client()
     alive_since = time.time() - settings.PRESENCE_TTL_SECONDS
-    servers = cast(list[str], client.zrangebyscore(_servers_key(), alive_since, "+inf"))
+    servers = cast(list[str], client.zrangebyscore(servers_key(), alive_since, "+inf"))
     if not servers:
         return []
     with client.pipeline(transaction=False) as pipe:

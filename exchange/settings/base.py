@@ -15,8 +15,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import dj_database_url
 from celery.schedules import crontab
+from django.core.exceptions import ImproperlyConfigured
 
 from . import ports
+from .proxies import NAME as PROXIES_VARIABLE
+from .proxies import ProxySettingError, trusted_proxies
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -47,6 +50,20 @@ def env_list(name: str, default: list[str]) -> list[str]:
 SECRET_KEY = env("DJANGO_SECRET_KEY", "development-only-secret-key-not-for-production")
 DEBUG = False
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+
+# The reverse proxies whose X-Forwarded-For and X-Forwarded-Proto count (exchange/settings/
+# proxies.py): uvicorn is started with flags derived from the same variable, and rewrites the
+# client address and scheme that Django, the throttles and the WebSocket origin check read.
+# None by default; production refuses to start without the variable.
+try:
+    TRUSTED_PROXIES = trusted_proxies(env(PROXIES_VARIABLE))
+except ProxySettingError as _exc:
+    raise ImproperlyConfigured(str(_exc)) from None
+if env("DJANGO_NUM_PROXIES") is not None:
+    raise ImproperlyConfigured(
+        f"DJANGO_NUM_PROXIES is replaced by {PROXIES_VARIABLE}: the addresses of the trusted "
+        "reverse proxies, comma-separated, or none (docs/reliability.md, Security)."
+    )
 
 INSTALLED_APPS = [
     "django.contrib.auth",
@@ -254,9 +271,17 @@ JSON_MAX_DEPTH = 32
 IMPORT_MAX_BYTES = int(env("IMPORT_MAX_BYTES", str(1024 * 1024)))
 IMPORT_MAX_ROWS = int(env("IMPORT_MAX_ROWS", "1000"))
 
-# Frames a WebSocket connection may send: a burst, then a steady rate (more get an error frame).
+# Frames a WebSocket connection may send: a burst, then a steady rate. Frames past it are
+# dropped with one error a second; dropping frames in this many seconds in a row closes the
+# connection (4029; exchange/realtime/limits.py).
 WS_FRAMES_PER_SECOND = float(env("WS_FRAMES_PER_SECOND", "20"))
 WS_FRAME_BURST = int(env("WS_FRAME_BURST", "40"))
+WS_FLOOD_WINDOWS = int(env("WS_FLOOD_WINDOWS", "10"))
+# Per user (per client address without a login), over every server process: open WebSocket
+# connections (one more is closed with 4013) and streams followed over all of them (one
+# more gets a too_many_streams error). They bound what one user adds to a presence read.
+WS_MAX_CONNECTIONS_PER_USER = int(env("WS_MAX_CONNECTIONS_PER_USER", "10"))
+WS_MAX_STREAMS_PER_USER = int(env("WS_MAX_STREAMS_PER_USER", "400"))
 
 # Redis key prefix of the WebSocket presence (who watches what, announced names).
 PRESENCE_PREFIX = "intersect:presence"
@@ -347,10 +372,10 @@ REST_FRAMEWORK = {
         # Subscription backtests, per user (each reads up to 100,000 events).
         "backtest": env("THROTTLE_BACKTEST", "30/min"),
     },
-    # How many reverse proxies in front of the server append to X-Forwarded-For. 0 (the
-    # default): the header is ignored and throttles key on the peer address, so a client
-    # cannot pick its own identity. Behind one trusted proxy set DJANGO_NUM_PROXIES=1.
-    "NUM_PROXIES": int(env("DJANGO_NUM_PROXIES", "0")),
+    # X-Forwarded-For is never read here: uvicorn resolves it from TRUSTED_PROXIES (below)
+    # into the peer address, which the throttles key on. Reading it again would take an
+    # entry that a client sent past the proxy, or straight to the server.
+    "NUM_PROXIES": 0,
     "EXCEPTION_HANDLER": "exchange.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON only, read with its size and nesting checked first (exchange/http.py).

@@ -48,6 +48,10 @@ MATCHING_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}.matching"
 CELERY_TASK_ROUTES = {"exchange.matching_cycle": {"queue": MATCHING_QUEUE}}
 CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"intersect-{TEST_RUN}"  # noqa: F405
 PRESENCE_PREFIX = f"intersect-{TEST_RUN}:presence"
+# Tests share one server id (the test process) and many leave sockets open: the per-user
+# caps are out of the way except where a test sets them (tests/realtime/test_caps.py).
+WS_MAX_CONNECTIONS_PER_USER = int(env("WS_MAX_CONNECTIONS_PER_USER", "100000"))  # noqa: F405
+WS_MAX_STREAMS_PER_USER = int(env("WS_MAX_STREAMS_PER_USER", "100000"))  # noqa: F405
 CYCLE_PENDING_KEY = f"intersect-{TEST_RUN}:cycle-pending"
 WORKER_HEARTBEAT_KEY = f"intersect-{TEST_RUN}:worker-heartbeat"
 MATCHING_HEARTBEAT_KEY = f"intersect-{TEST_RUN}:matching-heartbeat"

@@ -33,6 +33,7 @@ from typing import Any
 import matching
 from matching import ConstraintError, Interval, Type
 from matching.subjects import SubjectError, compile_pattern
+from matching.syntax import MAX_DEPTH
 
 from .closed_sets import CHECKING, closed_sets_check
 from .cursor import Cursor
@@ -70,6 +71,7 @@ class ConditionReader:
         self.cur = cur
         self.schema = schema
         self.aliases = aliases
+        self._depth = 0
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -98,14 +100,24 @@ class ConditionReader:
         return self._normalize(first.position, end, scan)
 
     def _group(self, scan: _Scan) -> None:
+        # Counted as it descends, with the constraint parser's limit and words, so that
+        # deep text is refused before it can exhaust Python's stack (issue 37).
         cur = self.cur
         open_ = cur._expect(OP, "(", what="'('")
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise cur.error(
+                f"parentheses are nested more than {MAX_DEPTH} deep; simplify the constraint",
+                open_,
+                code="too_deep",
+            )
         self._or(scan)
         if not cur._match(OP, ")"):
             raise cur.error(
                 f"expected ')' to close the '(' at character {open_.position + 1}, "
                 f"found {describe(cur.peek)}"
             )
+        self._depth -= 1
 
     def _or(self, scan: _Scan) -> None:
         self._and(scan)

@@ -42,7 +42,7 @@ from .schema import EVENT_SCHEMA, check_attribute
 
 MAX_STEPS = 8  # steps after the first source, per side
 MAX_SIDES = 8  # patterns joined by UNION
-MAX_DEPTH = 32  # nesting of parentheses and NOT
+MAX_DEPTH = 32  # nesting of parentheses, NOT and unary minus
 MAX_NODES = 256  # comparisons and operators in one condition
 
 NEGATE = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
@@ -308,12 +308,16 @@ class PatternReader(ClauseReader):
         self._nodes = 0
         return self._cond(self._or(scope, False))
 
-    def _deeper(self) -> None:
+    def _deeper(self, opener: Token) -> None:
+        """Count one level opened at ``opener``; past ``MAX_DEPTH`` refuse it there, before
+        anything deeper is read (deep text would exhaust Python's stack)."""
         self._depth += 1
         if self._depth > MAX_DEPTH:
             raise self.error(
-                f"conditions nest at most {MAX_DEPTH} levels deep (parentheses and NOT)",
-                code="too_many",
+                f"conditions nest at most {MAX_DEPTH} levels deep (parentheses, NOT and "
+                "unary minus)",
+                opener,
+                code="too_deep",
             )
 
     def _or(self, scope: _Scope, negated: bool) -> pattern_model.Cond | _Bare:
@@ -354,13 +358,13 @@ class PatternReader(ClauseReader):
             raise self.error(f"a condition has at most {MAX_NODES} parts", code="too_many")
         depth = self._depth
         was_negated = negated
-        while self._match(KW, "not"):
+        while not_ := self._match(KW, "not"):
             negated = not negated
-            self._deeper()
+            self._deeper(not_)
         try:
             first = self.peek
             if self._match(OP, "("):
-                self._deeper()
+                self._deeper(first)
                 inner = self._or(scope, negated)
                 self._expect(
                     OP, ")", what=f"')' to close the '(' at character {first.position + 1}"
@@ -503,14 +507,16 @@ class PatternReader(ClauseReader):
             self._pending.append((pattern_model.Dur(), tok))
             return pattern_model.Dur(), "number"
         if tok.kind == OP and tok.text == "(":
-            self._deeper()
+            self._deeper(tok)
             inner = self._expr(scope)
             self._expect(OP, ")", what="')' to close the '('")
             self._depth -= 1
             return inner
         if tok.kind == OP and tok.text == "-":
             operand_tok = self.peek
+            self._deeper(tok)  # - - - x nests as ( ( x ) ) does
             operand, t = self._factor(scope)
+            self._depth -= 1
             self._arith(operand_tok, t, operand_tok, t, "-")
             return pattern_model.Arithmetic("-", pattern_model.Literal(Decimal(0)), operand), t
         if tok.kind == DOTTED:

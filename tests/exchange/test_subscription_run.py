@@ -26,6 +26,7 @@ from tests.matching.subscriptions.subscription_cases import (
     TRADES,
     at,
 )
+from tests.matching.subscriptions.test_query_depth import DEEP, DEEP_MESSAGE
 
 
 def write_events(tmp_path: Path, events, name="events.jsonl") -> str:
@@ -106,6 +107,7 @@ def test_an_empty_file_with_a_past_end_completes(tmp_path):
             "SELECT a.price FROM FILTER{type = 'trade'}(EVENTS) AS",
             "QUERY:1:54: expected an alias such as a",
         ),
+        (DEEP, f"QUERY:1:116: {DEEP_MESSAGE}"),
     ],
 )
 def test_a_bad_query_exits_2_with_its_column(tmp_path, query, message):
@@ -171,6 +173,19 @@ def test_it_runs_with_an_unreachable_database(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert [json.loads(x)["seq"] for x in result.stdout.splitlines()] == [2, 4, 5, 6]
+
+
+def test_a_query_nested_too_deep_exits_2_from_the_command_line(tmp_path):
+    # issue 37: 237 levels printed a RecursionError's traceback and exited 1
+    result = subprocess.run(
+        [sys.executable, "manage.py", "subscription_run", write_events(tmp_path, TRADES), DEEP],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"QUERY:1:116: {DEEP_MESSAGE}\n"
 
 
 @pytest.mark.parametrize("now", ["9999-12-31T23:00:00-05:00", "0001-01-01T00:00:00+05:00"])

@@ -12,7 +12,7 @@ from django.conf import settings as django_settings
 from django.test import Client
 
 import exchange.realtime.consumers as consumers
-from exchange.realtime import presence
+from exchange.realtime import limits, presence
 from exchange.services.tokens import token_issue, token_regenerate, token_revoke
 from tests.factories import UserFactory, pencils_market
 from tests.realtime.client import ask, connect
@@ -42,37 +42,104 @@ def test_a_deeply_nested_frame_gets_an_error_and_the_connection_stays_usable():
 RATE_LIMITED = {
     "type": "error",
     "code": "rate_limited",
-    "message": "At most 1 frames a second: this frame and the next ones are dropped, without "
-    "another error, until the rate falls back.",
+    "message": "At most 1 frames a second: frames past it are dropped, with this error at most "
+    "once in 1 s; dropping frames in 3 such windows in a row closes the connection (4029).",
+}
+FLOODED = {
+    "type": "error",
+    "code": "flooded",
+    "message": "Frames came past 1 a second in 3 windows of 1 s in a row; this connection "
+    "closes (4029).",
 }
 SUBSCRIBED = {"type": "subscribed", "stream": "system"}
+FRAME = json.dumps({"action": "subscribe", "stream": "system"})
 
 
-def test_frames_past_the_rate_are_dropped_with_one_error_per_limiting_episode(
-    settings, monkeypatch
-):
-    # The bucket reads its clock once when the connection opens and once per frame; these
-    # are the readings, so the refills fall exactly where the test puts them.
-    readings = iter([0.0] + [0.0] * 7 + [1.0] * 3 + [2.0])
-    monkeypatch.setattr(consumers, "_clock", lambda: next(readings))
-    settings.WS_FRAMES_PER_SECOND = 1.0
-    settings.WS_FRAME_BURST = 2
-    frame = json.dumps({"action": "subscribe", "stream": "system"})
+@pytest.fixture
+def frame_clock(settings, monkeypatch):
+    """Sets the rate (``per_second``, burst 2 unless given, 3 windows to a close) and the
+    bucket's clock readings: one when the connection opens, then one per frame."""
+
+    def set_clock(readings: list[float], *, per_second: float = 1.0, burst: int = 2) -> None:
+        it = iter(readings)
+        monkeypatch.setattr(limits, "_clock", lambda: next(it))
+        settings.WS_FRAMES_PER_SECOND = per_second
+        settings.WS_FRAME_BURST = burst
+        settings.WS_FLOOD_WINDOWS = 3
+
+    return set_clock
+
+
+def _flood(frames: int, replies: int) -> tuple[list[dict], dict | None]:
+    """Send ``frames`` frames, read ``replies`` replies, then what comes next within 0.3 s
+    (a close, or None)."""
 
     async def scenario():
         ws = await connect()
-        # 2 pass (the burst), 5 are dropped, 1 passes (a second's refill), 2 are dropped,
-        # 1 passes
-        for _ in range(11):
-            await ws.send_to(text_data=frame)
-        replies = [json.loads(await ws.receive_from(timeout=5)) for _ in range(6)]
-        nothing = await ws.receive_nothing(timeout=0.3)
+        for _ in range(frames):
+            await ws.send_to(text_data=FRAME)
+        got = [json.loads(await ws.receive_from(timeout=5)) for _ in range(replies)]
+        quiet = await ws.receive_nothing(timeout=0.3)
+        after = None if quiet else await ws.receive_output(timeout=5)
         await ws.disconnect()
-        return replies, nothing
+        return got, after
 
-    replies, nothing = asyncio.run(scenario())
+    return asyncio.run(scenario())
+
+
+def test_frames_past_the_rate_are_dropped_with_one_error_per_window(frame_clock):
+    # 2 pass (the burst), 5 are dropped, 1 passes (a second's refill), 2 are dropped (a new
+    # window: one error), 1 passes
+    frame_clock([0.0] + [0.0] * 7 + [1.0] * 3 + [2.0])
+
+    replies, after = _flood(11, 6)
+
     assert replies == [SUBSCRIBED, SUBSCRIBED, RATE_LIMITED, SUBSCRIBED, RATE_LIMITED, SUBSCRIBED]
-    assert nothing
+    assert after is None
+
+
+def test_frames_slipping_through_a_window_do_not_bring_another_error(frame_clock):
+    # At 10 a second, burst 1: a frame passes every 0.1 s between drops. One error for the
+    # window that opened at 0.0, the next at 1.0 (before: one per drop after a pass).
+    frame_clock([0.0, 0.0, 0.0, 0.1, 0.1, 0.2, 0.2, 1.0, 1.0], per_second=10.0, burst=1)
+
+    replies, after = _flood(8, 6)
+
+    limited = {
+        **RATE_LIMITED,
+        "message": RATE_LIMITED["message"].replace("At most 1 ", "At most 10 "),
+    }
+    assert replies == [SUBSCRIBED, limited, SUBSCRIBED, SUBSCRIBED, SUBSCRIBED, limited]
+    assert after is None
+
+
+def test_sustained_overflow_closes_the_connection_with_4029(frame_clock):
+    # Drops in three windows in a row (opened at 0, 1 and 2 s): two errors, then the close
+    frame_clock([0.0] + [0.0] * 3 + [1.0] * 2 + [2.0] * 2)
+
+    replies, after = _flood(7, 7)
+
+    assert replies == [
+        *(SUBSCRIBED, SUBSCRIBED, RATE_LIMITED),
+        *(SUBSCRIBED, RATE_LIMITED),
+        *(SUBSCRIBED, FLOODED),
+    ]
+    assert after == {"type": "websocket.close", "code": 4029}
+
+
+def test_a_quiet_window_between_overflows_starts_the_count_again(frame_clock):
+    # Windows opened at 0 and 1 s, none at 2 (quiet), then at 3.5 and 4.5: no close
+    frame_clock([0.0] + [0.0] * 3 + [1.0] * 2 + [3.5] * 3 + [4.5] * 2)
+
+    replies, after = _flood(10, 10)
+
+    assert replies == [
+        *(SUBSCRIBED, SUBSCRIBED, RATE_LIMITED),
+        *(SUBSCRIBED, RATE_LIMITED),
+        *(SUBSCRIBED, SUBSCRIBED, RATE_LIMITED),
+        *(SUBSCRIBED, RATE_LIMITED),
+    ]
+    assert after is None
 
 
 def test_a_failure_inside_the_consumer_sends_an_error_frame_and_clears_presence(monkeypatch):

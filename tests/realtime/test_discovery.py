@@ -215,18 +215,18 @@ def test_entries_of_a_server_that_stopped_beating_are_not_read(markets, settings
     key = presence._server_key(dead)
     client.hset(key, mapping={"c1|u": "", f"c1|a|{PENS}": "ghost"})
     client.expire(key, 600)
-    client.zadd(presence._servers_key(), {dead: time.time() - settings.PRESENCE_TTL_SECONDS - 1})
+    client.zadd(presence.servers_key(), {dead: time.time() - settings.PRESENCE_TTL_SECONDS - 1})
     try:
         assert presence_who(pattern=PENS)["markets"] == [
             {"subject": PENS, "watchers": 0, "names": []}
         ]
-        client.zadd(presence._servers_key(), {dead: time.time()})
+        client.zadd(presence.servers_key(), {dead: time.time()})
         assert presence_who(pattern=PENS)["markets"] == [
             {"subject": PENS, "watchers": 1, "names": ["ghost"]}
         ]
     finally:
         client.delete(key)
-        client.zrem(presence._servers_key(), dead)
+        client.zrem(presence.servers_key(), dead)
 
 
 def test_a_beat_writes_back_the_entries_of_live_connections_when_redis_lost_them(markets):

@@ -41,6 +41,23 @@ def test_trusted_origins_are_allowed_too(settings):
     )
 
 
+def test_wildcard_trusted_origins_match_as_djangos_csrf_check_matches_them(settings):
+    settings.CSRF_TRUSTED_ORIGINS = ["https://*.example.org", "http://*.test.example:8080"]
+    settings.ALLOWED_HOSTS = ["127.0.0.1"]
+    for origin, allowed in [
+        ("https://app.example.org", True),
+        ("https://a.b.example.org", True),
+        ("https://example.org", True),  # Django's is_same_domain includes the domain itself
+        ("http://app.example.org", False),  # another scheme
+        ("https://app.example.org:8443", False),  # another port
+        ("https://evilexample.org", False),
+        ("https://example.org.evil.com", False),
+        ("http://a.test.example:8080", True),
+        ("http://a.test.example", False),
+    ]:
+        assert origin_allowed(origin=origin, host="127.0.0.1:8000", secure=False) is allowed, origin
+
+
 def test_a_handshake_from_another_port_is_refused_and_one_without_origin_accepted():
     async def connect(headers) -> bool:
         ws = WebsocketCommunicator(application, "/ws/", headers=headers)

@@ -249,7 +249,7 @@ def test_limits_fail_fast():
     )
     with pytest.raises(QueryError) as info:
         parse_query(deep)
-    assert info.value.code == "too_many"
+    assert info.value.code == "too_deep"
     nested = "SELECT a.price FROM FILTER{" + "(" * MAX_DEPTH + "price > 1" + ")" * MAX_DEPTH
     assert parse_query(nested + "}(EVENTS) AS a") == parse_query(
         "SELECT a.price FROM FILTER{price > 1}(EVENTS) AS a"
@@ -258,7 +258,7 @@ def test_limits_fail_fast():
     many_nots = "SELECT a.price FROM FILTER{" + "NOT " * 100 + "price > 1}(EVENTS) AS a"
     with pytest.raises(QueryError) as info:
         parse_query(many_nots)
-    assert info.value.code == "too_many"
+    assert info.value.code == "too_deep"
 
 
 WORDS = ["SELECT", "a.price", "b.price", "b.last.price", "a.subject", "b.subject", "FROM",
