@@ -22,7 +22,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TypeVar
 
 from django.db import connection, transaction
@@ -41,6 +40,7 @@ from exchange.models import (
     OrderChange,
 )
 from exchange.models.orders import OrderT
+from exchange.services.best import NO_BEST, Best
 from exchange.services.events import events_append
 from exchange.services.notifications import (
     best_offer_facts,
@@ -71,16 +71,6 @@ class CycleReport:
     offers_touched: int
     notifications: int
     events: int = 0
-
-
-@dataclass(frozen=True)
-class Best:
-    bid_id: int | None
-    value: Decimal | None
-    matching_bids: int
-
-
-NO_BEST = Best(None, None, 0)
 
 
 def matching_cycle_run(*, limit: int = BATCH_LIMIT) -> CycleReport:

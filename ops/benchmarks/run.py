@@ -63,8 +63,9 @@ import psycopg  # noqa: E402
 from exchange.settings.ports import DEV_DATABASE_URL  # noqa: E402
 from matching.workload import KINDS, Workload, generate, terms  # noqa: E402
 from ops.benchmarks import machine  # noqa: E402
-from ops.benchmarks.experiments import Budget, Context, run_experiment  # noqa: E402
+from ops.benchmarks.experiments import Context, run_experiment  # noqa: E402
 from ops.benchmarks.spark_matcher import DEFAULT_MAX_SUBS, spark_budget, spark_plan  # noqa: E402
+from ops.benchmarks.timing import Budget  # noqa: E402
 
 
 def _ints(text: str) -> tuple[int, ...]:
