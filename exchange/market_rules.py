@@ -110,11 +110,13 @@ class _Text(serializers.CharField):
         return data
 
 
-class _TypeName(_Text):
+class _TypeName(serializers.Field):
     """A type's name or a SPEC 2.1 synonym, in any case: the type."""
 
-    def to_internal_value(self, data: Any) -> Type:  # type: ignore[override]  # a Type, not str
-        found = TYPE_NAMES.get(super().to_internal_value(data).lower())
+    default_error_messages = {"invalid": "not a type"}
+
+    def to_internal_value(self, data: Any) -> Type:
+        found = TYPE_NAMES.get(data.lower()) if isinstance(data, str) else None
         if found is None:
             self.fail("invalid")
         return found
@@ -173,14 +175,22 @@ _LIMITS = {"name": ATTRIBUTE_NAME_LENGTH, "label": LABEL_LENGTH, "unit": UNIT_LE
 class _SchemaAttribute(serializers.Serializer):
     """One attribute as staff send it; the fields in the order their problems are told."""
 
-    name = _Text(max_length=_LIMITS["name"], validators=[_name_rule, _not_the_subject])
-    type = _TypeName()
-    role = serializers.ChoiceField(choices=ROLES, allow_null=True, required=False, default=None)
-    required_on_offer = _Flag(required=False, default=False)
-    required_on_bid = _Flag(required=False, default=False)
-    # The stubs type Field.label (a form label); DRF's metaclass takes this field out of it.
-    label = _Text(max_length=_LIMITS["label"], allow_blank=True, required=False, default="")  # type: ignore[assignment]
-    unit = _Text(max_length=_LIMITS["unit"], allow_blank=True, required=False, default="")
+    # Declared in get_fields: the stubs type Field.label (a form label) as a string, so a
+    # field named label in the class body would not type-check.
+    def get_fields(self) -> dict[str, serializers.Field]:
+        return {
+            "name": _Text(max_length=_LIMITS["name"], validators=[_name_rule, _not_the_subject]),
+            "type": _TypeName(),
+            "role": serializers.ChoiceField(
+                choices=ROLES, allow_null=True, required=False, default=None
+            ),
+            "required_on_offer": _Flag(required=False, default=False),
+            "required_on_bid": _Flag(required=False, default=False),
+            "label": _Text(
+                max_length=_LIMITS["label"], allow_blank=True, required=False, default=""
+            ),
+            "unit": _Text(max_length=_LIMITS["unit"], allow_blank=True, required=False, default=""),
+        }
 
 
 # What each refusal says, by the field and DRF's error code (None: any other code).

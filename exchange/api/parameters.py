@@ -103,10 +103,9 @@ class KnownParameters:
                 field=unknown[0],
             )
 
-    def query(self) -> dict[str, Any]:
-        """The values of ``query_serializer``'s parameters that the request gives."""
+    def query(self, request: Request) -> dict[str, Any]:
+        """The values of ``query_serializer``'s parameters that ``request`` gives."""
         assert self.query_serializer is not None
-        request: Request = self.request  # type: ignore[attr-defined]  # the APIView's
         parsed = self.query_serializer(data=request.query_params.dict())
         if not parsed.is_valid():
             name, (message, *_) = next(iter(parsed.errors.items()))

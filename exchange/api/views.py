@@ -119,7 +119,7 @@ class MarketList(KnownParameters, generics.ListAPIView):
     query_serializer = _SubjectQuery
 
     def get_queryset(self):
-        return market_list(subject=self.query().get("subject"))
+        return market_list(subject=self.query(self.request).get("subject"))
 
     def get_permissions(self):
         return [IsStaff()] if self.request.method == "POST" else super().get_permissions()
@@ -179,7 +179,7 @@ class OfferList(KnownParameters, generics.ListAPIView):
     query_serializer = _OfferQuery
 
     def get_queryset(self):
-        query = self.query()
+        query = self.query(self.request)
         return order_selectors.offer_list(market=query.get("market"), state=query.get("state"))
 
     @extend_schema(
@@ -347,7 +347,7 @@ class _PublicMarketList(KnownParameters, generics.ListAPIView):
     query_serializer = _MarketQuery
 
     def _market_pattern(self) -> str | None:
-        return self.query().get("market")
+        return self.query(self.request).get("market")
 
 
 class BestOfferList(_PublicMarketList):
@@ -376,7 +376,7 @@ class NotificationList(KnownParameters, generics.ListAPIView):
     query_serializer = _NotificationQuery
 
     def get_queryset(self):
-        after = self.query().get("after", 0)
+        after = self.query(self.request).get("after", 0)
         if not self.request.user.is_authenticated:
             raise NotAuthenticated()
         return order_selectors.notification_list(user_id=self.request.user.pk, after=after)
@@ -392,4 +392,4 @@ class PresenceView(KnownParameters, APIView):
 
     @extend_schema(responses=s.PresenceResponse)
     def get(self, request):
-        return Response(presence_who(pattern=self.query().get("subject")))
+        return Response(presence_who(pattern=self.query(request).get("subject")))

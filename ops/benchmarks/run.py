@@ -62,10 +62,9 @@ import psycopg  # noqa: E402
 
 from exchange.settings.ports import DEV_DATABASE_URL  # noqa: E402
 from matching.workload import KINDS, Workload, generate, terms  # noqa: E402
-from ops.benchmarks import machine  # noqa: E402
+from ops.benchmarks import machine, timing  # noqa: E402
 from ops.benchmarks.experiments import Context, run_experiment  # noqa: E402
 from ops.benchmarks.spark_matcher import DEFAULT_MAX_SUBS, spark_budget, spark_plan  # noqa: E402
-from ops.benchmarks.timing import Budget  # noqa: E402
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -207,12 +206,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.sizes = args.sizes or (200,)
         args.batch_subs = args.batch_subs or (200,)
         args.batches = args.batches or (1, 4, 16)
-        args.budget = Budget(least=2, most=4, seconds=0.2, warm=3)
+        args.budget = timing.Budget(least=2, most=4, seconds=0.2, warm=3)
     else:
         args.sizes = args.sizes or (100_000, 1_000_000)
         args.batch_subs = args.batch_subs or (100_000,)
         args.batches = args.batches or (1, 3, 10, 30, 100, 300, 1000)
-        args.budget = Budget()
+        args.budget = timing.Budget()
     args.kinds = tuple(k for k in args.kinds.split(",") if k)
     args.spark_kinds = (
         args.kinds
