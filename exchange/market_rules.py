@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
+from django.core.validators import ProhibitNullCharactersValidator
+from rest_framework import serializers
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
+
 import matching
 from matching.model import Attribute, Constraint, Disjunct, Interval, Type, Value, Wildcard
 from matching.syntax import MAX_PREDICATES
@@ -87,103 +91,204 @@ class MarketSchema:
         return [a.as_dict() for a in self.attributes]
 
 
-def schema_parse(raw: Any) -> MarketSchema:
-    """Validate a schema as sent by staff (a list of attribute objects) and return it typed."""
-    if not isinstance(raw, list) or not raw:
-        raise InvalidInput(
-            "invalid_schema", "The schema must be a non-empty list of attributes.", field="schema"
-        )
-    if len(raw) > MAX_ATTRIBUTES:
-        raise InvalidInput(
-            "invalid_schema",
-            f"A schema has at most {MAX_ATTRIBUTES} attributes; this one has {len(raw)}.",
-            field="schema",
-        )
+class _Text(serializers.CharField):
+    """A JSON string as sent. DRF's CharField would also take 5 as "5", trim spaces and
+    refuse NUL and lone surrogates; a schema's texts have always been taken as they are."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(trim_whitespace=False, **kwargs)
+        self.validators = [
+            v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)
+        ]
+        self.validators = [
+            v for v in self.validators if not isinstance(v, ProhibitSurrogateCharactersValidator)
+        ]
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return data
+
+
+class _TypeName(serializers.Field):
+    """A type's name or a SPEC 2.1 synonym, in any case: the type."""
+
+    default_error_messages = {"invalid": "not a type"}
+
+    def to_internal_value(self, data: Any) -> Type:
+        found = TYPE_NAMES.get(data.lower()) if isinstance(data, str) else None
+        if found is None:
+            self.fail("invalid")
+        return found
+
+
+class _Flag(serializers.BooleanField):
+    """true or false only (DRF's BooleanField also takes "yes", 1, "on")."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+def _name_rule(name: str) -> None:
+    if not NAME_RE.match(name):
+        raise serializers.ValidationError("not a name", code="not_a_name")
+
+
+def _not_the_subject(name: str) -> None:
+    if name == SUBJECT_ATTRIBUTE:
+        raise serializers.ValidationError("reserved", code="reserved")
+
+
+def _duplicate_at(names: list[str]) -> int | None:
+    """The index of the first name that an earlier one already is."""
     seen: set[str] = set()
-    attributes = []
-    for index, item in enumerate(raw):
-        where = f"schema[{index}]"
-        if not isinstance(item, dict):
-            raise InvalidInput("invalid_schema", f"{where} must be an object.", field="schema")
-        name = item.get("name")
-        if not isinstance(name, str) or not NAME_RE.match(name):
-            raise InvalidInput(
-                "invalid_schema",
-                f"{where}.name must be a name such as lot or delivery_date (letters, digits, _).",
-                field="schema",
-            )
-        if len(name) > ATTRIBUTE_NAME_LENGTH:
-            raise InvalidInput(
-                "invalid_schema",
-                f"{where}.name is {len(name)} characters long; at most {ATTRIBUTE_NAME_LENGTH}.",
-                field="schema",
-            )
-        if name == SUBJECT_ATTRIBUTE:
-            raise InvalidInput(
-                "invalid_schema",
-                f"{where}: 'subject' is reserved for the market's subject.",
-                field="schema",
-            )
+    for index, name in enumerate(names):
         if name in seen:
-            raise InvalidInput(
-                "invalid_schema", f"{where}: the attribute {name} appears twice.", field="schema"
-            )
+            return index
         seen.add(name)
-        type_name = item.get("type")
-        if not isinstance(type_name, str) or type_name.lower() not in TYPE_NAMES:
-            raise InvalidInput(
-                "invalid_schema",
-                f"{where}.type must be one of {', '.join(t.value for t in Type)}.",
-                field="schema",
-            )
-        role = item.get("role")
-        if role not in (None, *ROLES):
-            raise InvalidInput(
-                "invalid_schema", f"{where}.role must be price, quantity or null.", field="schema"
-            )
-        for flag in ("required_on_offer", "required_on_bid"):
-            if not isinstance(item.get(flag, False), bool):
-                raise InvalidInput(
-                    "invalid_schema", f"{where}.{flag} must be true or false.", field="schema"
-                )
-        for text, limit in (("label", LABEL_LENGTH), ("unit", UNIT_LENGTH)):
-            value = item.get(text, "")
-            if not isinstance(value, str):
-                raise InvalidInput(
-                    "invalid_schema", f"{where}.{text} must be a string.", field="schema"
-                )
-            if len(value) > limit:
-                raise InvalidInput(
-                    "invalid_schema",
-                    f"{where}.{text} is {len(value)} characters long; at most {limit}.",
-                    field="schema",
-                )
-        attributes.append(
+    return None
+
+
+class _SchemaAttributes(serializers.ListSerializer):
+    """The rules across the list; each attribute's are ``_SchemaAttribute``'s."""
+
+    def validate(self, attrs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if _duplicate_at([a["name"] for a in attrs]) is not None:
+            raise serializers.ValidationError("duplicate", code="duplicate")
+        prices = [a for a in attrs if a["role"] == "price"]
+        if len(prices) != 1 or prices[0]["type"] is not Type.DECIMAL:
+            raise serializers.ValidationError("price", code="price")
+        quantities = [a for a in attrs if a["role"] == "quantity"]
+        if len(quantities) > 1 or (
+            quantities and quantities[0]["type"] not in (Type.INT, Type.DECIMAL)
+        ):
+            raise serializers.ValidationError("quantity", code="quantity")
+        return attrs
+
+
+# The longest text of each attribute field that has a limit (its column's, in the models).
+_LIMITS = {"name": ATTRIBUTE_NAME_LENGTH, "label": LABEL_LENGTH, "unit": UNIT_LENGTH}
+
+
+class _SchemaAttribute(serializers.Serializer):
+    """One attribute as staff send it; the fields in the order their problems are told."""
+
+    # Declared in get_fields: the stubs type Field.label (a form label) as a string, so a
+    # field named label in the class body would not type-check.
+    def get_fields(self) -> dict[str, serializers.Field]:
+        return {
+            "name": _Text(max_length=_LIMITS["name"], validators=[_name_rule, _not_the_subject]),
+            "type": _TypeName(),
+            "role": serializers.ChoiceField(
+                choices=ROLES, allow_null=True, required=False, default=None
+            ),
+            "required_on_offer": _Flag(required=False, default=False),
+            "required_on_bid": _Flag(required=False, default=False),
+            "label": _Text(
+                max_length=_LIMITS["label"], allow_blank=True, required=False, default=""
+            ),
+            "unit": _Text(max_length=_LIMITS["unit"], allow_blank=True, required=False, default=""),
+        }
+
+
+# What each refusal says, by the field and DRF's error code (None: any other code).
+_SCHEMA_MESSAGES = {
+    ("schema", None): "The schema must be a non-empty list of attributes.",
+    ("schema", "max_length"): "A schema has at most {limit} attributes; this one has {length}.",
+    ("schema", "price"): "Exactly one attribute must have the role price, and it must be decimal.",
+    ("schema", "quantity"): "At most one attribute has the role quantity, and it must be int "
+    "or decimal.",
+    ("attribute", None): "{where} must be an object.",
+    ("attribute", "duplicate"): "{where}: the attribute {name} appears twice.",
+    ("name", None): "{where}.name must be a name such as lot or delivery_date (letters, "
+    "digits, _).",
+    ("name", "reserved"): "{where}: 'subject' is reserved for the market's subject.",
+    ("type", None): f"{{where}}.type must be one of {', '.join(t.value for t in Type)}.",
+    ("role", None): "{where}.role must be price, quantity or null.",
+    ("flag", None): "{where}.{field} must be true or false.",
+    ("text", None): "{where}.{field} must be a string.",
+}
+_LENGTH = "{where}.{field} is {length} characters long; at most {limit}."
+_FIELD_KINDS = {
+    "required_on_offer": "flag",
+    "required_on_bid": "flag",
+    "label": "text",
+    "unit": "text",
+}
+
+
+def _attribute_refusal(index: int, item: Any, codes: dict[str, list[str]]) -> str:
+    """The first problem of attribute ``index``, its fields in the serializer's order."""
+    where = f"schema[{index}]"
+    if "non_field_errors" in codes:
+        return _SCHEMA_MESSAGES["attribute", None].format(where=where)
+    field, (code, *_) = next(iter(codes.items()))
+    if code == "max_length":
+        length = len(item[field])
+        return _LENGTH.format(where=where, field=field, length=length, limit=_LIMITS[field])
+    kind = _FIELD_KINDS.get(field, field)
+    message = _SCHEMA_MESSAGES.get((kind, code)) or _SCHEMA_MESSAGES[kind, None]
+    return message.format(where=where, field=field)
+
+
+def _schema_refusal(raw: Any, codes: Any) -> str:
+    """The message of the first problem the serializer found, as a reader meets them: the
+    list, then each attribute in turn (a repeated name right after its name's own rules),
+    then the roles across the list."""
+    if isinstance(codes, list) and all(isinstance(c, str) for c in codes):
+        codes = {"non_field_errors": codes}  # the schema is null
+    if isinstance(codes, list):  # some attributes were refused
+        names: list[str] = []
+        for index, item_codes in enumerate(codes):
+            if isinstance(item_codes, list):  # the attribute is null
+                item_codes = {"non_field_errors": item_codes}
+            if "name" not in item_codes and "non_field_errors" not in item_codes:
+                names.append(raw[index]["name"])
+                if _duplicate_at(names) is not None:
+                    return _SCHEMA_MESSAGES["attribute", "duplicate"].format(
+                        where=f"schema[{index}]", name=names[-1]
+                    )
+            if item_codes:
+                return _attribute_refusal(index, raw[index], item_codes)
+    (code, *_) = codes["non_field_errors"]
+    if code == "duplicate":
+        twice = _duplicate_at([item["name"] for item in raw])
+        assert twice is not None
+        return _SCHEMA_MESSAGES["attribute", "duplicate"].format(
+            where=f"schema[{twice}]", name=raw[twice]["name"]
+        )
+    message = _SCHEMA_MESSAGES.get(("schema", code)) or _SCHEMA_MESSAGES["schema", None]
+    return message.format(limit=MAX_ATTRIBUTES, length=len(raw) if code == "max_length" else 0)
+
+
+def schema_parse(raw: Any) -> MarketSchema:
+    """Validate a schema as sent by staff (a list of attribute objects) and return it typed:
+    DRF's serializers check it (``_SchemaAttribute``, ``_SchemaAttributes``), and the first
+    problem found is the ``invalid_schema`` error, in the words of ``_SCHEMA_MESSAGES``."""
+    attributes = _SchemaAttributes(
+        child=_SchemaAttribute(), allow_empty=False, max_length=MAX_ATTRIBUTES
+    )
+    try:
+        valid = attributes.run_validation(raw)
+    except serializers.ValidationError as exc:
+        message = _schema_refusal(raw, exc.get_codes())
+        raise InvalidInput("invalid_schema", message, field="schema") from None
+    return MarketSchema(
+        tuple(
             SchemaAttribute(
-                name=name,
-                type=TYPE_NAMES[type_name.lower()],
-                label=item.get("label") or name.replace("_", " "),
-                unit=item.get("unit") or "",
-                required_on_offer=item.get("required_on_offer", False),
-                required_on_bid=item.get("required_on_bid", False),
-                role=role,
+                name=a["name"],
+                type=a["type"],
+                label=a["label"] or a["name"].replace("_", " "),
+                unit=a["unit"],
+                required_on_offer=a["required_on_offer"],
+                required_on_bid=a["required_on_bid"],
+                role=a["role"],
             )
+            for a in valid
         )
-    prices = [a for a in attributes if a.role == "price"]
-    if len(prices) != 1 or prices[0].type is not Type.DECIMAL:
-        raise InvalidInput(
-            "invalid_schema",
-            "Exactly one attribute must have the role price, and it must be decimal.",
-            field="schema",
-        )
-    quantities = [a for a in attributes if a.role == "quantity"]
-    if len(quantities) > 1 or (quantities and quantities[0].type not in (Type.INT, Type.DECIMAL)):
-        raise InvalidInput(
-            "invalid_schema",
-            "At most one attribute has the role quantity, and it must be int or decimal.",
-            field="schema",
-        )
-    return MarketSchema(tuple(attributes))
+    )
 
 
 def subject_attribute() -> Attribute:

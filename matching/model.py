@@ -81,9 +81,6 @@ class Attribute:
     name: str
     type: Type
 
-    def sort_key(self) -> tuple[str, str]:
-        return (self.name, self.type.value)
-
 
 @dataclass(frozen=True)
 class Point:

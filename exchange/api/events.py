@@ -15,7 +15,12 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import permissions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -150,13 +155,25 @@ class EventList(KnownParameters, APIView):
         return super().perform_content_negotiation(request, force=True)
 
     @extend_schema(
-        responses=inline_serializer(
-            "EventPage",
-            {
-                "results": serializers.ListField(child=serializers.DictField()),
-                "next": serializers.CharField(allow_null=True),
-            },
-        ),
+        responses={
+            # One description per status in OpenAPI: the first media type's says all three.
+            (200, "application/json"): OpenApiResponse(
+                inline_serializer(
+                    "EventPage",
+                    {
+                        "results": serializers.ListField(child=serializers.DictField()),
+                        "next": serializers.CharField(allow_null=True),
+                    },
+                ),
+                description="format=json (the default): a page of events and the next page's "
+                "URL. format=csv (text/csv): every matching event, a header line (the "
+                "envelope, then every attribute of any type) and one line per event, an "
+                "attribute the event lacks left empty. format=jsonl (application/x-ndjson): "
+                "every matching event, one JSON object per line as in `results`.",
+            ),
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "application/x-ndjson"): OpenApiTypes.STR,
+        },
     )
     def get(self, request: Request) -> Response | StreamingHttpResponse:
         kind = _format(request)

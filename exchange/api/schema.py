@@ -21,7 +21,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import permissions
 from rest_framework.settings import api_settings
 
-from .parameters import KnownParameters
+from .parameters import KnownParameters, own_parameters
 from .serializers import ErrorSerializer
 
 ERRORS = {
@@ -84,7 +84,7 @@ class ExchangeSchema(AutoSchema):
     def get_override_parameters(self) -> list[Any]:
         parameters = [*super().get_override_parameters(), *RESPONSE_HEADERS]
         if self.method == "GET":
-            own = list(getattr(self.view, "query_parameters", ()))
+            own = own_parameters(self.view)
             parameters += own
             fmt = api_settings.URL_FORMAT_OVERRIDE
             # a view that reads ``format`` itself (events: csv, jsonl) documents its values

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib.auth import authenticate
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, serializers, status
 from rest_framework.exceptions import NotAuthenticated, Throttled
 from rest_framework.request import Request
@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from exchange.errors import InvalidInput
-from exchange.http import query_whole_number, whole_number
+from exchange.http import whole_number
 from exchange.models import Market, Offer
 from exchange.selectors import orders as order_selectors
 from exchange.selectors.lookups import market_by_subject
@@ -25,7 +25,7 @@ from exchange.throttling import LoginFailures
 
 from . import serializers as s
 from .idempotency import idempotent
-from .parameters import KnownParameters
+from .parameters import KnownParameters, QueryParameters, WholeNumberParameter
 from .schema import IDEMPOTENT_CREATE
 
 
@@ -49,13 +49,35 @@ def _order_id(value: str) -> int:
     return number
 
 
-def _pattern_parameter(name: str) -> OpenApiParameter:
-    return OpenApiParameter(
-        name,
-        str,
-        description="a market subject or a subject pattern (SPEC 8.2): office.>, *.tools.*; "
+def _pattern_parameter() -> serializers.CharField:
+    # Taken as sent (an empty one too): the selector reading it says what is wrong with it.
+    return serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="a market subject or a subject pattern (SPEC 8.2): office.>, *.tools.*; "
         "a malformed pattern is a 400 invalid_pattern with the position",
     )
+
+
+class _SubjectQuery(QueryParameters):
+    subject = _pattern_parameter()
+
+
+class _MarketQuery(QueryParameters):
+    market = _pattern_parameter()
+
+
+class _OfferQuery(_MarketQuery):
+    state = serializers.ChoiceField(
+        choices=Offer.State.values,
+        required=False,
+        error_messages={"invalid_choice": f"state is one of {', '.join(Offer.State.values)}."},
+    )
+
+
+class _NotificationQuery(QueryParameters):
+    after = WholeNumberParameter(required=False, help_text="resume after this id")
 
 
 class IsStaff(permissions.BasePermission):
@@ -94,10 +116,10 @@ class MarketList(KnownParameters, generics.ListAPIView):
 
     serializer_class = s.MarketSerializer
     permission_classes = [permissions.AllowAny]
-    query_parameters = [_pattern_parameter("subject")]
+    query_serializer = _SubjectQuery
 
     def get_queryset(self):
-        return market_list(subject=self.request.query_params.get("subject"))
+        return market_list(subject=self.query(self.request).get("subject"))
 
     def get_permissions(self):
         return [IsStaff()] if self.request.method == "POST" else super().get_permissions()
@@ -154,20 +176,11 @@ class OfferList(KnownParameters, generics.ListAPIView):
 
     serializer_class = s.OfferSerializer
     permission_classes = [permissions.IsAuthenticatedOrReadOnly]
-    query_parameters = [
-        _pattern_parameter("market"),
-        OpenApiParameter("state", str, enum=list(Offer.State.values)),
-    ]
+    query_serializer = _OfferQuery
 
     def get_queryset(self):
-        state = self.request.query_params.get("state")
-        if state is not None and state not in Offer.State.values:
-            raise InvalidInput(
-                "invalid_state", f"state is one of {', '.join(Offer.State.values)}.", field="state"
-            )
-        return order_selectors.offer_list(
-            market=self.request.query_params.get("market"), state=state
-        )
+        query = self.query(self.request)
+        return order_selectors.offer_list(market=query.get("market"), state=query.get("state"))
 
     @extend_schema(
         request=s.OfferCreateRequest,
@@ -331,10 +344,10 @@ class _PublicMarketList(KnownParameters, generics.ListAPIView):
     # docstring would be inherited as the operations' description.)
 
     permission_classes = [permissions.AllowAny]
-    query_parameters = [_pattern_parameter("market")]
+    query_serializer = _MarketQuery
 
     def _market_pattern(self) -> str | None:
-        return self.request.query_params.get("market")
+        return self.query(self.request).get("market")
 
 
 class BestOfferList(_PublicMarketList):
@@ -360,10 +373,10 @@ class NotificationList(KnownParameters, generics.ListAPIView):
 
     serializer_class = s.NotificationSerializer
     permission_classes = [permissions.IsAuthenticated]
-    query_parameters = [OpenApiParameter("after", int, description="resume after this id")]
+    query_serializer = _NotificationQuery
 
     def get_queryset(self):
-        after = query_whole_number(self.request.query_params, "after", default=0)
+        after = self.query(self.request).get("after", 0)
         if not self.request.user.is_authenticated:
             raise NotAuthenticated()
         return order_selectors.notification_list(user_id=self.request.user.pk, after=after)
@@ -375,8 +388,8 @@ class PresenceView(KnownParameters, APIView):
     answers."""
 
     permission_classes = [permissions.AllowAny]
-    query_parameters = [_pattern_parameter("subject")]
+    query_serializer = _SubjectQuery
 
     @extend_schema(responses=s.PresenceResponse)
     def get(self, request):
-        return Response(presence_who(pattern=request.query_params.get("subject")))
+        return Response(presence_who(pattern=self.query(request).get("subject")))

@@ -46,6 +46,7 @@ import psycopg
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import DatabaseError, connections
+from psycopg import sql
 
 from exchange.models.events import EVENT_TABLE
 from matching import Interval, Type, Wildcard
@@ -71,38 +72,47 @@ def _jsonb_order(keys: Iterable[str]) -> list[str]:
     return sorted(keys, key=lambda k: (len(k.encode()), k.encode()))
 
 
-def _literal(text: str) -> str:
-    # Only for the names of EVENT_TYPES and their attributes, which are [a-z_]+.
-    assert text.replace("_", "").isalpha() and text.isascii(), text
-    return f"'{text}'"
-
-
 def _line_sql() -> str:
-    """The SQL expression of one event's JSON line (``e`` is the event row)."""
-    envelope = (
+    """The SQL expression of one event's JSON line (``e`` is the event row). Names and
+    keys go in as ``sql.Literal``s, quoted by psycopg; rendered once, without a
+    connection, into the text the other queries embed."""
+    envelope = sql.SQL(
         """'{"seq":' || e.seq || ',"time":"' """
         """|| replace(to_char(e.time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), """
         """'.000000', '') """
         # A type is one of EVENT_TYPES' names (a check constraint), which need no escaping.
         """|| 'Z","type":"' || e.type || '","subject":' || to_json(e.subject::text)::text"""
     )
-    known = []
-    compact = []
-    for spec in EVENT_TYPES.values():
-        names = ", ".join(spec.attributes)
-        known.append(f"WHEN {_literal(spec.name)} THEN '{{{names}}}'::text[]")
-        pieces = ", ".join(
-            f"""',"{name}":' || (e.data -> {_literal(name)})::text"""
-            for name in _jsonb_order(spec.attributes)
+    known = sql.SQL(" ").join(
+        sql.SQL("WHEN {} THEN {}::text[]").format(
+            sql.Literal(spec.name), sql.Literal(list(spec.attributes))
         )
-        compact.append(f"WHEN {_literal(spec.name)} THEN concat({pieces})")
-    plain = f"e.data - (CASE e.type {' '.join(known)} ELSE '{{}}'::text[] END) = '{{}}'::jsonb"
-    # jsonb's own text of the attributes ("k": v, ...), for Python to respell.
-    spaced = "CASE WHEN e.data = '{}'::jsonb THEN '}' ELSE ', ' || substr(e.data::text, 2) END"
-    return (
-        f"CASE WHEN {plain} THEN {envelope} || CASE e.type {' '.join(compact)} END || '}}' "
-        f"ELSE ' ' || {envelope} || {spaced} END"
+        for spec in EVENT_TYPES.values()
     )
+    compact = sql.SQL(" ").join(
+        sql.SQL("WHEN {} THEN concat({})").format(
+            sql.Literal(spec.name),
+            sql.SQL(", ").join(
+                sql.SQL("{} || (e.data -> {})::text").format(
+                    sql.Literal(f",{json.dumps(name)}:"), sql.Literal(name)
+                )
+                for name in _jsonb_order(spec.attributes)
+            ),
+        )
+        for spec in EVENT_TYPES.values()
+    )
+    plain = sql.SQL("e.data - (CASE e.type {} ELSE '{{}}'::text[] END) = '{{}}'::jsonb").format(
+        known
+    )
+    # jsonb's own text of the attributes ("k": v, ...), for Python to respell.
+    spaced = sql.SQL(
+        "CASE WHEN e.data = '{}'::jsonb THEN '}' ELSE ', ' || substr(e.data::text, 2) END"
+    )
+    line = sql.SQL(
+        "CASE WHEN {plain} THEN {envelope} || CASE e.type {compact} END || '}}' "
+        "ELSE ' ' || {envelope} || {spaced} END"
+    ).format(plain=plain, envelope=envelope, compact=compact, spaced=spaced)
+    return line.as_string(None)
 
 
 LINE_SQL = _line_sql()

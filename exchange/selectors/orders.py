@@ -110,7 +110,3 @@ def notification_latest_seq(*, user: User | AnonymousUser) -> int:
         .first()
     )
     return last or 0
-
-
-def offer_visible_to_owner(offer: Offer, user: User | AnonymousUser) -> bool:
-    return bool(user.is_authenticated and (user.is_staff or offer.seller_id == user.pk))

@@ -24,7 +24,6 @@ import datetime as dt
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, TypeVar
 
 import psycopg
@@ -44,6 +43,7 @@ from exchange.models import (
     OrderChange,
 )
 from exchange.models.orders import OrderT
+from exchange.services.best import NO_BEST, Best
 from exchange.services.events import events_append
 from exchange.services.notifications import (
     best_offer_facts,
@@ -103,16 +103,6 @@ class CycleReport:
     events: int = 0
     # Changes left pending for a later cycle (owners' budgets or the batch limit).
     more: bool = False
-
-
-@dataclass(frozen=True)
-class Best:
-    bid_id: int | None
-    value: Decimal | None
-    matching_bids: int
-
-
-NO_BEST = Best(None, None, 0)
 
 
 def matching_cycle_run(*, limit: int = BATCH_LIMIT) -> CycleReport:

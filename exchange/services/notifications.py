@@ -10,7 +10,6 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from django.db import connection
 from django.utils import timezone
@@ -20,10 +19,8 @@ from exchange.engine.constraints import market_schema_of
 from exchange.market_rules import fixed_price
 from exchange.models import Bid, Notification, Offer, OfferBidMatch, Trade
 from exchange.numbers import number_text, price_text
+from exchange.services.best import Best
 from exchange.services.side_effects import after_commit
-
-if TYPE_CHECKING:
-    from exchange.services.matching import Best
 
 
 def offer_pricing(offer: Offer) -> str:

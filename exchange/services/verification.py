@@ -15,7 +15,8 @@ from django.db import transaction
 
 from exchange import engine
 from exchange.models import BestOffer, Bid, Offer, OfferBidMatch, OrderChange
-from exchange.services.matching import NO_BEST, candidates_of, cycle_lock
+from exchange.services.best import NO_BEST
+from exchange.services.matching import candidates_of, cycle_lock
 
 # A best-offer row as compared: (best bid id, its value, number of matching bids).
 BestRow = tuple[int | None, Decimal | None, int]

@@ -63,8 +63,3 @@ def grouped(value) -> str:
 def tick(value) -> str:
     """A tick as people (and an input's ``step``) write it: 0.01, 1, 10."""
     return tick_text(Decimal(value))
-
-
-@register.filter
-def subject_tail(subject: str, path: str) -> str:
-    return subject[len(path) + 1 :] if subject.startswith(path + ".") else subject

@@ -234,17 +234,3 @@ class DatabaseStore(ConstraintStore):
                 self._analyze(cur)
         if self.conn.autocommit:
             self.analyze()
-
-    # -- helpers for the strategies -------------------------------------------------------
-
-    def extension_schema(self, cur: psycopg.Cursor[Any], extension: str) -> str:
-        """The schema an extension's types, functions and operators live in."""
-        cur.execute(
-            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
-            " WHERE e.extname = %s",
-            [extension],
-        )
-        row = cur.fetchone()
-        if row is None:
-            raise StoreError(f"the {extension} extension is not installed; run create() first")
-        return str(row[0])

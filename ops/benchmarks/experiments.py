@@ -9,12 +9,11 @@ the run includes it, must return ``range``'s pairs for every batch (``spark_matc
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 
@@ -24,67 +23,11 @@ from matching.store.explain import explain_publications
 from matching.store.rules import intermediate_query
 from matching.workload import Workload, generate, iter_items, load_workload
 
-if TYPE_CHECKING:
-    from .spark_matcher import SparkRun
-
-Pair = tuple[int, int]
+from .spark_matcher import SparkRun, spark_match_batches
+from .timing import Budget, Pair, Repeats, repeat
 
 # Oracle budget: publications x subscriptions x predicates per constraint.
 ORACLE_LIMIT = 4_000_000
-
-
-@dataclass
-class Repeats:
-    """Seconds of the timed repeats of one measurement (after the untimed warm-up)."""
-
-    seconds: list[float] = field(default_factory=list)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.seconds) if self.seconds else float("nan")
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.seconds) if self.seconds else float("nan")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"median": self.median, "mean": self.mean, "runs": self.seconds}
-
-
-@dataclass
-class Budget:
-    """How to repeat a measurement.
-
-    First untimed warm-up runs: at least one, and up to ``warm`` while they take under
-    ``warm_seconds`` in all (a running exchange matches all the time: its statements are
-    prepared and their plans cached, which psycopg does from the fifth run of a statement
-    and PostgreSQL's plan cache a few runs later). Then timed runs: at least ``least``,
-    more while they fit in ``seconds`` (up to ``most``); a measurement whose warm-up run
-    took over ``slow`` seconds gets only ``least_slow`` timed runs.
-    """
-
-    least: int = 3
-    most: int = 200
-    seconds: float = 2.0
-    slow: float = 10.0
-    least_slow: int = 1
-    warm: int = 12
-    warm_seconds: float = 1.0
-
-
-def repeat(run: Callable[[], Any], budget: Budget, warm_seconds: float) -> Repeats:
-    result = Repeats()
-    least = budget.least_slow if warm_seconds > budget.slow else budget.least
-    spent = 0.0
-    while len(result.seconds) < least or (
-        spent < budget.seconds and len(result.seconds) < budget.most
-    ):
-        started = time.perf_counter()
-        run()
-        elapsed = time.perf_counter() - started
-        result.seconds.append(elapsed)
-        spent += elapsed
-    return result
 
 
 @dataclass
@@ -276,8 +219,6 @@ def run_experiment(
             r.oracle = {(p, s) for p, s in truth if p <= b} == first[b]
             ctx.log(f"    batch {b:>5}: oracle {'agrees' if r.oracle else 'DISAGREES'}")
     if ctx.spark_budget is not None and spark_batches:
-        from .spark_matcher import spark_match_batches
-
         exp.spark = spark_match_batches(
             ctx.spark, directory, list(spark_batches), answers["range"], ctx.spark_budget, ctx.log
         )

@@ -5,19 +5,25 @@ and the Spark batch matcher on the same workloads and batches.
                               docs/benchmarks.md and docs/img/bench-*.png
     ops/bench --quick --out DIR    a smoke run at tiny sizes, report and plots into DIR
     ops/bench --from-json FILE [--out DIR]    re-render a report from a previous run
-    ops/bench --index-only [--quick] [--out DIR]    the matching-index benchmark alone
+    ops/bench index [--quick] [--out DIR]    the matching-index benchmark alone
                               (ops/benchmarks/index.py), its section put into DIR's report
-    ops/bench --subscriptions-only [--quick] [--out DIR]    10,000 live subscriptions on one
+    ops/bench history [--quick] [--out DIR]    the historic-read benchmark alone
+                              (ops/benchmarks/history.py)
+    ops/bench subscriptions [--quick] [--out DIR]    10,000 live subscriptions on one
                               market: the matching cycle and the advance pass
                               (ops/benchmarks/subscriptions.py)
-    ops/bench --patterns-only [--quick] [--out DIR]    the patterns benchmark alone
+    ops/bench patterns [--quick] [--out DIR]    the patterns benchmark alone
                               (ops/benchmarks/patterns.py), its section put into DIR's report
-    ops/bench --dissemination-only [--quick] [--watches N] [--out DIR]    the dissemination
+    ops/bench dissemination [--quick] [--watches N] [--out DIR]    the dissemination
                               benchmark alone (ops/benchmarks/dissemination.py)
-    ops/bench --live-only [--live-json F] [--load-json F] [--out DIR]    the end-to-end
+    ops/bench live [--live-json F] [--load-json F] [--out DIR]    the end-to-end
                               benchmark alone (ops/bench_live.py, SPEC 9's book built
                               afresh): its target rows, sections and explanation put into
                               DIR's report (ops/benchmarks/report/live_alone.py)
+
+Each ``ops/bench NAME`` is also spelled ``ops/bench --NAME-only`` (``--index-only``,
+``--live-only``, ...), the form the reports in docs/ and their generators quote; the
+subcommand's own options follow it (``ops/bench patterns --quick``).
 
 The database is ``--dsn``, else ``BENCH_DATABASE_URL``, else ``DATABASE_URL``, else the
 development cluster of ``ops/services``. The stores live in the schemas
@@ -44,6 +50,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +62,65 @@ import psycopg  # noqa: E402
 
 from exchange.settings.ports import DEV_DATABASE_URL  # noqa: E402
 from matching.workload import KINDS, Workload, generate, terms  # noqa: E402
-from ops.benchmarks import machine  # noqa: E402
-from ops.benchmarks.experiments import Budget, Context, run_experiment  # noqa: E402
+from ops.benchmarks import machine, timing  # noqa: E402
+from ops.benchmarks.experiments import Context, run_experiment  # noqa: E402
 from ops.benchmarks.spark_matcher import DEFAULT_MAX_SUBS, spark_budget, spark_plan  # noqa: E402
 
 
 def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(x.replace("_", "")) for x in text.split(",") if x)
+
+
+# The benchmarks run alone, each a subcommand: name, help.
+ALONE = {
+    "index": "the matching-index benchmark (ops/benchmarks/index.py), its section put into "
+    "the report already in --out (default docs/)",
+    "history": "the historic-read benchmark (ops/benchmarks/history.py), its section put "
+    "into the report",
+    "subscriptions": "the live-subscriptions benchmark (ops/benchmarks/subscriptions.py), "
+    "its section put into the report",
+    "patterns": "the patterns benchmark (ops/benchmarks/patterns.py), its section put into "
+    "the report already in --out (default docs/)",
+    "dissemination": "the dissemination benchmark (ops/benchmarks/dissemination.py), its "
+    "section put into the report",
+    "live": "the end-to-end benchmark (ops/bench_live.py with its defaults, or take "
+    "--live-json; --load-json adds the sustained-load run): its rows of the targets table, "
+    "its sections and its explanation put into the report already in --out (default docs/)",
+}
+
+
+def _spelled_as_subcommand(argv: list[str]) -> list[str]:
+    """``--NAME-only`` (the older spelling, which the reports quote) as the subcommand
+    ``NAME`` in front of the other arguments."""
+    legacy = {f"--{name}-only": name for name in ALONE}
+    named = [a for a in argv if a in legacy]
+    if len(named) > 1:
+        raise SystemExit(f"ops/bench: {' and '.join(named)} name two benchmarks; run one")
+    if not named:
+        return argv
+    return [legacy[named[0]], *(a for a in argv if a != named[0])]
+
+
+def _alone_parsers(ap: argparse.ArgumentParser) -> None:
+    """One subcommand for each benchmark run alone. Their options default to SUPPRESS, so
+    the same option given before the subcommand (to the main parser) is not reset."""
+    commands = ap.add_subparsers(dest="command", metavar="{" + ",".join(ALONE) + "}")
+    for name, help_text in ALONE.items():
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("--out", type=Path, default=argparse.SUPPRESS, help="the report's folder")
+        if name == "live":
+            sub.add_argument("--live-json", type=Path, default=argparse.SUPPRESS)
+            sub.add_argument("--load-json", type=Path, default=argparse.SUPPRESS)
+            continue
+        sub.add_argument("--quick", action="store_true", default=argparse.SUPPRESS)
+        sub.add_argument(
+            "--from-json",
+            type=Path,
+            default=argparse.SUPPRESS,
+            help="the section of an earlier result, not a new run",
+        )
+        if name == "dissemination":
+            sub.add_argument("--watches", type=int, help="range watches")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -124,49 +183,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "the sustained load test",
     )
     ap.add_argument(
-        "--live-only",
-        action="store_true",
-        help="run only the end-to-end benchmark (ops/bench_live.py with its defaults, or take "
-        "--live-json; --load-json adds the sustained-load run) and put its rows of the targets "
-        "table, its sections and its explanation into the report already in --out (default "
-        "docs/)",
-    )
-    ap.add_argument(
-        "--index-only",
-        action="store_true",
-        help="run only the matching-index benchmark (ops/benchmarks/index.py) and put its "
-        "section into the report already in --out (default docs/)",
-    )
-    ap.add_argument(
-        "--history-only",
-        action="store_true",
-        help="run only the historic-read benchmark (ops/benchmarks/history.py) and put its "
-        "section into the report",
-    )
-    ap.add_argument(
-        "--subscriptions-only",
-        action="store_true",
-        help="run only the live-subscriptions benchmark (ops/benchmarks/subscriptions.py) "
-        "and put its section into the report",
-    )
-    ap.add_argument(
-        "--dissemination-only",
-        action="store_true",
-        help="run only the dissemination benchmark (ops/benchmarks/dissemination.py) and put "
-        "its section into the report",
-    )
-    ap.add_argument("--watches", type=int, help="range watches for --dissemination-only")
-    ap.add_argument(
         "--no-index",
         dest="index",
         action="store_false",
         help="leave out the matching-index benchmark (by default part of every run)",
-    )
-    ap.add_argument(
-        "--patterns-only",
-        action="store_true",
-        help="run only the patterns benchmark (ops/benchmarks/patterns.py) and put its "
-        "section into the report already in --out (default docs/)",
     )
     ap.add_argument(
         "--no-patterns",
@@ -180,17 +200,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=15_000_000,
         help="largest intermediate answer (predicate pairs) a batch may need (default 15M)",
     )
-    args = ap.parse_args(argv)
+    _alone_parsers(ap)
+    args = ap.parse_args(_spelled_as_subcommand(sys.argv[1:] if argv is None else argv))
     if args.quick:
         args.sizes = args.sizes or (200,)
         args.batch_subs = args.batch_subs or (200,)
         args.batches = args.batches or (1, 4, 16)
-        args.budget = Budget(least=2, most=4, seconds=0.2, warm=3)
+        args.budget = timing.Budget(least=2, most=4, seconds=0.2, warm=3)
     else:
         args.sizes = args.sizes or (100_000, 1_000_000)
         args.batch_subs = args.batch_subs or (100_000,)
         args.batches = args.batches or (1, 3, 10, 30, 100, 300, 1000)
-        args.budget = Budget()
+        args.budget = timing.Budget()
     args.kinds = tuple(k for k in args.kinds.split(",") if k)
     args.spark_kinds = (
         args.kinds
@@ -470,18 +491,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from ops.benchmarks.report import write_report
 
-    if args.live_only:
-        return live_only(args)
-    if args.index_only:
-        return index_only(args)
-    if args.history_only:
-        return history_only(args)
-    if args.subscriptions_only:
-        return subscriptions_only(args)
-    if args.patterns_only:
-        return patterns_only(args)
-    if args.dissemination_only:
-        return dissemination_only(args)
+    if args.command is not None:
+        alone: dict[str, Callable[[argparse.Namespace], int]] = {
+            "index": index_only,
+            "history": history_only,
+            "subscriptions": subscriptions_only,
+            "patterns": patterns_only,
+            "dissemination": dissemination_only,
+            "live": live_only,
+        }
+        return alone[args.command](args)
     results = json.loads(args.from_json.read_text()) if args.from_json else measure(args)
     if args.index and not args.from_json:
         from ops.benchmarks.index import measure as measure_index

@@ -20,7 +20,7 @@ from typing import Any
 
 from matching.workload.files import decoder, distinct_texts, read_manifest, workload_of
 
-from .experiments import Budget, Pair, Repeats, repeat
+from .timing import Budget, Pair, Repeats, repeat
 
 
 @dataclass

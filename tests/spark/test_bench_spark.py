@@ -8,8 +8,8 @@ from typing import Any
 
 from matching.semantics import matches
 from matching.workload import Workload, generate, iter_items
-from ops.benchmarks.experiments import Budget
 from ops.benchmarks.spark_matcher import spark_match_batches, spark_plan
+from ops.benchmarks.timing import Budget
 
 
 def test_spark_batches_are_checked_against_the_reference(spark: Any, tmp_path: Path) -> None:
