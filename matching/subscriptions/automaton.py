@@ -714,6 +714,8 @@ class PatternEngine:
         self._given = completed
         self.sides[0].live = live
 
+    kept_bytes = 0  # its instances bind events the log holds: counted by kept_events only
+
     @property
     def kept_events(self) -> int:
         """The live instances (SPEC 8.3's ``state_limit`` counts them)."""
