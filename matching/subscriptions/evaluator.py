@@ -25,6 +25,7 @@ it keeps did. Live, the subscription becomes ``suspended``.
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -40,6 +41,9 @@ from .predicates import resolve
 from .watches import WatchEngine
 
 __all__ = ["STATE_LIMIT", "End", "Notification", "Output", "Subscription", "run_offline"]
+
+# A pattern's meter only asks the interrupt: its work is bounded by its instances (limits.py).
+_UNMETERED = Limits(work=sys.maxsize)
 
 
 @dataclass(slots=True)
@@ -141,7 +145,8 @@ class Subscription:
     ) -> list[Output]:
         """The outputs caused by one event (history while ``live`` is false). Past a limit
         in the middle of the event, the ``state_limit`` notification takes the place of
-        its outputs. ``interrupt`` is asked now and then inside a join (``limits.Meter``):
+        its outputs. ``interrupt`` is asked now and then inside a composite's join or a
+        pattern's event (``limits.Meter``):
         if it answers true, ``Interrupted`` is raised and the subscription is left
         finished, its engine half-way (a backtest out of time)."""
         if self.finished:
@@ -162,6 +167,8 @@ class Subscription:
         try:
             if isinstance(engine, CompositeEngine):
                 found = engine.event(e, Meter(self.limits, interrupt))
+            elif isinstance(engine, PatternEngine) and interrupt is not None:
+                found = engine.event(e, Meter(_UNMETERED, interrupt))
             else:
                 found = engine.event(e)
         except LimitPassed:

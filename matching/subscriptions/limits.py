@@ -22,8 +22,9 @@ A pattern's work for one event is bounded by its instances (each is advanced at 
 once, and an iteration makes at most one copy), so by ``state``.
 
 ``Meter`` also carries a caller's ``interrupt`` (a backtest's deadline), asked every
-``CHECK_EVERY`` units of work inside a join as well as between events, so that a bound
-in time holds however the time is spent.
+``CHECK_EVERY`` units of work inside a join or a pattern's event (one unit per instance
+offered) as well as between events, so that a bound in time holds however the time is
+spent.
 """
 
 from __future__ import annotations

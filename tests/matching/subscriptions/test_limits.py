@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from matching.subscriptions import Subscription, parse_query, run_offline
+from matching.subscriptions import Subscription, limits, parse_query, run_offline
 from matching.subscriptions.events import event_from_dict
 from matching.subscriptions.limits import (
     CHECK_EVERY,
@@ -222,3 +222,32 @@ def test_an_interrupted_offline_run_stops_where_it_is_with_no_end():
     # asked before each event: the 31st is not evaluated
     assert read == list(range(1, 32))
     assert lines == [{"n": n, "seq": 2 * n, "data": {"seq": 2 * n}} for n in range(1, 16)]
+
+
+def test_an_interrupt_is_asked_inside_a_patterns_event_once_per_instances_offered(monkeypatch):
+    # Given a pattern whose 50 waiting instances are each offered every trade (none moves)
+    text = (
+        "SELECT a.seq FROM FILTER{type = 'trade'}(EVENTS) AS a "
+        "NEXT{b.subject = a.subject AND b.price != a.price} FILTER{type = 'trade'}(EVENTS) AS b"
+    )
+    monkeypatch.setattr(limits, "CHECK_EVERY", 10)
+    sub = Subscription(parse_query(text), now=NOW)
+    for seq in range(1, 51):
+        sub.push(trade(seq), live=True)
+    asked = []
+
+    def interrupt() -> bool:
+        asked.append(True)
+        return False
+
+    # When the 51st is offered with an interrupt
+    assert sub.push(trade(51), live=True, interrupt=interrupt) == []
+
+    # Then it was asked every 10 instances offered, and the meter is gone with the event
+    assert len(asked) == 5
+    automaton = sub.engine.sides[0]
+    assert "meter" not in vars(automaton)
+    # and one that answers true stops the pattern inside the event
+    with pytest.raises(Interrupted):
+        sub.push(trade(52), live=True, interrupt=lambda: True)
+    assert sub.finished and not sub.suspended
