@@ -95,7 +95,7 @@ RANGES = {"hour": dt.timedelta(hours=1), "day": dt.timedelta(days=1), "week": dt
 REASONS = {
     "completed": "completed: its end time has passed",
     "deleted": "deleted",
-    "state_limit": "suspended: it kept more events than a subscription may (state_limit)",
+    "state_limit": "suspended: it passed a limit on its kept events, work or outputs (state_limit)",
     "error": "suspended: it failed while evaluating (see its last notification)",
 }
 # Rows (and markers) a backtest shows at most; the rest is counted.

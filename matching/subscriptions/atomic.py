@@ -13,15 +13,19 @@ from typing import Any
 from .aggregates import aggregate_shown, having_holds
 from .clauses import output_key
 from .events import Event
+from .limits import event_size
 from .model import Aggregate, AtomicQuery, Attr, Having
 from .predicates import condition_holds, in_range, resolve
 
 
 class AtomicEngine:
+    bytes = 0  # for an engine pickled before it counted its windows' size
+
     def __init__(self, q: AtomicQuery, now: dt.datetime) -> None:
         self.q = q
         self.start, self.end = resolve(q.time, now)
         self.kept = 0
+        self.bytes = 0  # event_size of the events in open windows
         aggregates = q.aggregates
         self.aggregates = aggregates
         required = {a.attribute for a in aggregates}
@@ -33,6 +37,10 @@ class AtomicEngine:
     @property
     def kept_events(self) -> int:
         return self.kept
+
+    @property
+    def kept_bytes(self) -> int:
+        return self.bytes
 
     def matches(self, e: Event) -> bool:
         values = e.values
@@ -71,10 +79,12 @@ class AtomicEngine:
         window = self.windows.setdefault(key, [])
         window.append(e)
         self.kept += 1
+        self.bytes += event_size(e.raw)
         if len(window) < self.aggregates[0].n:
             return []
         del self.windows[key]
         self.kept -= len(window)
+        self.bytes -= sum(event_size(w.raw) for w in window)
         data: dict[str, Any] = {}
         assert self.q.select is not None
         for item in self.q.select:
@@ -92,6 +102,9 @@ class AtomicEngine:
             window = self.windows[key] = deque(maxlen=n)
         if len(window) < n:
             self.kept += 1
+        else:
+            self.bytes -= event_size(window[0][0].raw)  # it leaves the window
+        self.bytes += event_size(e.raw)
         window.append([e, False])
         if len(window) < n:
             return []
@@ -106,4 +119,5 @@ class AtomicEngine:
         if having.reset:
             del self.windows[key]
             self.kept -= len(window)
+            self.bytes -= sum(event_size(entry[0].raw) for entry in window)
         return out

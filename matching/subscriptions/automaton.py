@@ -52,6 +52,7 @@ from sortedcontainers import SortedList
 from matching import Type
 
 from .events import Event
+from .limits import Meter
 from .pattern_model import (
     AggregateRef,
     All,
@@ -287,7 +288,11 @@ class Node:
 
 
 class Automaton:
-    """One side of a pattern, compiled; ``event`` offers it one live event."""
+    """One side of a pattern, compiled; ``event`` offers it one live event. ``meter``, set
+    for one event only (``PatternEngine.event``), is paid one unit per instance offered:
+    a backtest's deadline is asked inside the event, however many instances it moves."""
+
+    meter: Meter | None = None  # a class default: set on the instance for one event only
 
     def __init__(self, pattern: Pattern, side: int, ids: itertools.count[int]) -> None:
         self.pattern = pattern
@@ -453,8 +458,11 @@ class Automaton:
             bucket = None if value is None else node.waiting.get(value)
         if not bucket:
             return
+        meter = self.meter
         for inst in node.offered(value, bucket, e):
             self.touched += 1
+            if meter is not None:
+                meter.spend(1)
             if not node.condition(inst, e):
                 continue  # the filter edge: e is skipped
             self._leave(inst)
@@ -714,6 +722,8 @@ class PatternEngine:
         self._given = completed
         self.sides[0].live = live
 
+    kept_bytes = 0  # its instances bind events the log holds: counted by kept_events only
+
     @property
     def kept_events(self) -> int:
         """The live instances (SPEC 8.3's ``state_limit`` counts them)."""
@@ -725,7 +735,22 @@ class PatternEngine:
         sides = self.sides
         return sides[0].touched if len(sides) == 1 else sum(a.touched for a in sides)
 
-    def event(self, e: Event) -> list[tuple[int, dict[str, Any]]]:
+    def event(self, e: Event, meter: Meter | None = None) -> list[tuple[int, dict[str, Any]]]:
+        """The ``(seq, data)`` that ``e`` completes, in order; with ``meter``, each instance
+        offered is paid for (``Automaton.meter``), so that its interrupt is asked inside the
+        event (its work limit is the caller's to choose: a pattern's work is bounded by its
+        instances, ``limits.py``)."""
+        if meter is None:
+            return self._event(e)
+        for automaton in self.sides:
+            automaton.meter = meter
+        try:
+            return self._event(e)
+        finally:
+            for automaton in self.sides:
+                del automaton.meter  # back to the class's None: nothing of it is pickled
+
+    def _event(self, e: Event) -> list[tuple[int, dict[str, Any]]]:
         routed, self._routed = self._routed, None
         given, self._given = self._given, None
         found = []

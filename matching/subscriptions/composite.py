@@ -3,7 +3,11 @@
 Each event is tried in every alias slot it qualifies for, against the events kept for
 the other aliases (all earlier), so a tuple is found exactly when its last event is
 processed. Events are kept for an alias only while some other alias can still take
-events; the count of distinct kept events is the state SPEC 8.3 limits.
+events; the count of distinct kept events and their size are the state SPEC 8.3 limits.
+
+The join is metered (``limits.Meter``): the candidates of each alias are counted before
+they are walked and each tuple found as it is found, so a join that would examine or
+output more than its limits allow stops before doing so (``LimitPassed``).
 """
 
 from __future__ import annotations
@@ -14,11 +18,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .events import Event
+from .limits import LIMITS, Meter, event_size
 from .model import CompositeQuery, Join
 from .predicates import COMPARE, condition_holds, in_range, resolve
 
 
 class CompositeEngine:
+    bytes = 0  # for an engine pickled before it counted its kept events' size
+
     def __init__(self, q: CompositeQuery, now: dt.datetime) -> None:
         self.q = q
         self.aliases = q.aliases
@@ -26,6 +33,7 @@ class CompositeEngine:
         self.conditions = {a: [c for c in q.conditions if c.alias == a] for a in q.aliases}
         self.kept: dict[str, list[Event]] = {a: [] for a in q.aliases}
         self.holders: Counter[int] = Counter()  # seq -> how many aliases keep the event
+        self.bytes = 0  # event_size of the distinct kept events
         # joins checked as soon as both of their aliases are bound (in FROM order)
         order = {a: i for i, a in enumerate(q.aliases)}
         self.joins_at: dict[str, list[Join]] = {a: [] for a in q.aliases}
@@ -56,11 +64,18 @@ class CompositeEngine:
             condition_holds(c, e.values) for c in self.conditions[alias]
         )
 
-    def event(self, e: Event) -> list[tuple[int, dict[str, Any]]]:
+    def event(self, e: Event, meter: Meter | None = None) -> list[tuple[int, dict[str, Any]]]:
+        """The tuples ``e`` completes, as ``(seq, data)`` in order; ``LimitPassed`` (the
+        engine half-way) as soon as they cost more than ``meter`` allows."""
+        if meter is None:
+            meter = Meter(LIMITS)
         slots = [a for a in self.aliases if self.qualifies(a, e)]
         tuples: list[tuple[Event, ...]] = []
+        emit = meter.emit
         for alias in slots:
-            tuples.extend(self._complete(alias, e))
+            for t in self._complete(alias, e, meter):
+                emit()
+                tuples.append(t)
         tuples.sort(key=lambda t: tuple(ev.seq for ev in t))
         out = [(e.seq, self.project(t)) for t in tuples]
         if self.closing is not None and e.time >= self.closing:
@@ -69,6 +84,8 @@ class CompositeEngine:
             if alias in self.useful:
                 self.kept[alias].append(e)
                 self.holders[e.seq] += 1
+                if self.holders[e.seq] == 1:
+                    self.bytes += event_size(e.raw)
                 probe = self.probes.get(alias)
                 if probe is not None and probe[0] in e.values:
                     self.index[alias].setdefault(e.values[probe[0]], []).append(e)
@@ -78,10 +95,16 @@ class CompositeEngine:
     def kept_events(self) -> int:
         return len(self.holders)
 
-    def _complete(self, alias: str, e: Event) -> Iterator[tuple[Event, ...]]:
-        """Every tuple with ``e`` bound to ``alias`` and earlier kept events elsewhere."""
+    @property
+    def kept_bytes(self) -> int:
+        return self.bytes
+
+    def _complete(self, alias: str, e: Event, meter: Meter) -> Iterator[tuple[Event, ...]]:
+        """Every tuple with ``e`` bound to ``alias`` and earlier kept events elsewhere;
+        each list of candidates is paid for (``meter.spend``) before it is walked."""
         bound: dict[str, Event] = {}
         aliases = self.aliases
+        spend = meter.spend
 
         def extend(i: int) -> Iterator[tuple[Event, ...]]:
             if i == len(aliases):
@@ -96,6 +119,7 @@ class CompositeEngine:
                 candidates = [] if value is None else self.index[a].get(value, [])
             else:
                 candidates = self.kept[a]
+            spend(len(candidates))
             for c in candidates:
                 if a != alias and any(b is c for b in bound.values()):
                     continue  # the events of a tuple are distinct
@@ -125,6 +149,7 @@ class CompositeEngine:
                     self.holders[ev.seq] -= 1
                     if not self.holders[ev.seq]:
                         del self.holders[ev.seq]
+                        self.bytes -= event_size(ev.raw)
                 self.kept[alias] = []
                 if alias in self.index:
                     self.index[alias] = {}

@@ -14,28 +14,36 @@ events only (history is not offered to it) and never completes. A form 4 watch t
 history to build the open offers, notifies its answer once the history is over (at the
 last history event's ``seq``, ``None`` without history) and never completes.
 
-State: the events a subscription holds (open windows, events kept for joins, a
-pattern's live instances) are counted; past ``state_limit`` it sends ``{"error": "state_limit"}`` and stops (SPEC 8.3:
-never silently trimmed).
+Limits (``limits.py``, SPEC 8.3's fine points): the events a subscription holds (open
+windows, events kept for joins, a pattern's live instances) and their size, and for one
+event the work of a composite join and the outputs, are bounded; past any of them it sends
+``{"error": "state_limit"}`` and stops (never silently trimmed), in place of that event's
+outputs when the event's own work or outputs passed the limit, after them when the state
+it keeps did. Live, the subscription becomes ``suspended``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+import sys
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .atomic import AtomicEngine
 from .automaton import PatternEngine
 from .composite import CompositeEngine
 from .events import Event, event_from_dict
+from .limits import LIMITS, STATE_LIMIT, Interrupted, LimitPassed, Limits, Meter
 from .model import CompositeQuery, Query, WatchQuery
 from .pattern_model import PatternQuery
 from .predicates import resolve
 from .watches import WatchEngine
 
-STATE_LIMIT = 100_000
+__all__ = ["STATE_LIMIT", "End", "Notification", "Output", "Subscription", "run_offline"]
+
+# A pattern's meter only asks the interrupt: its work is bounded by its instances (limits.py).
+_UNMETERED = Limits(work=sys.maxsize)
 
 
 @dataclass(slots=True)
@@ -72,6 +80,7 @@ class Subscription:
 
     ``finished`` is true once it has completed (its last output is ``End``) or been
     suspended (``suspended``; its last output is the ``state_limit`` notification).
+    ``limits`` are its bounds (``limits.Limits``; ``state_limit`` is ``limits.state``).
 
     Slots: ``multi.py`` reads and numbers on about a hundred of these per event, out of
     100,000 spread over the heap, and a slotted object is one read where one with a
@@ -79,7 +88,8 @@ class Subscription:
     """
 
     __slots__ = (
-        "query", "now", "engine", "end", "state_limit", "n", "live", "finished", "suspended"
+        "query", "now", "engine", "end", "state_limit", "limits", "n", "live", "finished",
+        "suspended",
     )  # fmt: skip
 
     def __setstate__(self, state: dict[str, Any] | tuple[Any, dict[str, Any] | None]) -> None:
@@ -90,8 +100,17 @@ class Subscription:
             state = {**(state[0] or {}), **(state[1] or {})}
         for name, value in state.items():
             setattr(self, name, value)
+        if "limits" not in state:  # pickled before it had limits other than its state's
+            self.limits = replace(LIMITS, state=state["state_limit"])
 
-    def __init__(self, query: Query, *, now: dt.datetime, state_limit: int = STATE_LIMIT) -> None:
+    def __init__(
+        self,
+        query: Query,
+        *,
+        now: dt.datetime,
+        state_limit: int | None = None,
+        limits: Limits = LIMITS,
+    ) -> None:
         self.query = query
         self.now = now
         self.engine: AtomicEngine | CompositeEngine | PatternEngine | WatchEngine
@@ -108,14 +127,28 @@ class Subscription:
         else:
             self.engine = AtomicEngine(query, now)
             self.end = self.engine.end
-        self.state_limit = state_limit
+        if state_limit is not None:
+            limits = replace(limits, state=state_limit)
+        self.limits = limits
+        self.state_limit = limits.state
         self.n = 0
         self.live = False
         self.finished = False
         self.suspended = False
 
-    def push(self, event: Event | Mapping[str, Any], *, live: bool) -> list[Output]:
-        """The outputs caused by one event (history while ``live`` is false)."""
+    def push(
+        self,
+        event: Event | Mapping[str, Any],
+        *,
+        live: bool,
+        interrupt: Callable[[], bool] | None = None,
+    ) -> list[Output]:
+        """The outputs caused by one event (history while ``live`` is false). Past a limit
+        in the middle of the event, the ``state_limit`` notification takes the place of
+        its outputs. ``interrupt`` is asked now and then inside a composite's join or a
+        pattern's event (``limits.Meter``):
+        if it answers true, ``Interrupted`` is raised and the subscription is left
+        finished, its engine half-way (a backtest out of time)."""
         if self.finished:
             return []
         e = event if isinstance(event, Event) else event_from_dict(event)
@@ -129,17 +162,39 @@ class Subscription:
             return [*out, End()]
         if not live and isinstance(self.engine, PatternEngine):
             return out  # patterns follow live events only (SPEC 8.3's fine points)
-        out.extend(self.deliver(e.seq, self.engine.event(e), self.engine.kept_events))
+        engine = self.engine
+        found: Sequence[tuple[int | None, dict[str, Any]]]
+        try:
+            if isinstance(engine, CompositeEngine):
+                found = engine.event(e, Meter(self.limits, interrupt))
+            elif isinstance(engine, PatternEngine) and interrupt is not None:
+                found = engine.event(e, Meter(_UNMETERED, interrupt))
+            else:
+                found = engine.event(e)
+        except LimitPassed:
+            out.append(self._suspend(e.seq))
+            return out
+        except Interrupted:
+            self.finished = True
+            raise
+        out.extend(self.deliver(e.seq, found, engine.kept_events, engine.kept_bytes))
         return out
 
     def deliver(
-        self, seq: int, found: Iterable[tuple[int | None, dict[str, Any]]], kept: int | None
+        self,
+        seq: int,
+        found: Sequence[tuple[int | None, dict[str, Any]]],
+        kept: int | None,
+        kept_bytes: int = 0,
     ) -> list[Output]:
         """The end of ``push`` for a live event ``seq`` whose engine answered ``found``
-        (``(seq, data)`` pairs, in order) and holds ``kept`` events after it (``None``: its
-        caller knows that is within ``state_limit``)."""
+        (``(seq, data)`` pairs, in order) and holds ``kept`` events of ``kept_bytes`` after
+        it (``None``: its caller knows that is within ``state_limit``). More outputs than
+        ``limits.outputs``: none of them, the suspension instead."""
+        if len(found) > self.limits.outputs:
+            return [self._suspend(seq)]
         out = self._number(found)
-        ending = self._over_limit(seq, kept)
+        ending = self._over_limit(seq, kept, kept_bytes)
         if ending is not None:
             out.append(ending)
         return out
@@ -159,17 +214,24 @@ class Subscription:
         lazy: if reading it raises, the error goes on to the caller with nothing appended
         and nothing changed (alone, the pattern would have failed on the event)."""
         deliver_all(seq, ((key, self, datas),), out, _raise)
-        if kept is not None:
+        if kept is not None and not self.finished:
             ending = self._over_limit(seq, kept)
             if ending is not None:
                 out.append((key, ending))
 
-    def _over_limit(self, seq: int, kept: int | None) -> Notification | None:
-        """Past ``state_limit`` with ``kept`` events held: suspended, with the notification
-        that says so. Measured once the event is fully processed: what it completed is
-        delivered first."""
-        if kept is None or kept <= self.state_limit:
+    def _over_limit(self, seq: int, kept: int | None, kept_bytes: int = 0) -> Notification | None:
+        """Past ``limits.state`` with ``kept`` events held, or ``limits.state_bytes`` with
+        ``kept_bytes``: suspended, with the notification that says so. Measured once the
+        event is fully processed (it adds at most one event per alias): what it completed
+        is delivered first."""
+        if kept is None:
             return None
+        if kept <= self.state_limit and kept_bytes <= self.limits.state_bytes:
+            return None
+        return self._suspend(seq)
+
+    def _suspend(self, seq: int) -> Notification:
+        """Suspended at the event ``seq`` for passing a limit: the last notification."""
         self.finished = self.suspended = True
         self.n += 1
         return Notification(self.n, seq, {"error": "state_limit"})
@@ -199,6 +261,7 @@ def deliver_all(
     given: Iterable[tuple[Hashable, Subscription, Iterable[dict[str, Any]]]],
     out: list[tuple[Hashable, Any]],
     failed: Callable[[Hashable, Exception], None],
+    ended: Callable[[Hashable], None] | None = None,
 ) -> None:
     """``Subscription.deliver_to`` for many patterns in one call (``multi.py``: the members
     of a shared automaton or group an event completed instances for, none of which it
@@ -206,20 +269,31 @@ def deliver_all(
     notifications numbered on from its last, appended to ``out`` as ``(key,
     notification)``. One whose ``datas`` raise while read gets none of them (those
     appended are taken back, its count is unchanged) and is handed to ``failed`` with the
-    error, which may append its own output in its place; the others go on."""
+    error, which may append its own output in its place; the others go on. One given
+    more than its ``limits.outputs`` gets none of them either, but its suspension (as
+    ``deliver`` does it), and is handed to ``ended`` if given."""
     append = out.append
     for key, sub, datas in given:
         n = sub.n
         start = len(out)
+        most = n + sub.limits.outputs
         try:
             for data in datas:
+                if n == most:
+                    break
                 n += 1
                 append((key, Notification(n, seq, data)))
+            else:
+                sub.n = n
+                continue
         except Exception as exc:  # noqa: BLE001 - that one fails, the others go on
             del out[start:]
             failed(key, exc)
             continue
-        sub.n = n
+        del out[start:]  # one output too many
+        append((key, sub._suspend(seq)))
+        if ended is not None:
+            ended(key)
 
 
 def _raise(key: Hashable, exc: Exception) -> None:
@@ -231,16 +305,28 @@ def run_offline(
     events: Iterable[Mapping[str, Any] | Event],
     *,
     now: dt.datetime,
-    state_limit: int = STATE_LIMIT,
+    state_limit: int | None = None,
+    limits: Limits = LIMITS,
+    interrupt: Callable[[], bool] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """SPEC 8.3's offline contract: events before ``now`` are history, the rest live, in
     the order given; yields each notification's JSON form and ``{"end": true}`` if the
     subscription completes. ``EventError`` for a malformed event.
+
+    ``interrupt`` (a backtest's deadline) is asked before each event and now and then
+    inside one (``Subscription.push``); once it answers true the run stops there, with
+    nothing more yielded (no end). The caller knows why: it answered.
     """
-    sub = Subscription(query, now=now, state_limit=state_limit)
+    sub = Subscription(query, now=now, state_limit=state_limit, limits=limits)
     for raw in events:
+        if interrupt is not None and interrupt():
+            return
         e = raw if isinstance(raw, Event) else event_from_dict(raw)
-        for output in sub.push(e, live=e.time >= now):
+        try:
+            outputs = sub.push(e, live=e.time >= now, interrupt=interrupt)
+        except Interrupted:
+            return
+        for output in outputs:
             yield output.to_json()
         if sub.finished:
             return

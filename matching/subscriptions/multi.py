@@ -686,6 +686,10 @@ class SubscriptionSet:
             self.remove(sub_id)
             out.append((sub_id, Failed(e.seq, exc)))
 
+        def ended(sub_id: Hashable) -> None:
+            """A member given more outputs than its limit is suspended: out of the set."""
+            self.remove(sub_id)
+
         def given(
             members: list[_Held],
             passing: dict[_Held, list[Completed]],
@@ -740,7 +744,7 @@ class SubscriptionSet:
                 members = sorted((*passing, *failed), key=_rank)
             get = _Datas(automaton).__getitem__
             if live <= shared.limit:  # none past its state_limit: no need to read each one's
-                deliver_all(e.seq, given(members, passing, failed, get), out, failing)
+                deliver_all(e.seq, given(members, passing, failed, get), out, failing, ended)
             else:
                 for member in members:
                     if member in failed:
@@ -788,8 +792,9 @@ class SubscriptionSet:
             instance of that passes the member's ``WHERE`` its outputs (``deliver_all``);
             any other member, pushed alone, would output nothing. The group holds no
             member more instances than its ``state_limit`` (``RecordGroup.advance``
-            refuses such a start), so none is suspended. Where the group cannot follow the
-            event, its members go on alone and are pushed it in full."""
+            refuses such a start), so none is suspended but for its outputs per event
+            (``deliver_all``). Where the group cannot follow the event, its members go on
+            alone and are pushed it in full."""
             group = grouped.group
             nodes = passed.get(0, _NONE)
             counts.evaluated += 1
@@ -803,7 +808,7 @@ class SubscriptionSet:
                 return
             counts.instances += group.touched - before
             # none can pass its state_limit (above)
-            deliver_all(e.seq, completed_by(done), out, failing)
+            deliver_all(e.seq, completed_by(done), out, failing, ended)
             if group.members:
                 self._reconcile(grouped.runner)
 

@@ -66,6 +66,7 @@ class WatchEngine:
     """Answers one event at a time with ``(seq, data)`` pairs once registered."""
 
     kept_events = 0  # the open offers are the market's state, not events the watch holds
+    kept_bytes = 0
 
     def __init__(self, q: WatchQuery) -> None:
         self.q = q

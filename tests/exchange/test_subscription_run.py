@@ -193,3 +193,22 @@ def test_a_now_beyond_the_calendar_in_utc_exits_1(tmp_path, now):
     status, lines, err = run(write_events(tmp_path, TRADES), "SELECT *", "--now", now)
     assert (status, lines) == (1, [])
     assert err.startswith("--now: --now is not a valid timestamp"), err
+
+
+def test_a_four_way_composite_is_suspended_by_its_outputs_per_event(tmp_path):
+    # Given 30 trades, each of which qualifies for every alias (issue 37: 657,720 outputs
+    # and 899 MB before the limits)
+    events = [
+        {"seq": s, "time": at(f"10:{s:02d}"), "type": "trade", "subject": "a.b", "price": "1"}
+        for s in range(1, 31)
+    ]
+    query = "SELECT * FROM a AND b AND c AND d WHERE start_time = NOW - 7d"
+
+    # When subscription_run runs the issue's query over them
+    status, lines, err = run(write_events(tmp_path, events), query)
+
+    # Then seq 16, which would complete 10,920 tuples, sends the suspension instead, and it
+    # is the last line (no end); the status is 0
+    assert (status, err) == (0, "")
+    assert lines[-1] == {"n": len(lines), "seq": 16, "data": {"error": "state_limit"}}
+    assert len(lines) == 1 + sum(4 * (s - 1) * (s - 2) * (s - 3) for s in range(4, 16))

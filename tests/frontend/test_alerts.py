@@ -212,7 +212,7 @@ def test_the_list_shows_each_state_and_the_newest_notifications_of_each_feed(
         (str(active.pk), "active"),
     ]
     assert f"sub-{other.pk}" not in html
-    assert "suspended: it kept more events than a subscription may (state_limit)" in html
+    assert "suspended: it passed a limit on its kept events, work or outputs (state_limit)" in html
     assert f'action="/alerts/{active.pk}/pause/"' in html
     assert f'action="/alerts/{paused.pk}/resume/"' in html
     assert f'action="/alerts/{deleted.pk}/delete/"' not in html

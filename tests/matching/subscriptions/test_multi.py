@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from matching import Interval
 from matching.subjects import compile_pattern
 from matching.subscriptions import PatternQuery, Subscription, event_from_dict, parse_query
+from matching.subscriptions.limits import OUTPUT_LIMIT, Limits
 from matching.subscriptions.multi import StaticSplit, SubscriptionSet, split_filter
 
 BASE = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.UTC)
@@ -186,7 +187,8 @@ def events(draw: st.DrawFn, n: int) -> list[dict[str, Any]]:
 def scripts(
     draw: st.DrawFn, queries: list[str] = QUERIES, sizes: tuple[int, ...] = (1, 1, 2, 3, 5)
 ) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
-    """Events, and what happens before each: ``("add", id, query, history, limit)`` or
+    """Events, and what happens before each: ``("add", id, query, history, limit,
+    outputs)`` (its state and outputs limits) or
     ``("remove", id)``, the queries from the templates ``queries``, added in runs of one of
     ``sizes`` that differ only in their ``WHERE`` or threshold parameters."""
     stream = draw(events(draw(st.integers(1, 24))))
@@ -224,7 +226,8 @@ def scripts(
                     within="" if within is None else f" WITHIN {within}m",
                 )
                 steps.append(("add", next_id, query, draw(st.booleans()),
-                              draw(st.sampled_from([2, 5, 100_000]))))  # fmt: skip
+                              draw(st.sampled_from([2, 5, 100_000])),
+                              draw(st.sampled_from([1, 2, OUTPUT_LIMIT]))))  # fmt: skip
                 held.append(next_id)
                 next_id += 1
         steps.append(("event",))
@@ -249,7 +252,8 @@ def test_threshold_groups_give_what_each_pattern_gives_on_its_own(
 
 # Runs of many patterns that one shared automaton or threshold group runs together, so
 # that one event completes instances for many of them at once and the set hands them their
-# outputs together (multi.py's ``give`` and ``deliver``), some with a state_limit the event exceeds
+# outputs together (multi.py's ``give`` and ``deliver``), some with a state_limit the event
+# exceeds or fewer outputs allowed than it completes
 BULK = [FORM3[2], FORM3[5], FORM3[6], FORM3[3], THRESHOLDS[0], THRESHOLDS[1], THRESHOLDS[3],
         BOUNDS[0], BOUNDS[1]]  # fmt: skip
 
@@ -282,10 +286,11 @@ def _same_as_alone(script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]], s
     position = 0
     for step in steps:
         if step[0] == "add":
-            _, sub_id, text, with_history, limit = step
+            _, sub_id, text, with_history, limit, outputs = step
             now = event_from_dict(stream[position]).time if position < len(stream) else BASE
             query = parse_query(text)
-            pair = [Subscription(query, now=now, state_limit=limit) for _ in range(2)]
+            limits = Limits(state=limit, outputs=outputs)
+            pair = [Subscription(query, now=now, limits=limits) for _ in range(2)]
             if with_history:  # the events so far as history, then the history is over
                 for sub in pair:
                     for raw in stream[:position]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copyreg
 import datetime as dt
 import pickle
+from dataclasses import replace
 
 import cloudpickle
 import pytest
@@ -19,6 +20,7 @@ from matching.subscriptions import (
     parse_query,
     run_offline,
 )
+from matching.subscriptions.limits import LIMITS
 from tests.matching.subscriptions.subscription_cases import SUBJECT, TRADES, at
 
 NOW = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.UTC)
@@ -325,3 +327,15 @@ def test_a_subscription_pickled_before_the_class_had_slots_loads_and_goes_on() -
         == new.push(TRADES[1], live=True)
         == [Notification(1, 2, {"a.price": "1.00", "b.price": "1.10"})]
     )
+
+
+def test_a_subscription_pickled_before_it_had_limits_gets_the_defaults_with_its_state_limit():
+    # Given a composite pickled (as a plain dict) before subscriptions had ``limits``
+    sub = Subscription(parse_query("SELECT a.seq FROM a AND b WHERE a.seq = b.seq"), now=NOW)
+    state = {name: getattr(sub, name) for name in Subscription.__slots__ if name != "limits"}
+    state["state_limit"] = 7
+    # When it is loaded
+    old = pickle.loads(cloudpickle.dumps(_PickledBeforeSlots(state)))
+    # Then its limits are the defaults but for the state limit it had
+    assert old.limits == replace(LIMITS, state=7)
+    assert old.push(TRADES[0], live=True) == []
