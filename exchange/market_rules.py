@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
-from django.core.validators import ProhibitNullCharactersValidator
 from rest_framework import serializers
-from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 import matching
 from matching.model import Attribute, Constraint, Disjunct, Interval, Type, Value, Wildcard
@@ -92,17 +90,12 @@ class MarketSchema:
 
 
 class _Text(serializers.CharField):
-    """A JSON string as sent. DRF's CharField would also take 5 as "5", trim spaces and
-    refuse NUL and lone surrogates; a schema's texts have always been taken as they are."""
+    """A JSON string as sent: DRF's CharField would also take 5 as "5" and trim spaces. It
+    refuses NUL and lone surrogates, as it should: PostgreSQL can store neither (a NUL in a
+    label was a 500)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(trim_whitespace=False, **kwargs)
-        self.validators = [
-            v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)
-        ]
-        self.validators = [
-            v for v in self.validators if not isinstance(v, ProhibitSurrogateCharactersValidator)
-        ]
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
@@ -209,6 +202,10 @@ _SCHEMA_MESSAGES = {
     ("role", None): "{where}.role must be price, quantity or null.",
     ("flag", None): "{where}.{field} must be true or false.",
     ("text", None): "{where}.{field} must be a string.",
+    ("text", "null_characters_not_allowed"): "{where}.{field} must not contain a NUL character.",
+    ("text", "surrogate_characters_not_allowed"): (
+        "{where}.{field} must not contain a lone surrogate (an unpaired \\ud800-\\udfff)."
+    ),
 }
 _LENGTH = "{where}.{field} is {length} characters long; at most {limit}."
 _FIELD_KINDS = {

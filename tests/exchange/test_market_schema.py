@@ -8,7 +8,10 @@ import pytest
 
 from exchange.errors import InvalidInput
 from exchange.market_rules import MarketSchema, SchemaAttribute, schema_parse
+from exchange.models import Market
 from matching.model import Type
+from tests.api.conftest import client_for
+from tests.factories import StaffFactory
 
 PRICE = {"name": "price", "type": "decimal", "role": "price"}
 NOT_A_LIST = "The schema must be a non-empty list of attributes."
@@ -160,3 +163,38 @@ def test_an_accepted_schema_is_typed_with_its_defaults():
             SchemaAttribute("grade", Type.STRING, "grade", "", False, False, None),
         )
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "message"),
+    [
+        ("label", "a\x00b", "schema[1].label must not contain a NUL character."),
+        ("unit", "\x00", "schema[1].unit must not contain a NUL character."),
+        (
+            "label",
+            "a\ud800",
+            "schema[1].label must not contain a lone surrogate (an unpaired \\ud800-\\udfff).",
+        ),
+    ],
+)
+def test_a_text_postgresql_cannot_store_is_refused(field, text, message):
+    # A NUL in a label was a 500 when the market was saved (the cleanup's probe, issue 38)
+    assert refusal([PRICE, {"name": "lot", "type": "int", field: text}]) == message
+
+
+@pytest.mark.django_db
+def test_a_nul_in_a_schema_is_a_400_over_the_api_and_nothing_is_stored():
+    response = client_for(StaffFactory()).post(
+        "/api/v1/markets/",
+        {
+            "subject": "office.nul",
+            "title": "Nul",
+            "schema": [PRICE, {"name": "lot", "type": "int", "label": "a\x00b"}],
+        },
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == (
+        "schema[1].label must not contain a NUL character."
+    )
+    assert not Market.objects.filter(subject="office.nul").exists()
