@@ -137,6 +137,16 @@ class StreamConsumer(AsyncWebsocketConsumer):
             flood_windows=settings.WS_FLOOD_WINDOWS,
         )
         self.principal_groups: list[str] = []
+        self.counted = False
+        if self.scope.get("auth_failed"):
+            await self.accept()
+            await self._error(
+                "bad_token",
+                "This token is not valid (mistyped, regenerated or revoked): get a new one "
+                f"with POST /api/v1/auth/token/. This connection closes ({CLOSE_REVOKED}).",
+            )
+            await self.close(code=CLOSE_REVOKED)
+            return
         self.principal = principal_of(self.scope)
         self.counted = await connection_admit(self.principal, self.channel_name)
         if not self.counted:

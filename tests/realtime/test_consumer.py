@@ -200,3 +200,32 @@ def test_presence_counts_watchers_and_names_them_for_staff():
     assert public["data"] == {"count": 2}
     assert private["data"] == {"count": 2, "watchers": ["alice", "anonymous"]}
     assert after["data"] == {"count": 1, "watchers": ["anonymous"]}
+
+
+@pytest.mark.parametrize("token", ["not-a-token", "0" * 40])
+def test_a_bad_token_is_told_and_closed_with_4001_not_served_as_anonymous(token):
+    # A bot that mistypes its token, or uses one revoked or regenerated, must notice
+    async def scenario():
+        ws = await connect(token)
+        frame = json.loads(await ws.receive_from(timeout=5))
+        closed = await ws.receive_output(timeout=5)
+        return frame, closed
+
+    frame, closed = asyncio.run(scenario())
+    assert frame == {
+        "type": "error",
+        "code": "bad_token",
+        "message": "This token is not valid (mistyped, regenerated or revoked): get a new one "
+        "with POST /api/v1/auth/token/. This connection closes (4001).",
+    }
+    assert closed == {"type": "websocket.close", "code": 4001}
+
+
+def test_a_connection_without_a_token_is_served_as_anonymous():
+    async def scenario():
+        ws = await connect()
+        reply = await ask(ws, {"action": "subscribe", "stream": "me"})
+        await ws.disconnect()
+        return reply
+
+    assert asyncio.run(scenario())["code"] == "forbidden"
