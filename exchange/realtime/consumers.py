@@ -520,6 +520,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
                         "stream": ME,
                         "type": "notification",
                         "seq": row["id"],
+                        "time": row["time"],
                         "data": {"type": row["type"], **row["data"]},
                     }
                 )

@@ -10,6 +10,7 @@ from typing import Any
 from exchange.models import Market, Offer
 from exchange.selectors.orders import notification_list
 from matching.subjects import SubjectError, validate_subject
+from matching.values import format_timestamp_body
 
 _OFFER_ID = re.compile(r"[0-9]{1,18}")
 
@@ -30,7 +31,18 @@ def public_stream_exists(*, stream: str) -> bool:
 
 
 def notifications_after(*, user_id: int, after: int, limit: int) -> list[dict[str, Any]]:
-    """The first ``limit`` rows of ``notification_list`` as ``{"id", "type", "data"}``, the
-    fields of a ``me`` frame."""
-    rows = notification_list(user_id=user_id, after=after).values("id", "type", "data")[:limit]
-    return [dict(row) for row in rows]
+    """The first ``limit`` rows of ``notification_list`` as ``{"id", "type", "data",
+    "time"}``, the fields of a ``me`` frame (``time``: when the notification was written,
+    as SPEC 8.1 writes an event's time)."""
+    rows = notification_list(user_id=user_id, after=after).values(
+        "id", "type", "data", "created_at"
+    )[:limit]
+    return [
+        {
+            "id": row["id"],
+            "type": row["type"],
+            "data": row["data"],
+            "time": format_timestamp_body(row["created_at"]),
+        }
+        for row in rows
+    ]

@@ -13,6 +13,7 @@ from exchange.models import Notification
 from exchange.realtime import consumers
 from exchange.realtime.streams import stream_publish, user_wake
 from exchange.services.orders import offer_publish
+from matching.values import format_timestamp_body
 from tests.factories import StaffFactory, UserFactory, pencils_market
 from tests.realtime.client import ask
 from tests.realtime.client import connect as connect_to
@@ -168,6 +169,10 @@ def test_resume_sends_exactly_the_missed_notifications_in_order(market):
 
     frames, late = asyncio.run(scenario())
     assert [f["seq"] for f in frames] == [notes[1].pk, notes[2].pk, late.pk]
+    # each frame says when its notification was written, as an event's time is written
+    late.refresh_from_db()
+    assert frames[2]["time"] == format_timestamp_body(late.created_at)
+    assert frames[2]["time"].endswith("Z")
     assert [f["data"] for f in frames] == [
         {"type": "best_bid", "n": 1},
         {"type": "best_bid", "n": 2},
