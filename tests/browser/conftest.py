@@ -59,7 +59,8 @@ def browser():
 def new_page(browser, live_stack):
     """Pages in contexts of their own (separate cookies: one per user), closed afterwards.
     Uncaught page errors and Content-Security-Policy violations (Chromium reports them on
-    the console) are collected in ``new_page.errors``."""
+    the console), htmx's refusals to evaluate an expression under the CSP among them, are
+    collected in ``new_page.errors``."""
     from playwright.sync_api import expect
 
     expect.set_options(timeout=WAIT_MS)
@@ -78,7 +79,7 @@ def new_page(browser, live_stack):
             "console",
             lambda m: (
                 errors.append(f"{page.url}: {m.text}")
-                if "Content Security Policy" in m.text
+                if "Content Security Policy" in m.text or "evalDisallowed" in m.text
                 else None
             ),
         )

@@ -282,11 +282,26 @@ function setupAdvanced(form) {
   }
 }
 
+// The form's preview follows what the form (not the advanced box) posts. htmx would filter
+// its trigger with an expression (input[!target.closest('.advanced')]), which it evaluates
+// with eval: the CSP forbids that (htmx:evalDisallowedError), so the filtering is done here
+// and the preview listens for these two events instead.
+function setupPreview(form) {
+  const preview = form.querySelector("[data-preview]");
+  if (!preview) return;
+  for (const [kind, name] of [["input", "form-input"], ["change", "form-change"]]) {
+    form.addEventListener(kind, (event) => {
+      if (!event.target.closest(".advanced")) preview.dispatchEvent(new Event(name));
+    });
+  }
+}
+
 export function setupPosting() {
   setupTabs();
   for (const form of document.querySelectorAll("form.posting")) {
     setupShapes(form);
     setupTiers(form);
     setupAdvanced(form);
+    setupPreview(form);
   }
 }
