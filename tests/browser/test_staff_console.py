@@ -88,3 +88,38 @@ def test_staff_close_and_cancel_from_the_offer_page_after_confirming(new_page, l
         staff.locator("#staff-console").get_by_role("link", name="Staff dashboard")
     ).to_have_attribute("href", "/staff/")
     assert new_page.errors == []
+
+
+def test_the_dashboard_refreshes_itself_and_closes_from_its_row(new_page, live_stack):
+    # Given staff on the dashboard with one open auction
+    StaffFactory(username="stella", is_superuser=True)
+    sold, kept, bid_id = off_loop(_book)
+    staff = new_page(width=1366)
+    login(staff, "stella")
+    staff.goto("/staff/")
+    expect(staff.locator("#auctions ~ table").first).to_contain_text(f"offer {kept.pk}")
+
+    # When a new offer is published elsewhere, then it shows without a reload
+    staff.evaluate("window.notReloaded = true")
+    late = off_loop(
+        lambda: offer_publish(
+            seller=UserFactory(username="sue"),
+            market=sold.market,
+            constraint="lot = 7 AND price >= 2",
+        )
+    )
+    expect(staff.get_by_role("link", name=f"offer {late.pk}", exact=True)).to_be_visible(
+        timeout=20_000
+    )
+    assert staff.evaluate("window.notReloaded") is True
+    expect(staff.locator("#dashboard-status")).to_contain_text("Updated")
+
+    # and its row's Close leads to the admin's confirmation page, which alone closes
+    staff.get_by_role("button", name=f"Close offer {sold.pk}…").click()
+    expect(staff.locator("#content")).to_contain_text("Closing is final.")
+    expect(staff.locator("#content table")).to_contain_text(f"bid {bid_id} by carol")
+    assert Offer.objects.get(pk=sold.pk).state == "open"
+    staff.get_by_role("button", name="Yes, close 1 auction").click()
+    expect(staff.locator(".messagelist")).to_contain_text("Closed 1 auction: 1 sold, 0 unsold.")
+    assert Trade.objects.get(offer_id=sold.pk).bid_id == bid_id
+    assert new_page.errors == []

@@ -75,6 +75,7 @@ def test_the_dashboard_lists_every_open_auction_deadline_or_not(staff_client):
         "0.80 EUR",
         "0.71 EUR",  # second price: the runner-up's 0.70 plus the tick
         "500 pencils",
+        "Close…",  # the row's button to the admin's confirmation page
     ]
     assert _cells(page, by_hand.pk)[2:] == [
         "when staff close it",
@@ -82,10 +83,12 @@ def test_the_dashboard_lists_every_open_auction_deadline_or_not(staff_client):
         "1.18 EUR",
         "1.18 EUR",
         "8,000 pencils",
+        "Close…",
     ]
     assert _cells(page, unsold.pk)[2:] == [
         "when staff close it",
         "no matching bid (would close unsold)",
+        "Close…",
     ]
     assert "more open offer" not in page
 
