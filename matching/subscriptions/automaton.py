@@ -646,7 +646,9 @@ def reads_candidate(e: Expr, alias: str) -> bool:
 
 
 def _start(aggregates: tuple[FoldAggregate, ...]) -> tuple[Any, ...]:
-    return (0, *((0, Decimal(0), None, None) for _ in aggregates))
+    # A sum starts as the int 0 and stays an int while it adds ints (SPEC 8.3: a FOLD's
+    # aggregates show values as form 1's do); a state pickled with Decimal(0) goes on too.
+    return (0, *((0, 0, None, None) for _ in aggregates))
 
 
 def _iterate(
@@ -654,15 +656,18 @@ def _iterate(
 ) -> tuple[Any, ...]:
     out: list[Any] = [running[0] + 1]
     for agg, state in zip(aggregates, running[1:], strict=True):
-        v = None if agg.argument is None else e.values.get(agg.argument.attribute)
-        if not isinstance(v, int | Decimal):  # absent (the parser admits numbers only)
+        argument = agg.argument
+        v = None if argument is None else e.values.get(argument.attribute)
+        if argument is None or not isinstance(v, int | Decimal):  # absent (numbers only)
             out.append(state)
             continue
+        if type(e.raw[argument.attribute]) is int:
+            v = int(v)  # a quantity sent as an int counts as one (SPEC 8.1), as in form 1
         present, total, low, high = state
         out.append(
             (
                 present + 1,
-                _CTX.add(total, v),
+                total + v if type(total) is int and type(v) is int else _CTX.add(total, v),
                 v if low is None or v < low else low,
                 v if high is None or v > high else high,
             )
@@ -687,11 +692,13 @@ def _finish(aggregates: tuple[FoldAggregate, ...], running: tuple[Any, ...]) -> 
 
 
 def _shown(value: Value) -> Value:
-    """An aggregate or ``DUR`` as ``data`` shows it: ints stay ints, decimals are strings."""
+    """An aggregate or ``DUR`` as ``data`` shows it: ints stay ints (a ``SUM`` of ints, a
+    ``MIN``/``MAX`` chosen among ints), decimals are strings (as they came, for ``MIN`` and
+    ``MAX``: ``Decimal`` keeps a value's places)."""
     if value is None or isinstance(value, int):
         return value
     assert isinstance(value, Decimal)
-    return str(value)
+    return format(value, "f")  # never an exponent (1E-8), as form 1 writes decimals
 
 
 class PatternEngine:
