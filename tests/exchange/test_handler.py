@@ -4,18 +4,17 @@ once each; a streamed response goes out in parts and ends after its last part.""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from asgiref.testing import ApplicationCommunicator
 from django.core.signals import request_finished, request_started
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.urls import path
 
 from exchange.handler import SyncChainHandler
+from tests.asgi_http import asgi_get
 
 EVENTS: list[tuple[str, str]] = []
 
@@ -61,39 +60,9 @@ def recorded(settings):
     request_finished.disconnect(finished)
 
 
-def _get(app: Any, where: str) -> list[dict[str, Any]]:
-    """GET ``where`` through ``app``: every message the application sent."""
-
-    async def scenario() -> list[dict[str, Any]]:
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "GET",
-            "scheme": "http",
-            "path": where,
-            "raw_path": where.encode(),
-            "query_string": b"",
-            "headers": [(b"host", b"127.0.0.1")],
-            "client": ("127.0.0.1", 5000),
-            "server": ("127.0.0.1", 8000),
-        }
-        talk = ApplicationCommunicator(app, scope)
-        await talk.send_input({"type": "http.request", "body": b"", "more_body": False})
-        messages = [await talk.receive_output(10)]
-        while True:
-            messages.append(await talk.receive_output(10))
-            if not messages[-1].get("more_body"):
-                break
-        await talk.wait(10)
-        return messages
-
-    return asyncio.run(scenario())
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_request_starts_runs_and_ends_on_its_lane_once_each(recorded):
-    messages = _get(SyncChainHandler(lanes=1), "/plain/")
+    messages = asgi_get(SyncChainHandler(lanes=1), "/plain/")
     start, body = messages
     assert start["status"] == 200
     headers = dict(start["headers"])
@@ -107,7 +76,7 @@ def test_a_request_starts_runs_and_ends_on_its_lane_once_each(recorded):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_streamed_response_goes_out_in_parts_and_ends_after_them(recorded):
-    messages = _get(SyncChainHandler(lanes=1), "/streamed/")
+    messages = asgi_get(SyncChainHandler(lanes=1), "/streamed/")
     assert messages[0]["status"] == 200
     assert [m.get("body") for m in messages[1:]] == [b"one", b"two", b"three", None]
     assert [m.get("more_body", False) for m in messages[1:]] == [True, True, True, False]
@@ -122,6 +91,6 @@ def test_a_streamed_response_goes_out_in_parts_and_ends_after_them(recorded):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_missing_page_is_a_404_through_the_handler(recorded):
-    messages = _get(SyncChainHandler(lanes=1), "/no-such-page/")
+    messages = asgi_get(SyncChainHandler(lanes=1), "/no-such-page/")
     assert messages[0]["status"] == 404
     assert [what for what, _ in recorded] == ["started", "finished"]
