@@ -64,8 +64,12 @@ def test_a_feed_row_shows_the_time_the_market_and_units(client, notified):
     )
 
 
-def test_the_notes_endpoint_draws_the_same_row_and_one_line(client, notified):
-    response = client.get(f"/alerts/{notified.pk}/notes/?after=0")
+def test_the_notes_endpoint_draws_the_same_row_and_one_line(
+    client, notified, django_assert_max_num_queries
+):
+    # session, user, the subscription's owner, its notes, their events, their markets
+    with django_assert_max_num_queries(6):
+        response = client.get(f"/alerts/{notified.pk}/notes/?after=0")
     assert response.status_code == 200
     (note,) = response.json()["notes"]
     assert (note["n"], note["text"], note["tone"]) == (1, TEXT, "info")
