@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -38,8 +39,10 @@ class Receiver:
     signature and the timestamp, and keeps each ``X-Intersect-Delivery`` once. ``fail``
     answers the next so many requests with a 503 instead."""
 
-    def __init__(self, secret: str = "") -> None:
+    def __init__(self, secret: str = "", *, delay: float = 0.0) -> None:
         self.secret = secret
+        self.delay = delay  # seconds each answer waits (a slow receiver)
+        self.answered = threading.Event()
         self.fail = 0
         self.requests: list[tuple[dict[str, str], bytes]] = []
         self.kept: dict[str, dict] = {}
@@ -50,6 +53,8 @@ class Receiver:
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 receiver.requests.append((dict(self.headers.items()), body))
+                if receiver.delay:
+                    time.sleep(receiver.delay)
                 if receiver.fail:
                     receiver.fail -= 1
                     self.send_response(503)
@@ -70,6 +75,7 @@ class Receiver:
                 receiver.kept.setdefault(self.headers["X-Intersect-Delivery"], json.loads(body))
                 self.send_response(204)
                 self.end_headers()
+                receiver.answered.set()
 
             def log_message(self, *args) -> None:
                 pass
