@@ -25,13 +25,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import http.client
 import ipaddress
 import json
 import secrets
 import socket
+import ssl
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -105,7 +105,7 @@ def _host_addresses(host: str, port: int) -> list[str]:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
         return []
-    return sorted({str(info[4][0]) for info in infos})
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))  # the resolver's order
 
 
 def webhook_url_refused(url: str) -> str | None:
@@ -231,16 +231,34 @@ def notification_body(subscription: Subscription, note: SubscriptionNotification
     }
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, ANN201
-        return None  # a redirect is the receiver's answer, a failure: never followed
+class _PinnedHTTP(http.client.HTTPConnection):
+    """A connection to ``address``, the address that was checked, not to whatever the host
+    name resolves to a moment later (a DNS rebinding to a private address)."""
+
+    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self.address = address
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self.address, self.port), self.timeout)
 
 
-_OPENER = urllib.request.build_opener(_NoRedirect)
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    """As ``_PinnedHTTP``, with TLS verified against the host name (SNI too)."""
+
+    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self.address = address
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self.address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> str | None:
-    """POST ``body``; None on a 2xx answer, else the failure in a few words."""
+    """POST ``body`` to the first allowed address of the URL's host (every address checked
+    now, the connection pinned to it); None on a 2xx answer, else the failure in a few
+    words. A redirect is an answer like any other: never followed."""
     parts = urlsplit(url)
     assert parts.hostname is not None  # checked when it was set
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -251,15 +269,16 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> str | None:
         why = _address_refused(address)
         if why is not None:
             return f"{parts.hostname} is {why} ({address})"
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    kind = _PinnedHTTPS if parts.scheme == "https" else _PinnedHTTP
+    connection = kind(parts.hostname, port, addresses[0], settings.WEBHOOK_TIMEOUT_SECONDS)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
-        with _OPENER.open(request, timeout=settings.WEBHOOK_TIMEOUT_SECONDS) as response:
-            status = response.status
-    except urllib.error.HTTPError as exc:
-        return f"HTTP {exc.code}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return f"{type(reason).__name__}: {reason}"[:200]
+        connection.request("POST", target, body=body, headers=headers)
+        status = connection.getresponse().status
+    except (OSError, http.client.HTTPException) as exc:
+        return f"{type(exc).__name__}: {exc}"[:200]
+    finally:
+        connection.close()
     return None if 200 <= status < 300 else f"HTTP {status}"
 
 

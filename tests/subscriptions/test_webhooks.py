@@ -9,6 +9,7 @@ import datetime as dt
 import hashlib
 import hmac
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -322,3 +323,26 @@ def test_another_users_subscription_is_a_404_and_unchanged(receiver):
     )
     assert response.status_code == 404
     assert not SubscriptionWebhook.objects.exists()
+
+
+def test_a_host_that_resolves_to_a_private_address_later_is_not_posted_to(receiver, monkeypatch):
+    # Given a webhook set while its host resolved to an allowed address
+    alice = UserFactory(username="alice")
+    receiver.secret = _secret(alice)
+    client_for(alice).post(URL, {"query": TRADES, "webhook_url": receiver.url}, format="json")
+    sub = Subscription.objects.get()
+    append([trade("1.10")])
+    advance(sub)
+
+    # When the name resolves to a private address at delivery time (a DNS rebinding)
+    def rebound(host, port, *args, **kwargs):
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.7", port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebound)
+    webhooks_deliver_round()
+
+    # Then nothing is sent; the failure says why and waits for its retry
+    assert receiver.requests == []
+    hook = SubscriptionWebhook.objects.get()
+    assert (hook.delivered_n, hook.attempts) == (0, 1)
+    assert hook.last_error == "#1: 127.0.0.1 is a private or reserved address (10.0.0.7)"
