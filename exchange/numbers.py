@@ -88,3 +88,9 @@ def grouped_text(value: object) -> str:
         return text
     whole, places = plain.group(1), plain.group(2) or ""
     return THOUSANDS.sub(",", whole) + places
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, the noun plural unless the count is one, the count grouped:
+    ``1 auction``, ``2 auctions``, ``1,200 offers`` (regular plurals only)."""
+    return f"{grouped_text(count)} {noun}{'' if count == 1 else 's'}"

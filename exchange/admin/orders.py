@@ -13,6 +13,7 @@ from django.template.response import TemplateResponse
 
 from exchange.errors import ExchangeError
 from exchange.models import Bid, Offer
+from exchange.numbers import counted
 from exchange.selectors.ui.staff import market_numbers
 from exchange.services.closing import offer_close, offer_close_previews
 from exchange.services.orders import offer_cancel
@@ -71,10 +72,21 @@ def _confirmed_first(action: Callable[[OfferAdmin, HttpRequest, QuerySet[Offer]]
 
 
 class ReadOnlyOrderAdmin(admin.ModelAdmin):
-    """Orders change only through their owners' services; staff act through the actions."""
+    """Orders change only through their owners' services; staff act through the actions.
+    Every field is read-only, so the change page offers no Save buttons either."""
 
     def has_add_permission(self, request):
         return False
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        no_saving = {
+            "show_save": False,
+            "show_save_and_continue": False,
+            "show_save_and_add_another": False,
+        }
+        return super().changeform_view(
+            request, object_id, form_url, {**(extra_context or {}), **no_saving}
+        )
 
     def has_delete_permission(self, request, obj=None):
         return False
@@ -151,7 +163,7 @@ class OfferAdmin(ReadOnlyOrderAdmin):
                 "title": words.title,
                 "intro": words.intro,
                 "verb": words.verb,
-                "confirm_label": f"Yes, {words.verb} {len(rows)} {words.noun}(s)",
+                "confirm_label": f"Yes, {words.verb} {counted(len(rows), words.noun)}",
                 "previews": rows,
                 "skipped": queryset.exclude(state=Offer.State.OPEN).count(),
                 "queryset": queryset,
@@ -182,7 +194,8 @@ class OfferAdmin(ReadOnlyOrderAdmin):
         )
         sold = sum(result.trade is not None for result in results)
         self.message_user(
-            request, f"Closed {len(results)} auction(s): {sold} sold, {len(results) - sold} unsold."
+            request,
+            f"Closed {counted(len(results), 'auction')}: {sold} sold, {len(results) - sold} unsold.",
         )
 
     @admin.action(description="Cancel the selected offers…")
@@ -191,7 +204,7 @@ class OfferAdmin(ReadOnlyOrderAdmin):
         done = self._each_open(
             request, queryset, lambda pk: offer_cancel(staff=request.user, offer_id=pk)
         )
-        self.message_user(request, f"Cancelled {len(done)} offer(s).")
+        self.message_user(request, f"Cancelled {counted(len(done), 'offer')}.")
 
 
 @admin.register(Bid)

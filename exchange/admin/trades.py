@@ -46,7 +46,7 @@ class TradeAdmin(RecordAdmin):
 
 
 @admin.register(MatchingCycle)
-class MatchingCycleAdmin(ViewOnlyAdmin):
+class MatchingCycleAdmin(RecordAdmin):
     list_display = [
         "id",
         "started_at",

@@ -46,7 +46,7 @@ def test_staff_close_and_cancel_from_the_offer_page_after_confirming(new_page, l
     row = staff.locator("tr", has=staff.get_by_role("link", name=f"offer {sold.pk}", exact=True))
     expect(row).to_contain_text(f"bid {bid_id} by carol")
     expect(row).to_contain_text("1.18 EUR")
-    expect(row).to_contain_text("8000 pencils")
+    expect(row).to_contain_text("8,000 pencils")
 
     # The offer's admin page: Close leads to the confirmation page, and only "Yes" closes
     row.get_by_role("link", name=f"offer {sold.pk}").click()
@@ -56,8 +56,8 @@ def test_staff_close_and_cancel_from_the_offer_page_after_confirming(new_page, l
     expect(staff.locator("#content")).to_contain_text("Closing is final.")
     expect(staff.locator("#content table")).to_contain_text(f"bid {bid_id} by carol")
     assert Offer.objects.get(pk=sold.pk).state == "open"
-    staff.get_by_role("button", name="Yes, close 1 auction(s)").click()
-    expect(staff.locator(".messagelist")).to_contain_text("Closed 1 auction(s): 1 sold, 0 unsold.")
+    staff.get_by_role("button", name="Yes, close 1 auction").click()
+    expect(staff.locator(".messagelist")).to_contain_text("Closed 1 auction: 1 sold, 0 unsold.")
     trade = Trade.objects.get(offer_id=sold.pk)
     assert (trade.bid_id, str(trade.price), trade.quantity) == (bid_id, "1.1800000000", 8000)
 
@@ -67,7 +67,7 @@ def test_staff_close_and_cancel_from_the_offer_page_after_confirming(new_page, l
     expect(staff.get_by_role("button", name=re.compile("Close|Cancel"))).to_have_count(0)
     staff.goto("/admin/exchange/trade/")
     expect(staff.locator("td.field-price_shown")).to_have_text(["1.18 EUR"])
-    expect(staff.locator("td.field-quantity_shown")).to_have_text(["8000 pencils"])
+    expect(staff.locator("td.field-quantity_shown")).to_have_text(["8,000 pencils"])
 
     # Cancel: "No, go back" changes nothing; "Yes" cancels
     staff.goto(f"/admin/exchange/offer/{kept.pk}/change/")
@@ -78,8 +78,8 @@ def test_staff_close_and_cancel_from_the_offer_page_after_confirming(new_page, l
     assert Offer.objects.get(pk=kept.pk).state == "open"
     staff.goto(f"/admin/exchange/offer/{kept.pk}/change/")
     staff.get_by_role("button", name="Cancel…").click()
-    staff.get_by_role("button", name="Yes, cancel 1 offer(s)").click()
-    expect(staff.locator(".messagelist")).to_contain_text("Cancelled 1 offer(s).")
+    staff.get_by_role("button", name="Yes, cancel 1 offer").click()
+    expect(staff.locator(".messagelist")).to_contain_text("Cancelled 1 offer.")
     assert Offer.objects.get(pk=kept.pk).state == "cancelled"
 
     # The admin's index links back to the dashboard

@@ -202,8 +202,8 @@ def test_seller_and_two_buyers_trade_and_staff_close_in_the_admin(new_page, live
     staff.get_by_role("button", name="Go").click()
     expect(staff.locator("#content table")).to_contain_text(f"bid {bob_bid} by bob")
     screenshot(staff, "admin-close-confirmation")
-    staff.get_by_role("button", name="Yes, close 1 auction(s)").click()
-    expect(staff.locator(".messagelist")).to_contain_text("Closed 1 auction(s): 1 sold, 0 unsold.")
+    staff.get_by_role("button", name="Yes, close 1 auction").click()
+    expect(staff.locator(".messagelist")).to_contain_text("Closed 1 auction: 1 sold, 0 unsold.")
     trade = Trade.objects.get(offer_id=offer_id)
     assert (trade.bid_id, trade.buyer.username, str(trade.price), trade.quantity) == (
         bob_bid,

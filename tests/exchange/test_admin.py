@@ -37,7 +37,7 @@ def test_close_action_confirms_the_winner_then_closes(staff_client):
     assert Offer.objects.get(pk=offer.pk).state == "open"
 
     done = staff_client.post("/admin/exchange/offer/", {**form, "confirm": "yes"}, follow=True)
-    assert "Closed 1 auction(s): 1 sold, 0 unsold." in done.content.decode()
+    assert "Closed 1 auction: 1 sold, 0 unsold." in done.content.decode()
     trade = Trade.objects.get(offer=offer)
     assert (trade.buyer.username, trade.price, trade.quantity) == (
         "alice",
@@ -55,11 +55,11 @@ def test_cancel_action_confirms_then_cancels(staff_client):
     confirm = staff_client.post("/admin/exchange/offer/", form)
     assert confirm.status_code == 200
     assert "Cancelling is final." in confirm.content.decode()
-    assert 'value="Yes, cancel 1 offer(s)"' in confirm.content.decode()
+    assert 'value="Yes, cancel 1 offer"' in confirm.content.decode()
     assert Offer.objects.get(pk=offer.pk).state == "open"
 
     done = staff_client.post("/admin/exchange/offer/", {**form, "confirm": "yes"}, follow=True)
-    assert "Cancelled 1 offer(s)." in done.content.decode()
+    assert "Cancelled 1 offer." in done.content.decode()
     assert Offer.objects.get(pk=offer.pk).state == "cancelled"
 
 
@@ -214,11 +214,46 @@ def test_dashboard_shows_cycle_health_and_winner_to_be(staff_client):
     bid_place(buyer=UserFactory(username="carol"), market=market, constraint="price <= 1.10")
     matching_cycle_run()
     page = staff_client.get("/staff/").content.decode()
-    assert "2 change(s)" in page
+    assert "2 changes" in page
     assert "by carol" in page and "1.10" in page
-    assert "4 undelivered notification(s)" in page  # nothing was pushed: the test never commits
+    assert "4 undelivered notifications" in page  # nothing was pushed: the test never commits
 
 
 def test_dashboard_is_staff_only(client):
     client.force_login(UserFactory())
     assert client.get("/staff/").status_code == 302
+
+
+def test_an_offers_page_offers_no_save_and_a_cycle_cannot_be_deleted(staff_client):
+    # Given an offer and a cycle that took it in
+    market = pencils_market()
+    offer = offer_publish(
+        seller=UserFactory(), market=market, constraint="lot = 100 AND price >= 1.00"
+    )
+    matching_cycle_run()
+
+    # Then the offer's page shows its fields read-only, with no Save button (issue 39)
+    page = staff_client.get(f"/admin/exchange/offer/{offer.pk}/change/").content.decode()
+    assert 'name="_save"' not in page and 'name="_continue"' not in page
+    assert 'name="_addanother"' not in page
+    # and matching cycles, a record others rely on, offer no "Delete selected"
+    cycles = staff_client.get("/admin/exchange/matchingcycle/").content.decode()
+    assert "delete_selected" not in cycles
+
+
+def test_the_close_confirmation_writes_numbers_for_people(staff_client):
+    # Given a lot of 20,000 pencils bid at 0.26: 5,200.00 EUR
+    market = pencils_market()
+    offer = offer_publish(
+        seller=UserFactory(), market=market, constraint="lot = 20000 AND price >= 0.20"
+    )
+    bid_place(buyer=UserFactory(username="alice"), market=market, constraint="price <= 0.26")
+    matching_cycle_run()
+
+    page = staff_client.post(
+        "/admin/exchange/offer/", {"action": "close_auctions", "_selected_action": [offer.pk]}
+    ).content.decode()
+
+    assert "<td>20,000 pencils</td>" in page
+    assert "<td>0.26 EUR</td>" in page
+    assert 'value="Yes, close 1 auction"' in page

@@ -44,7 +44,7 @@ def test_staff_see_charts_of_every_market_with_rows(client: Any, db: Any) -> Non
     assert "75% (3 of 4)" in page
     assert "12.5 s" in page
     assert "1 / 1.1 / 0.95 / 1.05" in page
-    assert "0.3 (high 1.2, low 0.9, 2 offer(s)" in page
+    assert "0.3 (high 1.2, low 0.9, 2 offers" in page
     assert len(re.findall(r'<rect [^>]*class="bar"', page)) == 1  # one day with trades
     assert page.count('<g class="candle up">') == 1
     # No chart library and nothing from another host: only the admin's own scripts
