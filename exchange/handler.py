@@ -23,16 +23,34 @@ and gives it back at its end; with none free (more requests in flight than lanes
 streamed downloads hold theirs), it gets a thread of its own as under Django. A lane serves
 one request at a time, so what Django keeps per thread (the database connection, given back
 to the pool at the end of each request) is never shared by two requests at once.
+
+And a request crosses to its thread once, not three times. Django's ``handle`` sends
+``request_started`` from the event loop (its receivers are sync, so that is a trip to the
+thread), then runs the chain (a second trip), sends the response from the loop, and closes
+it (``request_finished``: a third trip); it also starts a task per request that waits for
+the client to leave, which can only stop an async view (a sync one runs to its end anyway).
+Here the request's one trip sends ``request_started``, builds the request, runs the chain,
+encodes the headers and closes a response that is not streamed (``request_finished``: the
+database connection goes back to the pool before the response goes out, not after); the loop
+only sends the bytes. py-spy ``--gil`` on ``ops/bench_live.py --request-costs``: the event
+loop's share of a ``POST /api/v1/bids/`` was 64% of the process's samples (issue 36). A
+streamed response is sent and closed as Django does.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from contextlib import aclosing
+from typing import IO, Any
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
-from django.core.handlers.asgi import ASGIHandler
-from django.http import HttpRequest, HttpResponseBase
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+from django.http import FileResponse, HttpRequest, HttpResponseBase
+from django.urls import set_script_prefix
+
+Headers = list[tuple[bytes, bytes]]
 
 
 class SyncChainHandler(ASGIHandler):
@@ -65,9 +83,73 @@ class SyncChainHandler(ASGIHandler):
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
 
+    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        set_script_prefix(get_script_prefix(scope))
+        try:
+            # thread_sensitive: the request's lane (see get_response_async).
+            serve: Any = sync_to_async(self._serve, thread_sensitive=True)
+            response, status, headers, content = await serve(scope, body_file)
+        finally:
+            body_file.close()
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        if response is None:
+            for chunk, last in self.chunk_bytes(content):
+                await send({"type": "http.response.body", "body": chunk, "more_body": not last})
+            return
+        try:
+            await self._send_streamed(response, send)
+        finally:
+            await sync_to_async(response.close)()
+
+    def _serve(
+        self, scope: dict[str, Any], body_file: IO[bytes]
+    ) -> tuple[HttpResponseBase | None, int, Headers, bytes]:
+        """On the request's thread: the request's start, its response, and, unless that is
+        streamed, its end. Returns the streamed response (else None), the status, the
+        headers and the content."""
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, response = self.create_request(scope, body_file)
+        if request is not None:
+            response = self.get_response(request)
+            response._handler_class = self.__class__  # type: ignore[attr-defined]
+            if isinstance(response, FileResponse):
+                response.block_size = self.chunk_size
+        assert response is not None
+        headers = _headers(response)
+        if response.streaming:
+            return response, response.status_code, headers, b""
+        content = response.content  # type: ignore[attr-defined]
+        response.close()
+        return None, response.status_code, headers, content
+
+    async def _send_streamed(self, response: HttpResponseBase, send: Any) -> None:
+        """A streamed response's body, as Django's ``send_response`` sends it."""
+        streamed: Any = response
+        async with aclosing(aiter(streamed)) as content:
+            async for part in content:
+                for chunk, _ in self.chunk_bytes(part):
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body"})
+
     async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
         # thread_sensitive: the request's own thread, where Django's database connection for
         # this request lives and where the response is closed (request_finished).
         get_response: Any = sync_to_async(self.get_response, thread_sensitive=True)
         response: HttpResponseBase = await get_response(request)
         return response
+
+
+def _headers(response: HttpResponseBase) -> Headers:
+    """The response's headers and cookies as ASGI wants them (Django's ``send_response``)."""
+    out = []
+    for header, value in response.items():
+        name = header.encode("ascii") if isinstance(header, str) else header
+        raw = value.encode("latin1") if isinstance(value, str) else value
+        out.append((bytes(name), bytes(raw)))
+    for cookie in response.cookies.values():
+        out.append((b"Set-Cookie", cookie.output(header="").encode("ascii").strip()))
+    return out

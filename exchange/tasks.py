@@ -106,4 +106,5 @@ def close_due_offers() -> int:
 # So do the event log's partition task and the live subscriptions' task.
 from exchange import event_tasks as _event_tasks  # noqa: E402,F401
 from exchange import subscription_tasks as _subscription_tasks  # noqa: E402,F401
+from exchange import webhook_tasks as _webhook_tasks  # noqa: E402,F401
 from exchange.analytics import tasks as _analytics_tasks  # noqa: E402,F401

@@ -72,6 +72,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(ops/benchmarks/live/costs.py); the table goes into docs/benchmarks.md",
     )
     parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="with --request-costs: py-spy records the server during each kind of request "
+        "into DIR/<kind>.txt (collapsed stacks); the table is then not written into "
+        "docs/benchmarks.md, since py-spy's pauses are in its figures",
+    )
+    parser.add_argument(
         "--keep-store",
         action="store_true",
         help="with --reuse: keep the engine's store too (the code has not changed since)",
@@ -198,8 +206,15 @@ def request_costs(
     try:
         stack.start_workers()
         server = stack.start_server(port=args.port, workers=1, ready_path="/healthz")
+        if args.profile:
+            args.profile.mkdir(parents=True, exist_ok=True)
         rows = costs.measure(
-            base_url=stack.url, pid=server.pid, token=token, offers=offers, count=args.request_costs
+            base_url=stack.url,
+            pid=server.pid,
+            token=token,
+            offers=offers,
+            count=args.request_costs,
+            profile=args.profile,
         )
     finally:
         stack.stop()
@@ -210,9 +225,14 @@ def request_costs(
         "load": [load_before, os.getloadavg()[0]],
         "rows": rows,
     }
-    out = report.SWEEP_RESULTS.parent / "request-costs.json"
-    out.write_text(json.dumps(summary, indent=1) + "\n")
-    report.splice(ROOT / "docs" / "benchmarks.md", costs.BEGIN, costs.END, costs.markdown(summary))
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")
+    if not args.profile and not args.json:
+        out = report.SWEEP_RESULTS.parent / "request-costs.json"
+        out.write_text(json.dumps(summary, indent=1) + "\n")
+        report.splice(
+            ROOT / "docs" / "benchmarks.md", costs.BEGIN, costs.END, costs.markdown(summary)
+        )
     print(costs.markdown(summary))
     return 0
 

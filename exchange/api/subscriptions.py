@@ -1,7 +1,9 @@
 """Subscriptions over REST (SPEC 8.3): register, list, show, end, and read the outbox.
 
-``POST /api/v1/subscriptions/`` with ``{"query", "name"?}``; ``GET`` lists the caller's
-own; ``GET``/``DELETE /api/v1/subscriptions/<id>/``; ``GET /api/v1/subscriptions/<id>/
+``POST /api/v1/subscriptions/`` with ``{"query", "name"?, "webhook_url"?}``; ``GET`` lists
+the caller's own; ``GET``/``PATCH`` (``{"webhook_url"}``)/``DELETE
+/api/v1/subscriptions/<id>/``; ``POST /api/v1/webhook-secret/`` makes or rotates the caller's
+signing secret (shown once), ``GET`` says whether there is one; ``GET /api/v1/subscriptions/<id>/
 notifications/?after=<n>`` pages the outbox by ``n``; ``POST /api/v1/subscriptions/<id>/
 pause/`` and ``.../resume/`` stop and restart its advance (an ended one is a 409). Another
 user's subscription is a 404, as if it did not exist.
@@ -12,12 +14,14 @@ from __future__ import annotations
 import datetime as dt
 
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
+    extend_schema_field,
     inline_serializer,
 )
 from rest_framework import generics, permissions, serializers, status
@@ -29,7 +33,7 @@ from exchange.api.parameters import KnownParameters
 from exchange.api.serializers import ErrorSerializer
 from exchange.errors import InvalidInput
 from exchange.http import query_whole_number, whole_number
-from exchange.models import Subscription
+from exchange.models import Subscription, SubscriptionWebhook
 from exchange.selectors.subscriptions import (
     subscription_backtest,
     subscription_get,
@@ -37,6 +41,7 @@ from exchange.selectors.subscriptions import (
     subscription_notifications,
     subscription_query_parsed,
 )
+from exchange.selectors.webhooks import webhook_secret_created
 from exchange.services.subscriptions import (
     MAX_NAME,
     stream_name,
@@ -45,6 +50,12 @@ from exchange.services.subscriptions import (
     subscription_pause,
     subscription_resume,
 )
+from exchange.services.webhooks import (
+    subscription_webhook_set,
+    webhook_secret_required,
+    webhook_secret_rotate,
+    webhook_url_checked,
+)
 from matching.subscriptions import EventError, parse_timestamp, to_text
 from matching.values import format_timestamp_body
 
@@ -52,19 +63,46 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 
 
+class WebhookSerializer(serializers.ModelSerializer):
+    """A subscription's webhook and its delivery state (docs/api.md, "Webhooks")."""
+
+    class Meta:
+        model = SubscriptionWebhook
+        fields = [
+            *("url", "delivered_n", "attempts", "last_error", "last_attempt_at"),
+            *("next_retry_at", "stopped"),
+        ]
+        read_only_fields = fields
+        extra_kwargs = {
+            "delivered_n": {"help_text": "the last n the receiver acknowledged (2xx)"},
+            "attempts": {"help_text": "failed tries of delivered_n + 1 in a row"},
+            "next_retry_at": {"help_text": "when a failed notification is tried again"},
+            "stopped": {"help_text": "gave up after too many failures; set the URL again"},
+        }
+
+
 class SubscriptionSerializer(serializers.ModelSerializer):
     stream = serializers.SerializerMethodField()
+    webhook = serializers.SerializerMethodField()
 
     class Meta:
         model = Subscription
         fields = [
             *("id", "name", "kind", "query", "state", "reason", "created_at", "now"),
-            *("last_n", "stream"),
+            *("last_n", "stream", "webhook"),
         ]
         read_only_fields = fields
 
     def get_stream(self, subscription: Subscription) -> str:
         return stream_name(subscription.pk)
+
+    @extend_schema_field(WebhookSerializer(allow_null=True))
+    def get_webhook(self, subscription: Subscription) -> dict | None:
+        try:
+            webhook = subscription.webhook
+        except SubscriptionWebhook.DoesNotExist:
+            return None
+        return WebhookSerializer(webhook).data
 
 
 class BacktestRequest(serializers.Serializer):
@@ -97,9 +135,40 @@ BacktestResponse = inline_serializer(
 )
 
 
+WEBHOOK_URL_HELP = (
+    "http or https URL each notification is POSTed to, signed (docs/api.md, Webhooks); "
+    "needs your webhook secret"
+)
+
+
 class SubscriptionCreateRequest(serializers.Serializer):
     query = serializers.CharField(trim_whitespace=False)
     name = serializers.CharField(required=False, allow_blank=True, max_length=MAX_NAME)
+    webhook_url = serializers.CharField(
+        required=False, allow_blank=True, allow_null=True, help_text=WEBHOOK_URL_HELP
+    )
+
+
+class SubscriptionUpdateRequest(serializers.Serializer):
+    webhook_url = serializers.CharField(
+        allow_blank=True, allow_null=True, help_text=WEBHOOK_URL_HELP + "; null or '' removes it"
+    )
+
+
+WebhookSecretState = inline_serializer(
+    "WebhookSecretState",
+    {
+        "exists": serializers.BooleanField(),
+        "created_at": serializers.DateTimeField(allow_null=True),
+    },
+)
+WebhookSecretCreated = inline_serializer(
+    "WebhookSecretCreated",
+    {
+        "secret": serializers.CharField(help_text="shown this once; keep it"),
+        "created_at": serializers.DateTimeField(),
+    },
+)
 
 
 NotificationPage = inline_serializer(
@@ -135,17 +204,30 @@ class SubscriptionList(KnownParameters, generics.ListAPIView):
     permission_classes = [permissions.IsAuthenticated]
 
     def get_queryset(self):
-        return subscription_list(owner=_user(self.request))
+        return subscription_list(owner=_user(self.request)).select_related("webhook")
 
     @extend_schema(request=SubscriptionCreateRequest, responses={201: SubscriptionSerializer})
     def post(self, request: Request) -> Response:
         serializer = SubscriptionCreateRequest(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        subscription = subscription_create(
-            owner=_user(request), query=data["query"], name=data.get("name", "")
+        owner = _user(request)
+        url = data.get("webhook_url") or ""
+        if url:  # refused before anything is registered
+            webhook_url_checked(url)
+            webhook_secret_required(owner=owner)
+        with transaction.atomic():
+            subscription = subscription_create(
+                owner=owner, query=data["query"], name=data.get("name", "")
+            )
+            if url:
+                subscription_webhook_set(
+                    owner=owner, subscription_id=subscription.pk, url=url, from_start=True
+                )
+        return Response(
+            SubscriptionSerializer(_own(request, str(subscription.pk))).data,
+            status=status.HTTP_201_CREATED,
         )
-        return Response(SubscriptionSerializer(subscription).data, status=status.HTTP_201_CREATED)
 
 
 class SubscriptionDetail(KnownParameters, APIView):
@@ -153,6 +235,21 @@ class SubscriptionDetail(KnownParameters, APIView):
 
     @extend_schema(responses=SubscriptionSerializer)
     def get(self, request: Request, subscription_id: str) -> Response:
+        return Response(SubscriptionSerializer(_own(request, subscription_id)).data)
+
+    @extend_schema(request=SubscriptionUpdateRequest, responses=SubscriptionSerializer)
+    def patch(self, request: Request, subscription_id: str) -> Response:
+        """Set, change or remove (null or "") the subscription's webhook. A new one sends
+        the notifications after the current ``last_n``; setting it again restarts a
+        stopped one."""
+        subscription = _own(request, subscription_id)
+        serializer = SubscriptionUpdateRequest(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        subscription_webhook_set(
+            owner=_user(request),
+            subscription_id=subscription.pk,
+            url=serializer.validated_data["webhook_url"] or None,
+        )
         return Response(SubscriptionSerializer(_own(request, subscription_id)).data)
 
     @extend_schema(request=None, responses=SubscriptionSerializer)
@@ -263,4 +360,25 @@ class SubscriptionBacktest(KnownParameters, APIView):
                 "truncated": result.truncated,
                 "events_read": result.events_read,
             }
+        )
+
+
+class WebhookSecretView(KnownParameters, APIView):
+    """Your webhook signing secret: ``GET`` says whether you have one; ``POST`` makes one,
+    or replaces it at once (rotation), and is the only answer that shows it."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(responses=WebhookSecretState)
+    def get(self, request: Request) -> Response:
+        created = webhook_secret_created(owner=_user(request))
+        return Response({"exists": created is not None, "created_at": created})
+
+    @extend_schema(request=None, responses={201: WebhookSecretCreated})
+    def post(self, request: Request) -> Response:
+        owner = _user(request)
+        secret = webhook_secret_rotate(owner=owner)
+        return Response(
+            {"secret": secret, "created_at": webhook_secret_created(owner=owner)},
+            status=status.HTTP_201_CREATED,
         )

@@ -9,6 +9,7 @@ from .subscriptions import (
     SubscriptionNotifications,
     SubscriptionPause,
     SubscriptionResume,
+    WebhookSecretView,
 )
 
 app_name = "api"
@@ -52,6 +53,7 @@ urlpatterns = [
     path("subscriptions/", SubscriptionList.as_view(), name="subscriptions"),
     path("subscriptions/test/", SubscriptionBacktest.as_view(), name="subscription-backtest"),
     path("subscriptions/<str:subscription_id>/", include(_subscription)),
+    path("webhook-secret/", WebhookSecretView.as_view(), name="webhook-secret"),
     path("schema/", SpectacularAPIView.as_view(api_version="v1"), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
 ]

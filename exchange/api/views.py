@@ -23,6 +23,7 @@ from exchange.services import closing, markets, orders
 from exchange.services.tokens import token_issue
 from exchange.throttling import LoginFailures
 
+from . import hot
 from . import serializers as s
 from .idempotency import idempotent
 from .parameters import KnownParameters, QueryParameters, WholeNumberParameter
@@ -357,6 +358,10 @@ class BestOfferList(_PublicMarketList):
 
     def get_queryset(self):
         return order_selectors.offer_list(market=self._market_pattern(), state=Offer.State.OPEN)
+
+    def list(self, request, *args, **kwargs):
+        # The page from plain rows, as the serializer would write it (exchange/api/hot.py).
+        return hot.offer_page(self, request)
 
 
 class TradeList(_PublicMarketList):

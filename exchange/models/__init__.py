@@ -8,6 +8,7 @@ from .notifications import Notification
 from .orders import Bid, Offer
 from .subscriptions import Subscription, SubscriptionNotification
 from .trades import Trade
+from .webhooks import SubscriptionWebhook, WebhookSecret
 
 __all__ = [
     "BestOffer",
@@ -27,5 +28,7 @@ __all__ = [
     "OrderChange",
     "Subscription",
     "SubscriptionNotification",
+    "SubscriptionWebhook",
     "Trade",
+    "WebhookSecret",
 ]

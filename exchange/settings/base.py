@@ -244,7 +244,24 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     # Live subscriptions are advanced after every append; this round is the safety net for a
     # request lost with Redis (exchange/subscription_tasks.py).
     "subscriptions-advance": {"task": "exchange.subscriptions_advance", "schedule": 5.0},
+    # Subscription webhooks read the outbox (exchange/webhook_tasks.py): each round leases
+    # the webhooks with a notification due and queues one delivery task for each.
+    "webhooks-round": {
+        "task": "exchange.webhooks_round",
+        "schedule": float(env("WEBHOOK_ROUND_SECONDS", "2")),
+    },
 }
+
+# Subscription webhooks (exchange/services/webhooks.py, docs/api.md "Webhooks"). Private,
+# link-local and reserved addresses are always refused; loopback only when this is set (the
+# development and test settings set it: a receiver on 127.0.0.1).
+WEBHOOK_ALLOW_LOOPBACK = env_bool("WEBHOOK_ALLOW_LOOPBACK", False)
+# Seconds one POST may take (connect and answer) before it counts as a failure.
+WEBHOOK_TIMEOUT_SECONDS = float(env("WEBHOOK_TIMEOUT_SECONDS", "3"))
+# Seconds one delivery task sends for before it leaves the rest to the next round.
+WEBHOOK_RUN_SECONDS = float(env("WEBHOOK_RUN_SECONDS", "10"))
+# Failures of one notification in a row after which the webhook stops (set the URL again).
+WEBHOOK_MAX_ATTEMPTS = int(env("WEBHOOK_MAX_ATTEMPTS", "10"))
 
 # The constraint store strategy the exchange matches with (SPEC 4): "range" or "paper".
 MATCHING_STRATEGY = env("MATCHING_STRATEGY", "range")

@@ -8,3 +8,6 @@ DEBUG = env_bool("DJANGO_DEBUG", True)
 # Serve static files straight from the apps (no collectstatic needed while developing).
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+
+# Webhooks to a receiver on this machine (127.0.0.1) are allowed while developing.
+WEBHOOK_ALLOW_LOOPBACK = env_bool("WEBHOOK_ALLOW_LOOPBACK", True)

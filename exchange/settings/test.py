@@ -56,3 +56,6 @@ CYCLE_PENDING_KEY = f"intersect-{TEST_RUN}:cycle-pending"
 WORKER_HEARTBEAT_KEY = f"intersect-{TEST_RUN}:worker-heartbeat"
 MATCHING_HEARTBEAT_KEY = f"intersect-{TEST_RUN}:matching-heartbeat"
 CACHES["default"]["KEY_PREFIX"] = f"intersect-{TEST_RUN}"  # noqa: F405
+
+# The webhook tests run their receiver on 127.0.0.1.
+WEBHOOK_ALLOW_LOOPBACK = True

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -36,6 +37,7 @@ from exchange.selectors.subscriptions import (
     subscription_list,
     subscription_query_parsed,
 )
+from exchange.selectors.webhooks import webhook_secret_created
 from exchange.services.subscriptions import (
     MAX_NAME,
     subscription_create,
@@ -43,7 +45,9 @@ from exchange.services.subscriptions import (
     subscription_pause,
     subscription_resume,
 )
+from exchange.services.webhooks import subscription_webhook_set, webhook_secret_rotate
 from exchange.throttling import throttle_wait
+from frontend.alert_notes import notes_presented
 from matching.subscriptions import to_text
 
 from .common import (
@@ -131,26 +135,12 @@ def gallery(user: Any) -> list[dict[str, str]]:
     ]
 
 
-def data_items(data: Any, prefix: str = "") -> list[tuple[str, str]]:
-    """A notification's ``data`` as (key, value) pairs, keys in order, a nested alias's
-    attributes (form 2) as ``alias.attr``; ``alerts.js`` shows live ones the same way."""
-    if not isinstance(data, dict):
-        return [(prefix or "value", "—" if data is None else str(data))]
-    items: list[tuple[str, str]] = []
-    for key in sorted(data):
-        value = data[key]
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            items.extend(data_items(value, f"{name}."))
-        else:
-            items.append((name, "—" if value is None else str(value)))
-    return items
+def _notes(user: Any, notes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return notes_presented(user=user, notes=notes)
 
 
-def _note(note: dict[str, Any]) -> dict[str, Any]:
-    data = note["data"]
-    failed = isinstance(data, dict) and "error" in data
-    return {**note, "items": data_items(data), "tone": "bad" if failed else "info"}
+def _archived(subscription: Subscription) -> bool:
+    return subscription.state == Subscription.State.DONE and subscription.reason == "deleted"
 
 
 def _page(
@@ -159,21 +149,33 @@ def _page(
     editor: Editor,
     backtest: dict[str, Any] | None = None,
     status: int = 200,
+    new_secret: str = "",
 ) -> HttpResponse:
     user = request.user
     live = live_context(request, [])
-    subscriptions = list(subscription_list(owner=user))
+    # A deleted subscription is archived out of the list (the API still lists it).
+    listed = list(subscription_list(owner=user).select_related("webhook"))
+    subscriptions = [s for s in listed if not _archived(s)]
     feeds = ui.alerts_feeds(owner=user)
+    flat = _notes(user, [{**note, "sid": sid} for sid, notes in feeds.items() for note in notes])
+    presented: dict[int, list[dict[str, Any]]] = {}
+    for note in flat:
+        presented.setdefault(note.pop("sid"), []).append(note)
     rows = [
         {
             "subscription": s,
-            "feed": [_note(note) for note in feeds.get(s.pk, [])],
+            "feed": presented.get(s.pk, []),
             "following": s.state in (Subscription.State.ACTIVE, Subscription.State.PAUSED),
             "reason": REASONS.get(s.reason, s.reason) if s.reason else "",
         }
         for s in subscriptions
     ]
+    for row in rows:
+        row["webhook"] = getattr(row["subscription"], "webhook", None)
     context = {
+        "archived": len(listed) - len(subscriptions),
+        "secret_created": webhook_secret_created(owner=user),
+        "new_secret": new_secret,
         "editor": editor,
         "gallery": gallery(user),
         "rows": rows,
@@ -233,7 +235,10 @@ def alerts_check(request: AuthenticatedRequest) -> JsonResponse:
 ACTIONS = {
     "pause": (subscription_pause, "Paused subscription {id}: it keeps its place."),
     "resume": (subscription_resume, "Resumed subscription {id}: it catches up from where it was."),
-    "delete": (subscription_delete, "Deleted subscription {id}: it sends nothing more."),
+    "delete": (
+        subscription_delete,
+        "Deleted subscription {id}: it sends nothing more and is archived out of this list.",
+    ),
 }
 
 
@@ -267,10 +272,10 @@ def _chart(
     places = ui.alerts_event_places(
         user=request.user, seqs=[note["seq"] for note in notes if note["seq"] is not None]
     )
-    rows = []
-    for note in notes:
-        time, subject = places.get(note["seq"], (None, None))
-        rows.append({**_note(note), "time": time, "subject": subject})
+    rows = [
+        {**note, "subject": places.get(note["seq"], (None, None))[1]}
+        for note in _notes(request.user, notes)
+    ]
     subject = ui.alerts_chart_subject(places)
     if subject is None:
         return rows, None
@@ -354,3 +359,87 @@ def alerts_backtest(request: AuthenticatedRequest) -> HttpResponse:
         backtest=result,
         status=status,
     )
+
+
+# Notifications one ``alert_notes`` answer carries at most.
+NOTES_PAGE = 100
+
+
+@login_required
+def alert_notes(request: AuthenticatedRequest, subscription_id: str) -> JsonResponse:
+    """The user's subscription's notifications after ``n`` = ``?after=`` (at most ``?limit=``,
+    100), drawn as the page draws them: ``{"name", "notes": [{"n", "text", "html"}]}`` in
+    ``n`` order. The live feed and every page's toasts fetch the rows a ``sub:<id>`` frame
+    announced from here, so they show the event's time and units. 404 for anyone else's."""
+    number = whole_number(subscription_id)
+    after = whole_number(request.GET.get("after", "0"))
+    limit = whole_number(request.GET.get("limit", str(NOTES_PAGE)))
+    if after is None or limit is None:
+        return JsonResponse(
+            {"error": {"code": "bad_request", "message": "after and limit are whole numbers."}},
+            status=400,
+        )
+    notes = (
+        None
+        if number is None
+        else ui.alerts_notes(
+            owner=request.user,
+            subscription_id=number,
+            after=after,
+            limit=max(1, min(limit, NOTES_PAGE)),
+        )
+    )
+    if notes is None:
+        return JsonResponse(
+            {
+                "error": {
+                    "code": "not_found",
+                    "message": f"You have no subscription {subscription_id}.",
+                }
+            },
+            status=404,
+        )
+    rows = _notes(request.user, notes)
+    return JsonResponse(
+        {
+            "notes": [
+                {
+                    "n": note["n"],
+                    "text": note["text"],
+                    "tone": note["tone"],
+                    "html": render_to_string(
+                        "frontend/_alert_note.html", {"note": note}, request=request
+                    ).strip(),
+                }
+                for note in rows
+            ]
+        }
+    )
+
+
+@require_POST
+@login_required
+def alert_webhook(request: AuthenticatedRequest, subscription_id: str) -> HttpResponse:
+    """Set (``url``) or remove (empty) the webhook of one of the user's subscriptions, with
+    the API's rules (docs/api.md, "Webhooks"); a refusal is said on the page, nothing
+    changed."""
+    number = whole_number(subscription_id)
+    url = request.POST.get("url", "").strip()
+    try:
+        if number is None:
+            raise InvalidInput("not_found", f"You have no subscription {subscription_id}.")
+        subscription_webhook_set(owner=request.user, subscription_id=number, url=url or None)
+    except ExchangeError as exc:
+        messages.error(request, exc.message)
+        return redirect(f"{reverse('frontend:alerts')}#sub-{subscription_id}")
+    done = f"Webhook of subscription {number} set to {url}." if url else "Webhook removed."
+    messages.success(request, done)
+    return redirect(f"{reverse('frontend:alerts')}#sub-{number}")
+
+
+@require_POST
+@login_required
+def alerts_webhook_secret(request: AuthenticatedRequest) -> HttpResponse:
+    """Make or rotate the user's webhook signing secret and show it, this once."""
+    secret = webhook_secret_rotate(owner=request.user)
+    return _page(request, editor=Editor(), new_secret=secret)

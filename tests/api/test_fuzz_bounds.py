@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exchange.models import Bid, Market, Notification, Offer
+from exchange.services.subscriptions import subscription_create
 from tests.livestack import ROOT
 
 pytestmark = pytest.mark.django_db
@@ -32,9 +33,16 @@ OTHER_DIGITS = st.text(
 
 
 def concrete(path: str, world) -> str:
-    """The schema's path with its parameters filled from the world's rows."""
+    """The schema's path with its parameters filled from the world's rows (a subscription
+    of staff's, whose client sends the bodies, made the first time a path needs one)."""
     path = path.replace("{subject}", world["market"].subject)
     path = path.replace("{offer_id}", str(world["offer"].pk))
+    if "{subscription_id}" in path:
+        if "subscription" not in world:
+            world["subscription"] = subscription_create(
+                owner=world["users"]["staff"], query="SELECT * WHERE type = 'trade'"
+            )
+        path = path.replace("{subscription_id}", str(world["subscription"].pk))
     return path.replace("{bid_id}", str(world["bid"].pk))
 
 

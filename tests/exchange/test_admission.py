@@ -11,7 +11,6 @@ import threading
 from typing import Any
 
 import pytest
-from asgiref.testing import ApplicationCommunicator
 from django.conf import settings as django_settings
 from django.core.cache import caches
 from django.core.signals import request_started
@@ -20,6 +19,7 @@ from exchange.admission import BODY_AHEAD, AdmissionGate
 from exchange.asgi import application
 from exchange.cache import SharedConnectionPool
 from exchange.handler import SyncChainHandler
+from tests.asgi_http import asgi_get
 
 
 class Recorder:
@@ -285,33 +285,8 @@ def _chain_instances(handler: SyncChainHandler) -> list[Any]:
 
 def _get(app: Any, path: str) -> tuple[dict[str, Any], bytes]:
     """GET ``path`` through the ASGI application ``app``: the response's start and body."""
-
-    async def scenario() -> tuple[dict[str, Any], bytes]:
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "GET",
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "query_string": b"",
-            "headers": [(b"host", b"127.0.0.1")],
-            "client": ("127.0.0.1", 5000),
-            "server": ("127.0.0.1", 8000),
-        }
-        talk = ApplicationCommunicator(app, scope)
-        await talk.send_input({"type": "http.request", "body": b"", "more_body": False})
-        start = await talk.receive_output(10)
-        body = b""
-        while True:
-            part = await talk.receive_output(10)
-            body += part.get("body", b"")
-            if not part.get("more_body"):
-                break
-        return start, body
-
-    return asyncio.run(scenario())
+    start, *parts = asgi_get(app, path)
+    return start, b"".join(part.get("body", b"") for part in parts)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -17,7 +17,8 @@ from rest_framework.test import APIClient
 
 from exchange.models import Subscription
 from exchange.services.subscriptions import subscription_create, subscription_pause
-from frontend.views.alerts import GALLERY, data_items, gallery
+from frontend.alert_notes import data_items
+from frontend.views.alerts import GALLERY, gallery
 from matching.subscriptions import parse_query, to_text
 from tests.api.test_throttling import rates  # noqa: F401 - the fixture that sets rates
 from tests.factories import UserFactory, pencils_market
@@ -70,7 +71,10 @@ def test_query_and_name_in_the_address_fill_the_editor_and_save_nothing(client, 
     assert 'name="name" type="text" maxlength="100" value="mine"' in html
     assert Subscription.objects.count() == 0
     # and the nav links the page, marked as the current one
-    assert '<a href="/alerts/" aria-current="page">Alerts and feeds</a>' in html
+    assert (
+        '<a href="/alerts/" aria-current="page">Alerts and feeds <span class="count" id="alerts-unread" hidden>0</span></a>'
+        in html
+    )
 
 
 def test_the_gallery_has_one_example_per_form_and_each_parses():
@@ -205,36 +209,33 @@ def test_the_list_shows_each_state_and_the_newest_notifications_of_each_feed(
         r'data-state="(\w+)"',
         html,
     )
+    # (the deleted one is archived out of the list; the API still lists it)
     assert states == [
         (str(suspended.pk), "suspended"),
-        (str(deleted.pk), "done"),
         (str(paused.pk), "paused"),
         (str(active.pk), "active"),
     ]
+    assert "1 deleted subscription archived" in html
+    assert f"sub-{deleted.pk}" not in html
     assert f"sub-{other.pk}" not in html
     assert "suspended: it passed a limit on its kept events, work or outputs (state_limit)" in html
     assert f'action="/alerts/{active.pk}/pause/"' in html
     assert f'action="/alerts/{paused.pk}/resume/"' in html
-    assert f'action="/alerts/{deleted.pk}/delete/"' not in html
     assert f'action="/alerts/{suspended.pk}/resume/"' not in html
     assert f'data-confirm="Delete subscription {active.pk} (five)?' in html
     # and the feed holds the newest three, newest first, resuming after the newest
     assert _feed(html, active.pk) == [5, 4, 3]
     assert (
-        f'data-stream="sub:{active.pk}" data-subscription="{active.pk}" data-after="5" '
+        f'data-stream="sub:{active.pk}" data-subscription="{active.pk}" '
+        f'data-notes="/alerts/{active.pk}/notes/" data-after="5" '
         "data-follow" in html
     )
     assert '<span class="alert-k">price</span> <span class="alert-v">1.04</span>' in html
     # with a button for the older ones in the outbox (shown by the script)
-    assert (
-        f'data-older="/api/v1/subscriptions/{active.pk}/notifications/" data-feed="feed-{active.pk}"'
-        in html
-    )
+    assert f'data-older="/alerts/{active.pk}/notes/" data-feed="feed-{active.pk}"' in html
     assert html.count("data-older=") == 1
     assert _feed(html, paused.pk) == []
-    assert (
-        f'data-stream="sub:{deleted.pk}" data-subscription="{deleted.pk}" data-after="0">' in html
-    )
+    assert f'data-stream="sub:{deleted.pk}"' not in html
 
 
 def test_the_feeds_are_read_in_a_bounded_number_of_queries(
@@ -287,12 +288,12 @@ def test_someone_elses_or_an_ended_subscription_is_refused_and_left_as_it_was(
 
 
 def test_data_items_flatten_aliases_and_sort_keys():
-    assert data_items({"b": {"offer": 7}, "a": {"price": "1.10", "x": None}}) == [
+    assert data_items({"b": {"offer": 7}, "a": {"price": "1.10", "x": None}}, {}) == [
         ("a.price", "1.10"),
         ("a.x", "—"),
         ("b.offer", "7"),
     ]
-    assert data_items({"offer": None}) == [("offer", "—")]
+    assert data_items({"offer": None}, {}) == [("offer", "—")]
 
 
 def _backtest(client, query: str, range_: str = "hour", *, htmx: bool = True):

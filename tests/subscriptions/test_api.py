@@ -40,6 +40,7 @@ def test_post_registers_a_subscription_with_its_canonical_query():
         "now": body["now"],
         "last_n": 0,
         "stream": f"sub:{row.pk}",
+        "webhook": None,
     }
     assert body["created_at"] == body["now"]
     assert (row.owner, row.seam, row.cursor) == (alice, 3, 3)  # future only: no history

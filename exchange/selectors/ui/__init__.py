@@ -20,7 +20,11 @@ from .alerts_page import (
     alerts_chart_subject,
     alerts_event_places,
     alerts_feeds,
+    alerts_followed,
+    alerts_markets,
+    alerts_notes,
     alerts_open_offer,
+    alerts_recent,
     alerts_trade_prices,
 )
 from .amend import (
@@ -52,7 +56,11 @@ __all__ = [
     "alerts_chart_subject",
     "alerts_event_places",
     "alerts_feeds",
+    "alerts_followed",
+    "alerts_markets",
+    "alerts_notes",
     "alerts_open_offer",
+    "alerts_recent",
     "alerts_trade_prices",
     "CANDLE_INTERVALS",
     "CANDLE_WIDTHS",

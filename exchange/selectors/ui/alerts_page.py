@@ -11,7 +11,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db.models import F, Q
 
-from exchange.models import Event, Offer, SubscriptionNotification
+from exchange.models import Event, Market, Offer, Subscription, SubscriptionNotification
 from exchange.selectors.subscriptions import notification_json
 
 # Notifications a feed shows when the page is drawn (the newest ones); older ones stay in
@@ -81,3 +81,46 @@ def alerts_open_offer(*, owner: User) -> Offer | None:
         .order_by("-id")
         .first()
     )
+
+
+def alerts_markets(*, subjects: set[str]) -> dict[str, Market]:
+    """The markets of ``subjects`` by subject (a feed row's units); unknown ones left out."""
+    return {market.subject: market for market in Market.objects.filter(subject__in=subjects)}
+
+
+def alerts_notes(
+    *, owner: User, subscription_id: int, after: int, limit: int
+) -> list[dict[str, Any]] | None:
+    """``owner``'s subscription's notifications after ``n`` = ``after``, in ``n`` order (at
+    most ``limit``); None if it is not theirs."""
+    if not Subscription.objects.filter(owner=owner, id=subscription_id).exists():
+        return None
+    rows = (
+        SubscriptionNotification.objects.filter(subscription_id=subscription_id, n__gt=after)
+        .order_by("n")
+        .values_list("n", "seq", "data")[:limit]
+    )
+    return [notification_json(n, seq, data) for n, seq, data in rows]
+
+
+def alerts_recent(*, owner: User, limit: int) -> list[tuple[Subscription, dict[str, Any]]]:
+    """The newest ``limit`` notifications of all ``owner``'s subscriptions, newest first,
+    each with its subscription (the account page's list)."""
+    rows = (
+        SubscriptionNotification.objects.filter(subscription__owner=owner)
+        .select_related("subscription")
+        .order_by("-id")[:limit]
+    )
+    return [(row.subscription, notification_json(row.n, row.seq, row.data)) for row in rows]
+
+
+def alerts_followed(*, owner: User) -> list[dict[str, Any]]:
+    """``owner``'s active and paused subscriptions as every page follows them (the header's
+    toast and badge): id, name and the last ``n`` now, oldest first."""
+    live = (Subscription.State.ACTIVE, Subscription.State.PAUSED)
+    rows = (
+        Subscription.objects.filter(owner=owner, state__in=live)
+        .order_by("id")
+        .values_list("id", "name", "last_n")
+    )
+    return [{"id": pk, "name": name, "after": last_n} for pk, name, last_n in rows]

@@ -98,12 +98,27 @@ function noteItem(frame, fresh = true) {
   return item;
 }
 
+// A row the server drew (frontend/alert_notes.py: the event's time, its market, units).
+function rowFrom(html) {
+  const holder = document.createElement("ol");
+  holder.innerHTML = html; // the server escapes the text in it
+  return holder.firstElementChild;
+}
+
+const PULL_DELAY_MS = 100; // a burst of frames is fetched as one page
+const PULL_PAGE = 100;
+
 class Feed {
   constructor(list) {
     this.list = list;
     this.stream = list.dataset.stream;
     this.id = list.dataset.subscription;
-    this.position = Number(list.dataset.after || 0);
+    this.notesUrl = list.dataset.notes;
+    this.position = Number(list.dataset.after || 0); // the newest n shown
+    this.wanted = this.position; // the newest n announced by a frame
+    this.frames = new Map(); // announced, not shown yet: drawn as they came if fetching fails
+    this.timer = null;
+    this.pulling = false;
     this.item = list.closest(".alert-item");
     // What arrived since the user last looked (stored by the last page that showed it).
     const seen = Number(sessionStorage.getItem(SEEN_KEY + this.id) ?? this.position);
@@ -122,14 +137,54 @@ class Feed {
   }
 
   add(frame) {
-    if (typeof frame.n !== "number" || frame.n <= this.position) return; // shown already
-    this.position = frame.n;
-    this.list.dataset.after = String(frame.n);
-    this.list.prepend(noteItem(frame));
+    if (typeof frame.n !== "number" || frame.n <= this.wanted) return; // announced already
+    this.wanted = frame.n;
+    this.frames.set(frame.n, frame);
+    if (!this.timer && !this.pulling) this.timer = setTimeout(() => this.pull(), PULL_DELAY_MS);
+  }
+
+  // Fetch the rows after the newest shown up to the newest announced, in n order, and show
+  // each once; if the server cannot be asked, the frames' own data is shown instead.
+  async pull() {
+    this.timer = null;
+    this.pulling = true;
+    try {
+      while (this.wanted > this.position) {
+        const from = this.position;
+        let notes = null;
+        try {
+          const response = await fetch(`${this.notesUrl}?after=${from}&limit=${Math.min(PULL_PAGE, this.wanted - from)}`, {
+            credentials: "same-origin",
+            headers: { Accept: "application/json" },
+          });
+          if (response.ok) notes = (await response.json()).notes;
+        } catch {
+          notes = null;
+        }
+        if (!notes?.length) {
+          for (const n of [...this.frames.keys()].sort((a, b) => a - b)) {
+            if (n > this.position) this.place(n, noteItem(this.frames.get(n)));
+          }
+          break;
+        }
+        for (const note of notes) if (note.n > this.position) this.place(note.n, rowFrom(note.html));
+      }
+    } finally {
+      this.pulling = false;
+    }
+  }
+
+  place(n, row) {
+    this.frames.delete(n);
+    if (!row) return;
+    row.classList.add("alert-note-new");
+    this.position = n;
+    this.list.dataset.after = String(n);
+    this.list.prepend(row);
     while (this.list.children.length > FEED_MAX) this.list.lastElementChild.remove();
     this.item?.querySelector("[data-feed-empty]")?.setAttribute("hidden", "");
     const count = this.item?.querySelector("[data-count]");
-    if (count) count.textContent = String(frame.n);
+    if (count) count.textContent = String(n);
     this.remember();
   }
 
@@ -169,7 +224,7 @@ function followFeeds(lists) {
 }
 
 // "Show older": the outbox before the oldest notification a feed shows, a page at a time
-// (GET .../notifications/?after=&limit=, the API's outbox, on the page's session), added
+// (GET /alerts/<id>/notes/?after=&limit=, drawn as the page draws them), added
 // under it; gone once the feed reaches n = 1.
 const OLDER_PAGE = 30;
 
@@ -189,8 +244,11 @@ function setupOlder() {
           headers: { Accept: "application/json" },
         });
         if (!response.ok) return;
-        const { results } = await response.json();
-        for (const note of results.filter((r) => r.n < oldest).reverse()) list.append(noteItem(note, false));
+        const { notes } = await response.json();
+        for (const note of notes.filter((r) => r.n < oldest).reverse()) {
+          const row = rowFrom(note.html);
+          if (row) list.append(row);
+        }
         if (after === 0) button.remove();
       } catch {
         // offline: the button stays for another try

@@ -1,6 +1,7 @@
 // Wires each page: its live connection, live values, regions, charts, notifications and
 // posting forms. Pages declare what they follow in data-* attributes (see base.html).
 
+import { alertFollower } from "intersect/alertbell";
 import { Live, Regions } from "intersect/live";
 import { noteText } from "intersect/notes";
 
@@ -55,10 +56,14 @@ function patchBest(data) {
   }
 }
 
-function toast(text, tone) {
+function toast(text, tone, alert = null) {
   if (!toasts) return;
   const item = document.createElement("div");
   item.className = `toast toast-${tone}`;
+  if (alert) {
+    item.dataset.alert = String(alert.alert);
+    item.dataset.n = String(alert.n);
+  }
   item.setAttribute("role", tone === "bad" ? "alert" : "status");
   item.innerHTML = '<p></p><button type="button" class="toast-close" aria-label="Dismiss">✕</button>';
   item.querySelector("p").textContent = text;
@@ -101,7 +106,10 @@ const regions = new Regions({
   },
 });
 
+const alerts = alertFollower({ toast, onAlertsPage: location.pathname === "/alerts/" });
+
 function onFrame(frame) {
+  if (alerts.onFrame(frame, window.intersect?.live)) return; // a subscription's (sub:<id>)
   if (frame.type === "error") {
     console.warn("live:", frame.code, frame.message);
     return;
@@ -155,6 +163,7 @@ function start() {
     streams,
     me: body.dataset.me === "1",
     after: Number(body.dataset.meSeq || 0),
+    resumes: alerts.any ? alerts.resumes : null,
     onFrame,
     onStatus: setStatus,
     onSynced: () => regions.request("*"),

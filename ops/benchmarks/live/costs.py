@@ -8,8 +8,13 @@ figure that decides how many requests a second the web tier can serve on this ma
 from __future__ import annotations
 
 import os
+import re
+import signal
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,11 +26,37 @@ END = "<!-- end of the request costs -->"
 WARM = 20
 
 
-def cpu_seconds(pid: int) -> float:
-    """The user plus system CPU time of process ``pid`` so far."""
+def cpu_split(pid: int) -> tuple[float, float]:
+    """The user and the system CPU time of process ``pid`` so far, in seconds."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+PY_SPY = Path(__file__).resolve().parents[3] / ".venv" / "bin" / "py-spy"
+
+
+@contextmanager
+def _profiled(pid: int, out: Path | None) -> Iterator[None]:
+    """py-spy recording process ``pid`` (its threads holding the GIL, 500 samples a second,
+    raw collapsed stacks) into ``out`` while the block runs; nothing when ``out`` is None."""
+    if out is None:
+        yield
+        return
+    argv = [str(PY_SPY), "record", "--pid", str(pid), "--gil", "--rate", "500"]
+    argv += ["--format", "raw", "--output", str(out)]
+    spy = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # py-spy attaches
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(timeout=60)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def _requests(
@@ -61,27 +92,34 @@ def _requests(
 
 
 def measure(
-    *, base_url: str, pid: int, token: str, offers: int, count: int
+    *, base_url: str, pid: int, token: str, offers: int, count: int, profile: Path | None = None
 ) -> list[dict[str, Any]]:
     """Each request kind ``count`` times (after a few untimed): server CPU and wall time
-    per request, in milliseconds. Any answer but the expected status stops the bench."""
+    per request, in milliseconds. Any answer but the expected status stops the bench.
+    With ``profile`` (a folder), py-spy records the server during each kind's timed requests
+    into ``<profile>/<kind>.txt`` (its CPU figures then include py-spy's pauses)."""
     rows = []
     with httpx.Client(base_url=base_url, timeout=60) as client:
         first = client.get("/api/v1/offers/?state=open&limit=1").json()["results"][0]["id"]
         for name, send, expected in _requests(token, first, offers):
             for i in range(WARM):
                 send(client, i)
-            cpu, wall = cpu_seconds(pid), time.perf_counter()
-            for i in range(count):
-                answer = send(client, i)
-                if answer.status_code not in expected:
-                    raise SystemExit(f"{name}: {answer.status_code} {answer.text[:200]}")
+            out = None if profile is None else profile / f"{_slug(name)}.txt"
+            with _profiled(pid, out):
+                (user, system), wall = cpu_split(pid), time.perf_counter()
+                for i in range(count):
+                    answer = send(client, i)
+                    if answer.status_code not in expected:
+                        raise SystemExit(f"{name}: {answer.status_code} {answer.text[:200]}")
+                after, wall = cpu_split(pid), time.perf_counter() - wall
+                user, system = after[0] - user, after[1] - system
             rows.append(
                 {
                     "request": name,
                     "count": count,
-                    "cpu_ms": 1000 * (cpu_seconds(pid) - cpu) / count,
-                    "wall_ms": 1000 * (time.perf_counter() - wall) / count,
+                    "cpu_ms": 1000 * (user + system) / count,
+                    "system_ms": 1000 * system / count,
+                    "wall_ms": 1000 * wall / count,
                 }
             )
     return rows

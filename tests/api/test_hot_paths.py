@@ -1,0 +1,67 @@
+"""The best-offer page written from plain rows (exchange/api/hot.py) is exactly what
+``OfferSerializer`` writes for the same offers, key order included: for every reader, for
+offers with and without a best bid, with a closing time, in another time zone, and (should
+one ever come) for an offer that is not open."""
+
+from __future__ import annotations
+
+import zoneinfo
+
+import pytest
+from django.contrib.auth.models import AnonymousUser, User
+from django.utils import timezone
+from rest_framework.request import Request
+from rest_framework.test import APIRequestFactory
+
+from exchange.api import hot
+from exchange.api import serializers as s
+from exchange.models import Offer
+from exchange.selectors import orders as order_selectors
+from tests.api.conftest import client_for
+
+pytestmark = pytest.mark.django_db
+
+
+def _request(user) -> Request:
+    request = Request(APIRequestFactory().get("/"))
+    request.user = user
+    return request
+
+
+def _as_serialized(request: Request) -> list[list]:
+    offers = order_selectors.offer_list()
+    return [list(s.OfferSerializer(o, context={"request": request}).data.items()) for o in offers]
+
+
+def _as_rows(request: Request) -> list[list]:
+    rows = list(hot.offer_rows(order_selectors.offer_list()))
+    return [list(shown.items()) for shown in hot.offers_shown(rows, request)]
+
+
+def test_offers_from_rows_read_as_the_serializer_writes_them(every_state):
+    readers = [user for user in every_state if user is not None]
+    for user in readers:
+        request = _request(user)
+        assert _as_rows(request) == _as_serialized(request)
+    seller = User.objects.get(username="seller")
+    shown = _as_rows(_request(seller))
+    assert {dict(o)["mine"] for o in shown} == {True}
+    assert {dict(o)["best_value"] is None for o in shown} == {True, False}
+    assert any(dict(o)["closes_at"] for o in shown)
+    assert any(dict(o)["trade"] for o in shown)  # the closed one, written the ordinary way
+    with timezone.override(zoneinfo.ZoneInfo("America/New_York")):  # not UTC: no "Z"
+        request = _request(AnonymousUser())
+        assert _as_rows(request) == _as_serialized(request)
+        assert dict(_as_rows(request)[0])["created_at"].endswith(("-05:00", "-04:00"))
+
+
+def test_the_best_offer_page_shows_the_open_offers_as_the_serializer_does(every_state):
+    seller = User.objects.get(username="seller")
+    body = client_for(seller).get("/api/v1/best-offers/?limit=2&offset=1").json()
+    open_offers = list(order_selectors.offer_list(state=Offer.State.OPEN))
+    assert body["count"] == len(open_offers) == 2
+    assert body["previous"] is not None and body["next"] is None
+    request = _request(seller)
+    expected = [s.OfferSerializer(o, context={"request": request}).data for o in open_offers[1:]]
+    assert body["results"] == expected
+    assert body["results"][0]["mine"] is True
