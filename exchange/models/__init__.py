@@ -2,6 +2,7 @@ from .adapters import ImportRef
 from .analytics import MarketDay
 from .events import Event, EventCounter
 from .idempotency import IdempotencyKey
+from .limits import BidOutcome, SpendingLimit
 from .markets import Market, MarketOrderCount
 from .matching import BestOffer, BestOfferChange, MatchingCycle, OfferBidMatch, OrderChange
 from .notifications import Notification
@@ -13,6 +14,7 @@ __all__ = [
     "BestOffer",
     "BestOfferChange",
     "Bid",
+    "BidOutcome",
     "Event",
     "EventCounter",
     "IdempotencyKey",
@@ -25,6 +27,7 @@ __all__ = [
     "Offer",
     "OfferBidMatch",
     "OrderChange",
+    "SpendingLimit",
     "Subscription",
     "SubscriptionNotification",
     "Trade",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, overload
 from urllib.parse import urlsplit, urlunsplit
@@ -229,6 +230,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     # request lost with Redis (exchange/subscription_tasks.py).
     "subscriptions-advance": {"task": "exchange.subscriptions_advance", "schedule": 5.0},
 }
+
+# A buyer's spending limit unless staff set one in the admin (exchange/services/limits.py):
+# what the buyer's active bids could cost together, in the price unit of the markets.
+SPENDING_LIMIT_DEFAULT = Decimal(env("SPENDING_LIMIT_DEFAULT", "100000"))
 
 # The constraint store strategy the exchange matches with (SPEC 4): "range" or "paper".
 MATCHING_STRATEGY = env("MATCHING_STRATEGY", "range")
