@@ -23,6 +23,7 @@ urlpatterns = [
     path("offers/<str:offer_id>/", orders.offer_detail, name="offer"),
     path("offers/<str:offer_id>/alert/", shortcuts.offer_alert, name="offer-alert"),
     path("offers/<str:offer_id>/withdraw/", orders.offer_withdraw_view, name="offer-withdraw"),
+    path("bids/<str:bid_id>/", orders.bid_detail, name="bid"),
     path("bids/<str:bid_id>/withdraw/", orders.bid_withdraw_view, name="bid-withdraw"),
     path("offers/<str:order_id>/edit/", amend.order_edit, {"kind": "offer"}, name="offer-edit"),
     path("bids/<str:order_id>/edit/", amend.order_edit, {"kind": "bid"}, name="bid-edit"),

@@ -87,7 +87,11 @@ def account(request: AuthenticatedRequest, new_token: str | None = None) -> Http
                 **b,
                 "terms": terms(b["bid"].constraint_text, b["bid"].market),
                 "next_price": (
-                    ui.bid_next_price(bid=b["bid"], schema=market_schema(market=b["bid"].market))
+                    ui.bid_next_price(
+                        bid=b["bid"],
+                        schema=market_schema(market=b["bid"].market),
+                        standings=b["standings"],
+                    )
                     if b["bid"].state == "active"
                     else None
                 ),
