@@ -32,7 +32,7 @@ from exchange.models import (
 )
 from exchange.numbers import price_text
 from exchange.services.events import closing_events, events_append
-from exchange.services.limits import buyer_lock, buyer_room
+from exchange.services.limits import buyer_room
 from exchange.services.matching import (
     STALLED_RETRIES,
     apply_changes,
@@ -211,8 +211,7 @@ def _eligible_terms(offer: Offer, terms: Preview) -> tuple[Preview, list[_Passed
     passed: list[_Passed] = []
     while terms.bid is not None:
         Bid.objects.select_for_update(no_key=True).filter(pk=terms.bid.pk).values_list("pk").first()
-        buyer_lock(buyer_id=terms.bid.buyer_id)
-        room = buyer_room(buyer_id=terms.bid.buyer_id, other_than=terms.bid.pk)
+        room = buyer_room(buyer_id=terms.bid.buyer_id, other_than=terms.bid.pk, lock=True)
         total = _trade_total(terms)
         if total is not None and total <= room.remaining:
             break

@@ -30,11 +30,11 @@ from decimal import ROUND_FLOOR, Decimal
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import Sum
+from django.db.models import OuterRef, Subquery, Sum
 
 import matching
 from exchange.engine.constraints import orders_usable
-from exchange.errors import InvalidInput
+from exchange.errors import InvalidInput, NotAllowed
 from exchange.market_rules import MarketSchema, numeric_value, with_subject
 from exchange.models import Bid, Market, Offer, SpendingLimit
 from exchange.numbers import number_text, price_text
@@ -112,24 +112,12 @@ def _larger(a: Award, b: Award) -> bool:
 
 def buyer_limit(*, buyer_id: int) -> Decimal:
     """The buyer's spending limit: the one staff set, else the default setting."""
-    row = SpendingLimit.objects.filter(user_id=buyer_id).values_list("amount", flat=True).first()
-    return Decimal(settings.SPENDING_LIMIT_DEFAULT) if row is None else row
+    return buyer_room(buyer_id=buyer_id).limit
 
 
 def buyer_committed(*, buyer_id: int, other_than: int | None = None) -> Decimal:
     """What the buyer's active bids (but ``other_than``) commit: their largest awards."""
-    bids = Bid.objects.filter(buyer_id=buyer_id, state=Bid.State.ACTIVE)
-    if other_than is not None:
-        bids = bids.exclude(pk=other_than)
-    total = bids.aggregate(total=Sum("largest_award"))["total"]
-    return total or Decimal(0)
-
-
-def buyer_lock(*, buyer_id: int) -> None:
-    """Take the buyer's row lock for the rest of the transaction, so two of its bids are
-    never checked against the same remaining limit at once. Orders take it after locking
-    the bid they change (closing too), so lockers never deadlock."""
-    User.objects.select_for_update(no_key=True).filter(pk=buyer_id).values_list("pk").first()
+    return buyer_room(buyer_id=buyer_id, other_than=other_than).committed
 
 
 @dataclass(frozen=True)
@@ -144,10 +132,31 @@ class Room:
         return self.limit - self.committed
 
 
-def buyer_room(*, buyer_id: int, other_than: int | None = None) -> Room:
+def buyer_room(*, buyer_id: int, other_than: int | None = None, lock: bool = False) -> Room:
+    """The buyer's limit and what its active bids but ``other_than`` commit, in one query.
+
+    ``lock`` also takes the buyer's row lock for the rest of the transaction, so two of its
+    bids are never checked against the same remaining limit at once. Orders take it after
+    locking the bid they change (closing too), so lockers never deadlock; FOR NO KEY UPDATE
+    leaves the foreign-key checks of rows that name the buyer free."""
+    active = Bid.objects.filter(buyer_id=OuterRef("pk"), state=Bid.State.ACTIVE)
+    if other_than is not None:
+        active = active.exclude(pk=other_than)
+    users = User.objects.filter(pk=buyer_id)
+    if lock:
+        users = users.select_for_update(no_key=True, of=("self",))
+    limit, committed = users.values_list(
+        Subquery(SpendingLimit.objects.filter(user_id=OuterRef("pk")).values("amount")),
+        Subquery(
+            active.order_by()
+            .values("buyer_id")
+            .annotate(total=Sum("largest_award"))
+            .values("total")
+        ),
+    ).get()
     return Room(
-        limit=buyer_limit(buyer_id=buyer_id),
-        committed=buyer_committed(buyer_id=buyer_id, other_than=other_than),
+        limit=Decimal(settings.SPENDING_LIMIT_DEFAULT) if limit is None else limit,
+        committed=committed or Decimal(0),
     )
 
 
@@ -194,3 +203,17 @@ def award_check(*, award: Award, room: Room, tick: Decimal) -> None:
             }
         },
     )
+
+
+def spending_limit_set(*, staff: User | None, user: User, amount: Decimal) -> SpendingLimit:
+    """Staff set ``user``'s spending limit (``staff=None``: a management command, the demo's
+    loader). It bounds the bids placed, amended and awarded from now on; bids already
+    active stay (their buyer sees the new remaining limit)."""
+    if staff is not None and not staff.is_staff:
+        raise NotAllowed("staff_only", "Only staff set spending limits.")
+    if not amount.is_finite() or amount < 0:
+        raise InvalidInput(
+            "invalid_limit", "A spending limit is a number, 0 or more.", field="amount"
+        )
+    row, _ = SpendingLimit.objects.update_or_create(user=user, defaults={"amount": amount})
+    return row

@@ -21,7 +21,7 @@ from exchange.models import BestOffer, Bid, Market, Offer, OrderChange
 from exchange.models.orders import OrderT
 from exchange.selectors.markets import constraint_check
 from exchange.services.events import order_event
-from exchange.services.limits import award_check, bid_largest_award, buyer_lock, buyer_room
+from exchange.services.limits import award_check, bid_largest_award, buyer_room
 from exchange.services.notifications import offer_event
 from exchange.services.side_effects import after_commit
 from exchange.tasks import matching_cycle_request
@@ -100,10 +100,8 @@ def _bid_award(
     award = bid_largest_award(
         market=market, schema=market_schema_of(market), constraint=rules.constraint
     )
-    buyer_lock(buyer_id=buyer_id)
-    award_check(
-        award=award, room=buyer_room(buyer_id=buyer_id, other_than=bid_id), tick=market.tick
-    )
+    room = buyer_room(buyer_id=buyer_id, other_than=bid_id, lock=True)
+    award_check(award=award, room=room, tick=market.tick)
     assert award.amount is not None  # award_check refuses an unbounded one
     return award.amount
 

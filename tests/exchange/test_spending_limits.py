@@ -4,9 +4,12 @@ passes over a bid whose award would go past its buyer's limit, and the next bid 
 
 from __future__ import annotations
 
+import io
 from decimal import Decimal
 
 import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
 
 from exchange.errors import InvalidInput
 from exchange.models import (
@@ -206,3 +209,41 @@ def test_closing_unsold_when_every_bid_is_past_its_limit(limit_1000):
         f"Auction ended, you did not win offer #{offer.pk}: bid #{a.pk} would have cost "
         "5,500.00 EUR, more than the 1,000.00 EUR left of your spending limit; it closed unsold."
     )
+
+
+def test_staff_set_a_limit_in_the_admin(client, limit_1000):
+    market, buyer = pencils_market(), UserFactory(username="bea")
+    bid_place(buyer=buyer, market=market, constraint="lot <= 400 AND price <= 1.00")
+    client.force_login(StaffFactory(username="stella", is_superuser=True))
+    answer = client.post(
+        "/admin/exchange/spendinglimit/add/", {"user": buyer.pk, "amount": "25000"}
+    )
+    assert answer.status_code == 302
+    assert buyer_limit(buyer_id=buyer.pk) == Decimal("25000")
+    listing = client.get("/admin/exchange/spendinglimit/").content.decode()
+    assert "Default for everyone else: 1,000" in listing
+    assert '<td class="field-amount_shown">25,000</td>' in listing
+    assert '<td class="field-committed">400</td>' in listing
+    # a negative limit is refused by the database's check and the form alike
+    answer = client.post(
+        f"/admin/exchange/spendinglimit/{buyer.pk}/change/", {"user": buyer.pk, "amount": "-1"}
+    )
+    assert answer.status_code == 200 and buyer_limit(buyer_id=buyer.pk) == Decimal("25000")
+
+
+def test_the_demo_loads_within_its_buyers_limits():
+    """buyer3's warehouse bid could cost 3,120,000 (600 m² at 5,200): the demo gives buyer3
+    a limit of 5,000,000; the other buyers keep the default."""
+    call_command("load_demo", stdout=io.StringIO())
+    assert Bid.objects.count() == 6
+    assert {u: buyer_limit(buyer_id=pk) for u, pk in _ids("buyer1", "buyer3")} == {
+        "buyer1": Decimal("100000"),
+        "buyer3": Decimal("5000000"),
+    }
+    assert buyer_committed(buyer_id=dict(_ids("buyer3"))["buyer3"]) == Decimal(
+        "3123150"
+    )  # and 3,000 pencils at 1.05
+
+
+def _ids(*names: str) -> list[tuple[str, int]]:
+    return list(User.objects.filter(username__in=names).values_list("username", "pk"))
