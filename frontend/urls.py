@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import accounts, alerts, amend, guide, markets, orders, shortcuts
+from .views import accounts, alerts, amend, award, guide, markets, orders, shortcuts
 
 app_name = "frontend"
 urlpatterns = [
@@ -19,6 +19,7 @@ urlpatterns = [
     path("markets/<str:subject>/post/", markets.market_post, name="market-post"),
     path("markets/<str:subject>/check/", markets.market_check, name="market-check"),
     path("markets/<str:subject>/preview/", markets.market_preview, name="market-preview"),
+    path("markets/<str:subject>/award/", award.market_award, name="market-award"),
     path("markets/<str:subject>/alert/", shortcuts.market_alert, name="market-alert"),
     path("offers/<str:offer_id>/", orders.offer_detail, name="offer"),
     path("offers/<str:offer_id>/alert/", shortcuts.offer_alert, name="offer-alert"),

@@ -12,7 +12,8 @@ from django.http import HttpRequest
 
 from exchange.models import SpendingLimit
 from exchange.numbers import grouped_text, number_text
-from exchange.services.limits import buyer_committed, spending_limit_set
+from exchange.selectors.limits import buyer_committed
+from exchange.services.limits import spending_limit_set
 
 
 class SpendingLimitForm(forms.ModelForm):

@@ -31,8 +31,8 @@ from exchange.models import (
     Trade,
 )
 from exchange.numbers import price_text
+from exchange.selectors.limits import buyer_room
 from exchange.services.events import closing_events, events_append
-from exchange.services.limits import buyer_room
 from exchange.services.matching import (
     STALLED_RETRIES,
     apply_changes,

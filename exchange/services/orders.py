@@ -19,9 +19,10 @@ from exchange.errors import InvalidInput, NotAllowed, NotFound, StaleVersion
 from exchange.market_rules import ConstraintSource, OrderConstraint, Side
 from exchange.models import BestOffer, Bid, Market, Offer, OrderChange
 from exchange.models.orders import OrderT
+from exchange.selectors.limits import bid_largest_award, buyer_room
 from exchange.selectors.markets import constraint_check
 from exchange.services.events import order_event
-from exchange.services.limits import award_check, bid_largest_award, buyer_room
+from exchange.services.limits import award_check
 from exchange.services.notifications import offer_event
 from exchange.services.side_effects import after_commit
 from exchange.tasks import matching_cycle_request

@@ -21,8 +21,8 @@ from exchange.models import (
     SpendingLimit,
     Trade,
 )
+from exchange.selectors.limits import buyer_committed, buyer_limit
 from exchange.services.closing import offer_close
-from exchange.services.limits import buyer_committed, buyer_limit
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_amend, bid_place, offer_publish
 from frontend.notifications import note_text
@@ -68,7 +68,7 @@ def test_a_bid_past_the_remaining_limit_is_refused_with_the_numbers(limit_1000):
     assert error.as_dict() == {
         "code": "over_limit",
         "message": "Bid refused: it could win 500 at 1.00, 500.00 in all, but 400.00 is left "
-        "of your spending limit of 1000.00 (your other active bids could cost 600.00). Lower "
+        "of your spending limit of 1,000.00 (your other active bids could cost 600.00). Lower "
         "its price or give it an upper quantity of at most 400.",
         "field": "constraint",
         "limit": {
@@ -90,9 +90,9 @@ def test_without_an_upper_quantity_the_largest_lot_of_a_matching_offer_counts(li
     offer_publish(seller=seller, market=market, constraint="lot <= 9000000 AND price >= 0.95")
     error = refused(buyer=buyer, market=market, constraint="price <= 0.92")
     assert error.message == (
-        "Bid refused: it could win 600000 at 0.92, 552000.00 in all, but 1000.00 is left of "
-        "your spending limit of 1000.00 (your other active bids could cost 0.00). Lower its "
-        "price or give it an upper quantity of at most 1086."
+        "Bid refused: it could win 600,000 at 0.92, 552,000.00 in all, but 1,000.00 is left "
+        "of your spending limit of 1,000.00 (your other active bids could cost 0.00). Lower "
+        "its price or give it an upper quantity of at most 1,086."
     )
     assert error.extra == {
         "limit": {
@@ -115,8 +115,8 @@ def test_a_bid_matching_an_offer_without_an_upper_lot_is_unbounded(limit_1000):
     error = refused(buyer=buyer, market=market, constraint="price <= 0.92")
     assert error.message == (
         "Bid refused: it has no upper quantity and matches an open offer with none either, "
-        "so it could cost any amount; 1000.00 is left of your spending limit of 1000.00 "
-        "(your other active bids could cost 0.00). Give it an upper quantity of at most 1086."
+        "so it could cost any amount; 1,000.00 is left of your spending limit of 1,000.00 "
+        "(your other active bids could cost 0.00). Give it an upper quantity of at most 1,086."
     )
     assert error.extra is not None and error.extra["limit"]["largest_award"] is None
 
