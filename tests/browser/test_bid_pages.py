@@ -6,9 +6,11 @@ outcome of a closed auction on the account page, and each bid's own page with it
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 import pytest
 
+from exchange.models import SpendingLimit
 from exchange.services.closing import offer_close
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_amend, bid_place, offer_publish
@@ -124,3 +126,17 @@ def test_a_bid_page_tells_its_story_to_its_owner_and_staff_only(auction, client)
     assert client.get(url).status_code == 404
     assert client.get("/bids/999999/").status_code == 404
     assert client.get("/bids/x/").status_code == 404
+
+
+def test_a_raise_past_the_spending_limit_is_refused_in_words(auction, client):
+    _market, _offer, (_sam, bea, _ann), (bea_bid, _ann_best, _ann_two) = auction
+    SpendingLimit.objects.create(user=bea, amount=Decimal("560"))
+    client.force_login(bea)
+    answer = client.post(f"/bids/{bea_bid.pk}/raise/", {"version": 2, "price": "1.16"}, follow=True)
+    assert (
+        f"Bid #{bea_bid.pk} is not raised: Bid refused: it could win 500 at 1.16, 580.00 in "
+        "all, but 560.00 is left of your spending limit of 560.00 (your other active bids "
+        "could cost 0.00). Lower its price or give it an upper quantity of at most 482."
+    ) in text_of(answer.content.decode())
+    bea_bid.refresh_from_db()
+    assert (bea_bid.version, bea_bid.constraint_text) == (2, "lot = 500 AND price <= 1.06")
