@@ -14,6 +14,7 @@ from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_place, offer_publish
 from frontend.notifications import note_text
 from tests.factories import StaffFactory, UserFactory, pencils_market
+from tests.frontend.notes_js import needs_node, notes_js
 
 pytestmark = pytest.mark.django_db
 
@@ -108,3 +109,40 @@ def test_closing_twice_tells_nobody_twice():
             2,
         )
     )
+
+
+@needs_node
+def test_the_live_list_says_every_outcome_as_the_page_does(settings):
+    """notes.js (the live list) and note_text give the same sentence for each outcome row:
+    lost, lost to one's own bid, over the limit (sold and unsold), and the winner's."""
+    settings.SPENDING_LIMIT_DEFAULT = Decimal("1000")
+    market = pencils_market()
+    alice, bob = UserFactory(username="alice"), UserFactory(username="bob")
+    # bob's bid has no upper lot (placed before any offer: it commits nothing)
+    unbounded = bid_place(buyer=bob, market=market, constraint="price <= 1.30")
+    bid_place(buyer=alice, market=market, constraint="lot = 500 AND price <= 1.20")
+    bid_place(buyer=alice, market=market, constraint="lot = 300 AND price <= 1.10")
+    staff = StaffFactory()
+    sold = offer_publish(
+        seller=UserFactory(), market=market, constraint="lot BETWEEN 100 AND 5000 AND price >= 1.00"
+    )
+    matching_cycle_run()
+    offer_close(offer_id=sold.pk, staff=staff)
+    # only bob's bid matches this one (alice's 300 is too small): unsold
+    unsold = offer_publish(
+        seller=UserFactory(),
+        market=market,
+        constraint="lot BETWEEN 1000 AND 5000 AND price >= 1.00",
+    )
+    matching_cycle_run()
+    offer_close(offer_id=unsold.pk, staff=staff)
+    rows = [
+        [n.type, n.data]
+        for n in Notification.objects.filter(
+            recipient__isnull=False, type__in=["offer_ended", "trade"]
+        )
+    ]
+    statuses = sorted(d.get("status", "trade") for _, d in rows)
+    assert statuses == ["lost", "over_limit", "over_limit", "trade", "trade"]
+    assert notes_js("noteText", rows) == [list(note_text(k, d)) for k, d in rows]
+    assert BidOutcome.objects.filter(bid=unbounded, result="over_limit").count() == 2
