@@ -350,15 +350,7 @@ class OutcomeSerializer(serializers.Serializer):
 
 class BidSerializer(_OrderSerializer):
     matches = serializers.SerializerMethodField()
-    largest_award = serializers.DecimalField(
-        max_digits=30,
-        decimal_places=10,
-        coerce_to_string=True,
-        allow_null=True,
-        read_only=True,
-        help_text="the most this bid could cost, as committed against your spending limit "
-        "when it was placed or last amended (docs/api.md, Spending limits)",
-    )
+    largest_award = serializers.SerializerMethodField()
     outcomes = serializers.SerializerMethodField()
 
     class Meta:
@@ -388,6 +380,17 @@ class BidSerializer(_OrderSerializer):
             for s in standings
         ]
 
+    @extend_schema_field(
+        serializers.CharField(
+            allow_null=True,
+            help_text="the most this bid could cost (a decimal string in the market's price "
+            "places), as committed against your spending limit when it was placed or last "
+            "amended (docs/api.md, Spending limits); null for bids placed before limits",
+        )
+    )
+    def get_largest_award(self, bid: Bid) -> str | None:
+        return price_text(bid.largest_award, bid.market.tick)
+
     @extend_schema_field(OutcomeSerializer(many=True))
     def get_outcomes(self, bid: Bid) -> list[dict]:
         zone = timezone.get_current_timezone()
@@ -409,7 +412,7 @@ class BidSerializer(_OrderSerializer):
             "updated_at": _time(bid.updated_at, zone),
             "matches": self.get_matches(bid),
             "set_aside_reason": bid.set_aside_reason or None,
-            "largest_award": price_text(bid.largest_award, bid.market.tick),
+            "largest_award": self.get_largest_award(bid),
             "outcomes": self.get_outcomes(bid),
         }
 
