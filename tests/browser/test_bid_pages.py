@@ -140,3 +140,14 @@ def test_a_raise_past_the_spending_limit_is_refused_in_words(auction, client):
     ) in text_of(answer.content.decode())
     bea_bid.refresh_from_db()
     assert (bea_bid.version, bea_bid.constraint_text) == (2, "lot = 500 AND price <= 1.06")
+
+
+def test_the_account_page_shows_the_spending_limit_and_what_is_left(auction, client):
+    _market, _offer, (_sam, bea, _ann), _bids = auction
+    client.force_login(bea)
+    page = text_of(client.get("/account/").content.decode())
+    assert (
+        "Spending limit 100,000; your active bids commit 530 (each as it could cost when "
+        "placed or last amended); 99,470 left. A bid that could cost more than is left is "
+        "refused."
+    ) in page
