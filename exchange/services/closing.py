@@ -234,8 +234,9 @@ def _next_terms(offer: Offer, out: set[int]) -> Preview:
         found = engine.pair_agreements([match])[(offer.pk, match.bid_id)]
         if isinstance(found, engine.UnusableOrders):
             continue
-        rest = [m.value for m in ranked[i + 1 :]] + [m.value for m in ranked[:i]]
-        return _preview(offer, match.bid, max(rest, default=None), match.value, *found)
+        # the second price comes from the bids ranked after the winner (docs/api.md)
+        second = max((m.value for m in ranked[i + 1 :]), default=None)
+        return _preview(offer, match.bid, second, match.value, *found)
     return Preview(offer, None, None, None, None, None)
 
 

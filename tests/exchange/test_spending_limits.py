@@ -247,3 +247,27 @@ def test_the_demo_loads_within_its_buyers_limits():
 
 def _ids(*names: str) -> list[tuple[str, int]]:
     return list(User.objects.filter(username__in=names).values_list("username", "pk"))
+
+
+def test_a_second_price_comes_from_the_bids_after_the_winner(limit_1000):
+    """Alice's 1.30 is passed over; of the bids left, Bob's 1.20 wins and pays Carol's 1.10
+    plus a tick (not Alice's value plus a tick, which he never bid against)."""
+    market = pencils_market(pricing="second")
+    alice, bob, carol = (UserFactory(username=n) for n in ("alice", "bob", "carol"))
+    bid_place(buyer=alice, market=market, constraint="price <= 1.30")
+    b = bid_place(buyer=bob, market=market, constraint="lot = 500 AND price <= 1.20")
+    bid_place(buyer=carol, market=market, constraint="lot = 500 AND price <= 1.10")
+    offer = offer_publish(
+        seller=UserFactory(), market=market, constraint="lot BETWEEN 100 AND 5000 AND price >= 0.80"
+    )
+    matching_cycle_run()
+
+    offer_close(offer_id=offer.pk, staff=StaffFactory())
+
+    trade = Trade.objects.get(offer=offer)
+    assert (trade.bid_id, trade.price, trade.quantity) == (b.pk, Decimal("1.11"), 500)
+    assert sorted(BidOutcome.objects.values_list("result", flat=True)) == [
+        "lost",
+        "over_limit",
+        "won",
+    ]
