@@ -8,7 +8,7 @@ very moment.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from django.contrib.auth.models import User
@@ -31,7 +31,7 @@ from exchange.models import (
     Trade,
 )
 from exchange.numbers import price_text
-from exchange.selectors.limits import buyer_room
+from exchange.selectors.limits import buyer_room, buyer_rooms
 from exchange.services.events import closing_events, events_append
 from exchange.services.matching import (
     STALLED_RETRIES,
@@ -64,7 +64,8 @@ class Preview:
     """What closing now would do: the winner-to-be and the price (for the confirmation page).
 
     ``unusable`` says why no terms can be computed when the offer or its best bid holds a
-    constraint the engine cannot use (closing would set it aside and look again).
+    constraint the engine cannot use (closing would set it aside and look again);
+    ``over_limit`` that closing would pass the best bid over for its buyer's limit.
     """
 
     offer: Offer
@@ -74,6 +75,9 @@ class Preview:
     quantity: Decimal | None
     agreement: Agreement | None
     unusable: str | None = None
+    # The trade would go past its buyer's spending limit: closing would pass this bid over
+    # and look for the next one that fits.
+    over_limit: bool = False
 
     @property
     def agreed_constraint(self) -> str | None:
@@ -285,7 +289,22 @@ def offer_close_previews(*, offers: list[Offer]) -> list[Preview]:
             reasons = [*found.offers.values(), *found.bids.values()]
             found = Preview(offer, None, None, None, None, None, unusable="; ".join(reasons))
         previews.append(found)
-    return previews
+    return _limits_marked(previews)
+
+
+def _limits_marked(previews: list[Preview]) -> list[Preview]:
+    """``previews`` with ``over_limit`` set where the best bid's trade would go past its
+    buyer's remaining limit (its own commitment not counted), as closing checks it."""
+    rooms = buyer_rooms(buyer_ids={p.bid.buyer_id for p in previews if p.bid is not None})
+    marked = []
+    for p in previews:
+        if p.bid is not None:
+            room = rooms[p.bid.buyer_id]
+            remaining = room.remaining + (p.bid.largest_award or 0)
+            total = _trade_total(p)
+            p = replace(p, over_limit=total is None or total > remaining)
+        marked.append(p)
+    return marked
 
 
 def offer_close_preview(*, offer_id: int) -> Preview:

@@ -17,12 +17,13 @@ from exchange.models import (
     Bid,
     BidOutcome,
     Notification,
+    Offer,
     OrderChange,
     SpendingLimit,
     Trade,
 )
 from exchange.selectors.limits import buyer_committed, buyer_limit
-from exchange.services.closing import offer_close
+from exchange.services.closing import offer_close, offer_close_previews
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_amend, bid_place, offer_publish
 from frontend.notifications import note_text
@@ -166,6 +167,9 @@ def test_closing_passes_over_a_bid_past_its_limit_and_the_next_wins(limit_1000, 
     )
     matching_cycle_run()
     assert BestOffer.objects.get(offer=offer).bid_id == a.pk
+    # staff's winner-to-be says closing will pass alice over
+    [preview] = offer_close_previews(offers=[Offer.objects.select_related("market").get()])
+    assert (preview.bid.pk, preview.over_limit) == (a.pk, True)
 
     result = offer_close(offer_id=offer.pk, staff=StaffFactory())
 
@@ -271,3 +275,21 @@ def test_a_second_price_comes_from_the_bids_after_the_winner(limit_1000):
         "over_limit",
         "won",
     ]
+
+
+def test_the_close_confirmation_says_the_best_bid_will_be_passed_over(client, limit_1000):
+    market = pencils_market()
+    bid_place(buyer=UserFactory(username="alice"), market=market, constraint="price <= 1.10")
+    offer = offer_publish(
+        seller=UserFactory(), market=market, constraint="lot BETWEEN 100 AND 5000 AND price >= 0.80"
+    )
+    matching_cycle_run()
+    client.force_login(StaffFactory(username="stella", is_superuser=True))
+    page = client.post(
+        "/admin/exchange/offer/",
+        {"action": "close_auctions", "_selected_action": [offer.pk]},
+    ).content.decode()
+    assert (
+        "by alice <strong>past the buyer's spending limit: closing passes it over and the next "
+        "bid that fits wins</strong>"
+    ) in page.replace("&#x27;", "'")
