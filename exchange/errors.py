@@ -16,6 +16,9 @@ class ExchangeError(Exception):
     _: KW_ONLY
     field: str | None = None
     position: int | None = None
+    # More members of the error object, for errors that carry numbers (``over_limit``'s
+    # ``limit``).
+    extra: dict | None = None
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
@@ -26,6 +29,8 @@ class ExchangeError(Exception):
             body["field"] = self.field
         if self.position is not None:
             body["position"] = self.position
+        if self.extra:
+            body.update(self.extra)
         return body
 
 

@@ -83,6 +83,29 @@ def note_text(kind: str, data: dict[str, Any]) -> tuple[str, str]:
         )
     if kind == "offer_ended":
         status = data.get("status")
+        ended = "Sale ended" if pricing == "fixed" else "Auction ended"
+        price = _money(data.get("price"), data)
+        if status == "lost":
+            if data.get("own"):
+                return (
+                    f"{ended}: {offer} went to your bid #{data.get('winning_bid')} at {price}; "
+                    f"{bid} did not win.",
+                    "info",
+                )
+            return (
+                f"{ended}, you did not win: {offer} went to another bid at {price} ({bid}).",
+                "bad",
+            )
+        if status == "over_limit":
+            total = _money(data["total"], data) if data.get("total") else "an unbounded amount"
+            tail = (
+                f"; it went to another bid at {price}" if data.get("sold") else "; it closed unsold"
+            )
+            return (
+                f"{ended}, you did not win {offer}: {bid} would have cost {total}, more than "
+                f"the {_money(data.get('remaining'), data)} left of your spending limit{tail}.",
+                "bad",
+            )
         if status == "closed":
             if data.get("sold") is False:
                 return f"{_cap(offer)} closed unsold.", "info"
@@ -92,7 +115,9 @@ def note_text(kind: str, data: dict[str, Any]) -> tuple[str, str]:
     if kind == "trade":
         if data.get("buyer"):
             return f"Sold: {offer} to {data['buyer']}, {_terms(data)}.", "good"
-        return f"Bought: {bid} filled by {offer}, {_terms(data)}.", "good"
+        if pricing == "fixed":
+            return f"Bought: {bid} filled by {offer}, {_terms(data)}.", "good"
+        return f"Won: {bid} won the auction of {offer}, {_terms(data)}.", "good"
     if kind == "set_aside":
         # The engine wrote the sentence (which order, why, the way out); only it knows the
         # reason, and a set-aside bid has no offer to name.

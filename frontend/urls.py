@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import accounts, alerts, amend, guide, markets, orders, shortcuts
+from .views import accounts, alerts, amend, award, guide, markets, orders, shortcuts
 
 app_name = "frontend"
 urlpatterns = [
@@ -22,10 +22,12 @@ urlpatterns = [
     path("markets/<str:subject>/post/", markets.market_post, name="market-post"),
     path("markets/<str:subject>/check/", markets.market_check, name="market-check"),
     path("markets/<str:subject>/preview/", markets.market_preview, name="market-preview"),
+    path("markets/<str:subject>/award/", award.market_award, name="market-award"),
     path("markets/<str:subject>/alert/", shortcuts.market_alert, name="market-alert"),
     path("offers/<str:offer_id>/", orders.offer_detail, name="offer"),
     path("offers/<str:offer_id>/alert/", shortcuts.offer_alert, name="offer-alert"),
     path("offers/<str:offer_id>/withdraw/", orders.offer_withdraw_view, name="offer-withdraw"),
+    path("bids/<str:bid_id>/", orders.bid_detail, name="bid"),
     path("bids/<str:bid_id>/withdraw/", orders.bid_withdraw_view, name="bid-withdraw"),
     path("offers/<str:order_id>/edit/", amend.order_edit, {"kind": "offer"}, name="offer-edit"),
     path("bids/<str:order_id>/edit/", amend.order_edit, {"kind": "bid"}, name="bid-edit"),

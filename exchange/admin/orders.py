@@ -152,6 +152,7 @@ class OfferAdmin(ReadOnlyOrderAdmin):
                     "quantity": numbers.quantity(preview.quantity),
                     "agreed": preview.agreed_constraint,
                     "unusable": preview.unusable,
+                    "over_limit": preview.over_limit,
                 }
             )
         words = _CONFIRMATIONS[action]

@@ -318,10 +318,40 @@ class StandingSerializer(serializers.Serializer):
     offer = serializers.IntegerField()
     value = serializers.DecimalField(max_digits=30, decimal_places=10, coerce_to_string=True)
     best = serializers.BooleanField()
+    behind_own = serializers.BooleanField(
+        help_text="not best, but only because another bid of yours is ahead"
+    )
+    min_next = serializers.DecimalField(
+        max_digits=30,
+        decimal_places=10,
+        coerce_to_string=True,
+        allow_null=True,
+        help_text="the least price that would lead this offer now (the best value plus a "
+        "tick); null when this bid is best or only your own bid is ahead",
+    )
+
+
+class OutcomeSerializer(serializers.Serializer):
+    offer = serializers.IntegerField()
+    result = serializers.ChoiceField(
+        choices=["won", "lost", "over_limit"],
+        help_text="won; lost to a better bid; over_limit: passed over at closing because the "
+        "award would have gone past your spending limit",
+    )
+    price = serializers.DecimalField(
+        max_digits=30,
+        decimal_places=10,
+        coerce_to_string=True,
+        allow_null=True,
+        help_text="the winning price (null: the auction closed unsold)",
+    )
+    at = serializers.DateTimeField()
 
 
 class BidSerializer(_OrderSerializer):
     matches = serializers.SerializerMethodField()
+    largest_award = serializers.SerializerMethodField()
+    outcomes = serializers.SerializerMethodField()
 
     class Meta:
         model = Bid
@@ -331,18 +361,47 @@ class BidSerializer(_OrderSerializer):
             "updated_at",
             "matches",
             "set_aside_reason",
+            "largest_award",
+            "outcomes",
         ]
 
     @extend_schema_field(StandingSerializer(many=True))
     def get_matches(self, bid: Bid) -> list[dict]:
         standings = self.context.get("standings", {}).get(bid.pk, [])
+        tick = bid.market.tick
         return [
             {
                 "offer": s["offer"],
-                "value": price_text(s["value"], bid.market.tick),
+                "value": price_text(s["value"], tick),
                 "best": s["best"],
+                "behind_own": s["behind_own"],
+                "min_next": price_text(s["min_next"], tick),
             }
             for s in standings
+        ]
+
+    @extend_schema_field(
+        serializers.CharField(
+            allow_null=True,
+            help_text="the most this bid could cost (a decimal string in the market's price "
+            "places), as committed against your spending limit when it was placed or last "
+            "amended (docs/api.md, Spending limits); null for bids placed before limits",
+        )
+    )
+    def get_largest_award(self, bid: Bid) -> str | None:
+        return price_text(bid.largest_award, bid.market.tick)
+
+    @extend_schema_field(OutcomeSerializer(many=True))
+    def get_outcomes(self, bid: Bid) -> list[dict]:
+        zone = timezone.get_current_timezone()
+        return [
+            {
+                "offer": o.offer_id,
+                "result": o.result,
+                "price": price_text(o.price, bid.market.tick),
+                "at": time_text(o.at, zone),
+            }
+            for o in self.context.get("outcomes", {}).get(bid.pk, [])
         ]
 
     def to_representation(self, bid: Bid) -> dict[str, Any]:
@@ -353,6 +412,8 @@ class BidSerializer(_OrderSerializer):
             "updated_at": time_text(bid.updated_at, zone),
             "matches": self.get_matches(bid),
             "set_aside_reason": bid.set_aside_reason or None,
+            "largest_award": self.get_largest_award(bid),
+            "outcomes": self.get_outcomes(bid),
         }
 
 
@@ -370,6 +431,22 @@ class NotificationSerializer(serializers.ModelSerializer):
         fields = ["id", "seq", "type", "market", "offer", "data", "created_at"]
 
 
+class LimitDetailSerializer(serializers.Serializer):
+    """The numbers of a refused bid's spending-limit check (docs/api.md, Spending limits),
+    decimal strings in the market's price places."""
+
+    limit = serializers.CharField(help_text="your spending limit")
+    committed = serializers.CharField(help_text="what your other active bids could cost")
+    remaining = serializers.CharField(help_text="limit minus committed")
+    largest_award = serializers.CharField(
+        allow_null=True, help_text="the most this bid could cost (null: unbounded)"
+    )
+    largest_lot = serializers.CharField(
+        allow_null=True, help_text="the lot that award is for (null: unbounded)"
+    )
+    price = serializers.CharField(help_text="the price that award is at")
+
+
 class ErrorDetailSerializer(serializers.Serializer):
     code = serializers.CharField(help_text="stable for programs: off_tick, stale_version, ...")
     message = serializers.CharField(help_text="for people: what is wrong and how to fix it")
@@ -380,6 +457,9 @@ class ErrorDetailSerializer(serializers.Serializer):
     )
     position = serializers.IntegerField(
         required=False, min_value=0, help_text="0-based character offset into the sent text"
+    )
+    limit = LimitDetailSerializer(
+        required=False, help_text="on over_limit: the numbers of the spending-limit check"
     )
     retry_after = serializers.IntegerField(
         required=False, min_value=0, help_text="on a 429: seconds to wait (as Retry-After)"

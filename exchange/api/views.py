@@ -248,6 +248,7 @@ class BidList(KnownParameters, generics.ListAPIView):
         page = getattr(self, "_page", None)
         if page is not None:
             context["standings"] = order_selectors.bid_standings(bids=page)
+            context["outcomes"] = order_selectors.bid_outcomes(bids=page)
         return context
 
     def paginate_queryset(self, queryset):
@@ -274,8 +275,12 @@ def _bid_data(request: Request, bid_id: int) -> dict:
     bid = order_selectors.bid_get(user=request.user, bid_id=bid_id)
     if bid is None:
         raise Http404
-    standings = order_selectors.bid_standings(bids=[bid])
-    return s.BidSerializer(bid, context={"request": request, "standings": standings}).data
+    context = {
+        "request": request,
+        "standings": order_selectors.bid_standings(bids=[bid]),
+        "outcomes": order_selectors.bid_outcomes(bids=[bid]),
+    }
+    return s.BidSerializer(bid, context=context).data
 
 
 class _OrderView(KnownParameters, APIView):

@@ -2,6 +2,7 @@ from .adapters import ImportRef
 from .analytics import MarketDay
 from .events import Event, EventCounter
 from .idempotency import IdempotencyKey
+from .limits import BidOutcome, SpendingLimit
 from .markets import Market, MarketOrderCount
 from .matching import BestOffer, BestOfferChange, MatchingCycle, OfferBidMatch, OrderChange
 from .notifications import Notification
@@ -14,6 +15,7 @@ __all__ = [
     "BestOffer",
     "BestOfferChange",
     "Bid",
+    "BidOutcome",
     "Event",
     "EventCounter",
     "IdempotencyKey",
@@ -26,6 +28,7 @@ __all__ = [
     "Offer",
     "OfferBidMatch",
     "OrderChange",
+    "SpendingLimit",
     "Subscription",
     "SubscriptionNotification",
     "SubscriptionWebhook",

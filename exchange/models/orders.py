@@ -86,6 +86,10 @@ class Bid(Order):
     # When the bid took its current form: ties on value go to the earlier bid, and an
     # amended bid queues behind the bids that were there before the amendment.
     priority_at = models.DateTimeField(default=timezone.now)
+    # The largest award the bid could win, fixed when it was placed or last amended
+    # (exchange.services.limits.bid_largest_award); what it commits of its buyer's limit
+    # while active. Null for bids placed before limits existed (they commit nothing).
+    largest_award = models.DecimalField(max_digits=30, decimal_places=10, null=True, blank=True)
 
     class Meta(Order.Meta):
         constraints = _order_checks("bid", BidState.values)

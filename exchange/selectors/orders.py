@@ -9,7 +9,7 @@ from typing import TypedDict
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
-from exchange.models import BestOffer, Bid, Notification, Offer, OfferBidMatch, Trade
+from exchange.models import BestOffer, Bid, BidOutcome, Notification, Offer, OfferBidMatch, Trade
 from exchange.selectors.subjects import subject_matching
 
 
@@ -47,26 +47,60 @@ def bid_get(*, user: User | AnonymousUser, bid_id: int) -> Bid | None:
 
 
 class Standing(TypedDict):
-    """A bid's place on one offer it matches: its value there, and whether it is the best."""
+    """A bid's place on one offer it matches: its value there, whether it is the best, and
+    if not, the best value there (``lead``), whether the bid ahead is the same buyer's
+    (``behind_own``) and the least a bid must name to lead (``min_next``: the lead plus
+    one tick; None when the bid is best or only its buyer's own bid is ahead)."""
 
     offer: int
     value: Decimal
     best: bool
+    lead: Decimal | None
+    behind_own: bool
+    min_next: Decimal | None
 
 
 def bid_standings(*, bids: list[Bid]) -> dict[int, list[Standing]]:
-    """For each bid, the offers it matches now, its value there, and whether it is best."""
+    """For each bid (its market loaded), the offers it matches now and its place there."""
     ids = [b.pk for b in bids]
-    best_on = set(BestOffer.objects.filter(bid_id__in=ids).values_list("offer_id", "bid_id"))
-    out: dict[int, list[Standing]] = defaultdict(list)
-    for offer_id, bid_id, value in (
+    by_id = {b.pk: b for b in bids}
+    matches = list(
         OfferBidMatch.objects.filter(bid_id__in=ids)
         .order_by("offer_id")
         .values_list("offer_id", "bid_id", "value")
-    ):
+    )
+    leads = {
+        offer_id: (bid_id, value, buyer_id)
+        for offer_id, bid_id, value, buyer_id in BestOffer.objects.filter(
+            offer_id__in={m[0] for m in matches}, bid__isnull=False
+        ).values_list("offer_id", "bid_id", "value", "bid__buyer_id")
+    }
+    out: dict[int, list[Standing]] = defaultdict(list)
+    for offer_id, bid_id, value in matches:
+        bid = by_id[bid_id]
+        lead_bid, lead, lead_buyer = leads.get(offer_id, (None, None, None))
+        best = lead_bid == bid_id
+        behind_own = not best and lead_buyer == bid.buyer_id
         out[bid_id].append(
-            {"offer": offer_id, "value": value, "best": (offer_id, bid_id) in best_on}
+            {
+                "offer": offer_id,
+                "value": value,
+                "best": best,
+                "lead": None if best else lead,
+                "behind_own": behind_own,
+                "min_next": (
+                    None if best or behind_own or lead is None else lead + bid.market.tick
+                ),
+            }
         )
+    return out
+
+
+def bid_outcomes(*, bids: list[Bid]) -> dict[int, list[BidOutcome]]:
+    """For each bid, how the auctions it matched ended (oldest first)."""
+    out: dict[int, list[BidOutcome]] = defaultdict(list)
+    for outcome in BidOutcome.objects.filter(bid_id__in=[b.pk for b in bids]).order_by("id"):
+        out[outcome.bid_id].append(outcome)
     return out
 
 

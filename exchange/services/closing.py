@@ -8,7 +8,7 @@ very moment.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from django.contrib.auth.models import User
@@ -20,8 +20,18 @@ from exchange import engine
 from exchange.engine.constraints import market_schema_of
 from exchange.errors import InvalidInput, NotAllowed, NotFound
 from exchange.market_rules import numeric_value
-from exchange.models import BestOffer, Bid, Market, Notification, Offer, OfferBidMatch, Trade
+from exchange.models import (
+    BestOffer,
+    Bid,
+    BidOutcome,
+    Market,
+    Notification,
+    Offer,
+    OfferBidMatch,
+    Trade,
+)
 from exchange.numbers import price_text
+from exchange.selectors.limits import buyer_room, buyer_rooms
 from exchange.services.events import closing_events, events_append
 from exchange.services.matching import (
     STALLED_RETRIES,
@@ -30,7 +40,11 @@ from exchange.services.matching import (
     cycle_lock,
     pending_changes_apply,
 )
-from exchange.services.notifications import notifications_push_on_commit, trade_notifications
+from exchange.services.notifications import (
+    notifications_push_on_commit,
+    outcome_notifications,
+    trade_notifications,
+)
 from matching import Agreement
 from matching.model import Attribute, Disjunct
 
@@ -50,7 +64,8 @@ class Preview:
     """What closing now would do: the winner-to-be and the price (for the confirmation page).
 
     ``unusable`` says why no terms can be computed when the offer or its best bid holds a
-    constraint the engine cannot use (closing would set it aside and look again).
+    constraint the engine cannot use (closing would set it aside and look again);
+    ``over_limit`` that closing would pass the best bid over for its buyer's limit.
     """
 
     offer: Offer
@@ -60,6 +75,9 @@ class Preview:
     quantity: Decimal | None
     agreement: Agreement | None
     unusable: str | None = None
+    # The trade would go past its buyer's spending limit: closing would pass this bid over
+    # and look for the next one that fits.
+    over_limit: bool = False
 
     @property
     def agreed_constraint(self) -> str | None:
@@ -108,24 +126,26 @@ def _terms_each(offers: list[Offer]) -> dict[int, Preview | engine.UnusableOrder
             out[offer.pk] = found
             continue
         value = values[(offer.pk, best.bid.pk)]
-        out[offer.pk] = _preview(offer, best, value, *found)
+        runner_up = best.runner_up
+        out[offer.pk] = _preview(offer, best.bid, runner_up, value, *found)
     return out
 
 
 def _preview(
     offer: Offer,
-    best: BestOffer,
+    bid: Bid,
+    second: Decimal | None,
     value: Decimal,
     agreement: Agreement,
     dp: Disjunct,
     price_attribute: Attribute,
 ) -> Preview:
-    """The terms of ``offer`` with its ``best`` bid, whose match is worth ``value``."""
+    """The terms of ``offer`` won by ``bid``, whose match is worth ``value``; ``second`` is
+    the best value among the other bids in the auction (for second-price pricing)."""
     market: Market = offer.market
     if market.pricing == Market.Pricing.SECOND:
         low = engine.price_interval(dp, price_attribute).lo
         reserve = numeric_value(low) if low else Decimal(0)
-        second = best.runner_up  # type: ignore[attr-defined]
         price = reserve if second is None else max(reserve, second + market.tick)
         price = min(price, value)
     else:
@@ -135,7 +155,7 @@ def _preview(
     if quantity_spec is not None:
         top = agreement.max_value(quantity_spec.attribute)
         quantity = None if top is None else numeric_value(top)
-    return Preview(offer, best.bid, value, price, quantity, agreement)
+    return Preview(offer, bid, value, price, quantity, agreement)
 
 
 def _terms(offer: Offer) -> Preview:
@@ -166,6 +186,97 @@ def _settled_terms(offer: Offer) -> tuple[Preview, list[Notification]]:
                     raise
 
 
+@dataclass(frozen=True)
+class _Passed:
+    """A bid passed over at closing: its award would have gone past its buyer's limit."""
+
+    bid_id: int
+    total: Decimal | None
+    remaining: Decimal
+
+
+def _trade_total(terms: Preview) -> Decimal | None:
+    """What the trade would cost its buyer: price times quantity; None (unbounded) when the
+    market has a quantity and the agreement bounds none; the price alone in a market
+    without a quantity."""
+    assert terms.price is not None
+    if terms.quantity is not None:
+        return terms.price * terms.quantity
+    if market_schema_of(terms.offer.market).by_role("quantity") is not None:
+        return None
+    return terms.price
+
+
+def _eligible_terms(offer: Offer, terms: Preview) -> tuple[Preview, list[_Passed]]:
+    """``terms`` if its bid's buyer can afford the trade (``exchange.services.limits``), else
+    the terms with the next bid in the book's order (value, then priority, then id) that
+    can, the ones passed over taken out of the auction (a second price comes from the bids
+    still in it). Locks each bid it looks at, then its buyer. Needs the cycle lock."""
+    passed: list[_Passed] = []
+    while terms.bid is not None:
+        Bid.objects.select_for_update(no_key=True).filter(pk=terms.bid.pk).values_list("pk").first()
+        room = buyer_room(buyer_id=terms.bid.buyer_id, other_than=terms.bid.pk, lock=True)
+        total = _trade_total(terms)
+        if total is not None and total <= room.remaining:
+            break
+        passed.append(_Passed(terms.bid.pk, total, room.remaining))
+        terms = _next_terms(offer, {p.bid_id for p in passed})
+    return terms, passed
+
+
+def _next_terms(offer: Offer, out: set[int]) -> Preview:
+    """The terms of ``offer`` with its best bid among those not ``out`` (no bid: unsold).
+    A bid whose stored constraint cannot be used is left out too (the next cycle sets it
+    aside)."""
+    ranked = list(
+        OfferBidMatch.objects.filter(offer=offer, bid__set_aside_at=None)
+        .exclude(bid_id__in=out)
+        .select_related("bid")
+        .order_by("-value", "bid__priority_at", "bid_id")
+    )
+    for i, match in enumerate(ranked):
+        found = engine.pair_agreements([match])[(offer.pk, match.bid_id)]
+        if isinstance(found, engine.UnusableOrders):
+            continue
+        # the second price comes from the bids ranked after the winner (docs/api.md)
+        second = max((m.value for m in ranked[i + 1 :]), default=None)
+        return _preview(offer, match.bid, second, match.value, *found)
+    return Preview(offer, None, None, None, None, None)
+
+
+def _outcomes(
+    offer: Offer, trade: Trade | None, passed: list[_Passed], now: dt.datetime
+) -> tuple[list[BidOutcome], dict[int, int]]:
+    """One ``BidOutcome`` per bid that matched ``offer`` (read before its matches go), and
+    each of those bids' buyer."""
+    matches = list(
+        OfferBidMatch.objects.filter(offer=offer)
+        .order_by("-value", "bid__priority_at", "bid_id")
+        .values_list("bid_id", "value", "bid__buyer_id")
+    )
+    over = {p.bid_id: p for p in passed}
+    price = None if trade is None else trade.price
+    rows = []
+    for bid_id, value, _ in matches:
+        if trade is not None and bid_id == trade.bid_id:
+            row = BidOutcome(result=BidOutcome.Result.WON, total=_total(trade))
+        elif bid_id in over:
+            row = BidOutcome(
+                result=BidOutcome.Result.OVER_LIMIT,
+                total=over[bid_id].total,
+                remaining=over[bid_id].remaining,
+            )
+        else:
+            row = BidOutcome(result=BidOutcome.Result.LOST)
+        row.bid_id, row.offer, row.price, row.value, row.at = bid_id, offer, price, value, now
+        rows.append(row)
+    return BidOutcome.objects.bulk_create(rows), {b: buyer for b, _, buyer in matches}
+
+
+def _total(trade: Trade) -> Decimal | None:
+    return None if trade.quantity is None else trade.price * trade.quantity
+
+
 def offer_close_previews(*, offers: list[Offer]) -> list[Preview]:
     """What closing each of ``offers`` (their markets loaded) now would do, in their order and
     in a fixed number of queries. An offer whose own or best bid's constraint cannot be used
@@ -178,7 +289,22 @@ def offer_close_previews(*, offers: list[Offer]) -> list[Preview]:
             reasons = [*found.offers.values(), *found.bids.values()]
             found = Preview(offer, None, None, None, None, None, unusable="; ".join(reasons))
         previews.append(found)
-    return previews
+    return _limits_marked(previews)
+
+
+def _limits_marked(previews: list[Preview]) -> list[Preview]:
+    """``previews`` with ``over_limit`` set where the best bid's trade would go past its
+    buyer's remaining limit (its own commitment not counted), as closing checks it."""
+    rooms = buyer_rooms(buyer_ids={p.bid.buyer_id for p in previews if p.bid is not None})
+    marked = []
+    for p in previews:
+        if p.bid is not None:
+            room = rooms[p.bid.buyer_id]
+            remaining = room.remaining + (p.bid.largest_award or 0)
+            total = _trade_total(p)
+            p = replace(p, over_limit=total is None or total > remaining)
+        marked.append(p)
+    return marked
 
 
 def offer_close_preview(*, offer_id: int) -> Preview:
@@ -212,6 +338,7 @@ def offer_close(*, offer_id: int, staff: User | None) -> CloseResult:
         notes = pending_changes_apply()
         terms, aside = _settled_terms(offer)
         notes += aside
+        terms, passed = _eligible_terms(offer, terms)
         events_append()  # best-offer changes of orders set aside while settling
         now = timezone.now()
         trade = None
@@ -219,7 +346,7 @@ def offer_close(*, offer_id: int, staff: User | None) -> CloseResult:
         offer.save(update_fields=["state", "updated_at"])
         touched = {offer.pk}
         if terms.bid is not None:
-            bid = Bid.objects.select_for_update(no_key=True).get(pk=terms.bid.pk)
+            bid = Bid.objects.get(pk=terms.bid.pk)  # locked by _eligible_terms
             bid.state = Bid.State.FILLED
             bid.save(update_fields=["state", "updated_at"])
             # A best bid always comes with its agreement and its price.
@@ -240,6 +367,7 @@ def offer_close(*, offer_id: int, staff: User | None) -> CloseResult:
             # The filled bid leaves every other offer it matched; those are recomputed.
             touched |= set(OfferBidMatch.objects.filter(bid=bid).values_list("offer_id", flat=True))
             engine.store().delete_subscriptions([bid.pk])
+        outcomes, buyers = _outcomes(offer, trade, passed, now)
         engine.store().delete_publications([offer.pk])
         OfferBidMatch.objects.filter(offer=offer).delete()
         if trade is not None:
@@ -247,6 +375,7 @@ def offer_close(*, offer_id: int, staff: User | None) -> CloseResult:
         notes += best_offers_refresh(offer_ids=touched)
         events_append(closed=closing_events(offer=offer, trade=trade))
         notes += trade_notifications(offer=offer, trade=trade)
+        notes += outcome_notifications(offer=offer, trade=trade, outcomes=outcomes, buyers=buyers)
         notifications_push_on_commit(notes)
     return CloseResult(offer, trade)
 

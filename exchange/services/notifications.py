@@ -17,7 +17,7 @@ from django.utils import timezone
 import matching
 from exchange.engine.constraints import market_schema_of
 from exchange.market_rules import fixed_price
-from exchange.models import Bid, Notification, Offer, OfferBidMatch, Trade
+from exchange.models import Bid, BidOutcome, Notification, Offer, OfferBidMatch, Trade
 from exchange.numbers import number_text, price_text
 from exchange.services.best import Best
 from exchange.services.side_effects import after_commit
@@ -50,18 +50,16 @@ def _personal(offer: Offer, pricing: str) -> dict[str, object]:
 @dataclass(frozen=True)
 class BestFacts:
     """What the rows of a batch of best-bid changes need to know beyond the changes themselves,
-    read in three statements for the whole batch (``best_offer_facts``) rather than two per
+    read in two statements for the whole batch (``best_offer_facts``) rather than two per
     changed offer: that per-offer pair was 40% of a matching cycle under the live benchmark's
     load (issue 17).
 
     ``bids``: buyer, state and set-aside time of every old and new best bid; ``values``: the
-    match value of each (offer, former best bid) pair still matching; ``sold``: the closed
-    offers that traded.
+    match value of each (offer, former best bid) pair still matching.
     """
 
     bids: dict[int, tuple[int, str, dt.datetime | None]]
     values: dict[tuple[int, int], Decimal]
-    sold: frozenset[int]
 
 
 def best_offer_facts(changes: Sequence[tuple[Offer, Best, Best]]) -> BestFacts:
@@ -96,13 +94,7 @@ def best_offer_facts(changes: Sequence[tuple[Offer, Best, Best]]) -> BestFacts:
                 [[p[0] for p in pairs], [p[1] for p in pairs]],
             )
             values = {(o, b): v for o, b, v in cursor.fetchall()}
-    closed = [o.pk for o, _, _ in moved if o.state == Offer.State.CLOSED]
-    sold = frozenset(
-        Trade.objects.filter(offer_id__in=closed).values_list("offer_id", flat=True)
-        if closed
-        else ()
-    )
-    return BestFacts(bids=bids, values=values, sold=sold)
+    return BestFacts(bids=bids, values=values)
 
 
 def best_offer_notifications(
@@ -122,8 +114,10 @@ def best_offer_notifications(
       auction has a better bid now, ``not_best`` (``status`` ``behind``) when another bid is
       ahead without bidding more (a fixed price, or a tie with an earlier bid),
       ``not_best`` (``unmatched``) when the bid no longer matches, ``offer_ended`` when the
-      offer left the book; nothing when the bid itself left (it filled, here or elsewhere,
-      was withdrawn, or was set aside: those have rows of their own).
+      offer was withdrawn or cancelled; nothing when the offer closed (closing tells every
+      bid that matched it, ``outcome_notifications``) or when the bid itself left (it
+      filled, here or elsewhere, was withdrawn, or was set aside: those have rows of their
+      own).
     """
     market = offer.market
     public = {
@@ -166,6 +160,8 @@ def best_offer_notifications(
     buyer_id, state, set_aside_at = bids[old.bid_id]
     if state != Bid.State.ACTIVE or set_aside_at is not None:
         return notes  # it filled, was withdrawn or set aside: its own row says so
+    if offer.state == Offer.State.CLOSED:
+        return notes  # closing tells every bid that matched how it ended (outcome_notifications)
     if is_open:
         value = facts.values.get((offer.pk, old.bid_id))
         if value is None:
@@ -176,16 +172,13 @@ def best_offer_notifications(
             kind, status = "not_best", "behind"
     else:
         kind, status = "offer_ended", offer.state
-    extra: dict[str, object] = {}
-    if offer.state == Offer.State.CLOSED:
-        extra["sold"] = offer.pk in facts.sold
     notes.append(
         Notification(
             market=market,
             offer=offer,
             recipient_id=buyer_id,
             type=kind,
-            data={**personal, **extra, "bid": old.bid_id, "status": status},
+            data={**personal, "bid": old.bid_id, "status": status},
         )
     )
     return notes
@@ -236,6 +229,47 @@ def trade_notifications(*, offer: Offer, trade: Trade | None) -> list[Notificati
             for recipient, row in rows
         ]
     )
+
+
+def outcome_notifications(
+    *, offer: Offer, trade: Trade | None, outcomes: Sequence[BidOutcome], buyers: dict[int, int]
+) -> list[Notification]:
+    """The outbox rows that tell each bid that matched a closed auction and did not win it
+    how it ended (the winner's is its ``trade`` row): an ``offer_ended`` row with ``status``
+    ``lost`` (another bid won; ``price`` is the winning price, ``own`` whether the winner is
+    the same buyer's) or ``over_limit`` (its award, ``total``, would have gone past its
+    buyer's remaining spending limit, ``remaining``; ``price`` the winning price or None
+    when none won). ``buyers`` maps each bid to its buyer."""
+    tick = offer.market.tick
+    personal = {
+        "offer": offer.pk,
+        "market": offer.market.subject,
+        "state": offer.state,
+        "sold": trade is not None,
+        "price": None if trade is None else price_text(trade.price, tick),
+        **_personal(offer, offer_pricing(offer)),
+    }
+    notes = []
+    for outcome in outcomes:
+        if outcome.result == BidOutcome.Result.WON:
+            continue
+        data: dict[str, object] = {**personal, "bid": outcome.bid_id, "status": outcome.result}
+        if outcome.result == BidOutcome.Result.LOST:
+            data["own"] = trade is not None and trade.buyer_id == buyers[outcome.bid_id]
+            data["winning_bid"] = None if trade is None else trade.bid_id
+        else:
+            data["total"] = price_text(outcome.total, tick)
+            data["remaining"] = price_text(outcome.remaining, tick)
+        notes.append(
+            Notification(
+                market=offer.market,
+                offer=offer,
+                recipient_id=buyers[outcome.bid_id],
+                type="offer_ended",
+                data=data,
+            )
+        )
+    return Notification.objects.bulk_create(notes)
 
 
 def set_aside_notifications(*, orders: Iterable[Offer | Bid]) -> list[Notification]:

@@ -7,18 +7,22 @@ row, so the change cannot be lost, and asks for a matching cycle only after comm
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from exchange.engine.constraints import market_schema_of
 from exchange.errors import InvalidInput, NotAllowed, NotFound, StaleVersion
 from exchange.market_rules import ConstraintSource, OrderConstraint, Side
 from exchange.models import BestOffer, Bid, Market, Offer, OrderChange
 from exchange.models.orders import OrderT
+from exchange.selectors.limits import bid_largest_award, buyer_room
 from exchange.selectors.markets import constraint_check
 from exchange.services.events import order_event
+from exchange.services.limits import award_check
 from exchange.services.notifications import offer_event
 from exchange.services.side_effects import after_commit
 from exchange.tasks import matching_cycle_request
@@ -88,12 +92,33 @@ def offer_publish(
     return offer
 
 
+def _bid_award(
+    market: Market, rules: OrderConstraint, buyer_id: int, bid_id: int | None
+) -> Decimal:
+    """The bid's largest award, checked against its buyer's remaining spending limit
+    (``exchange.services.limits``); call it in the transaction that writes the bid, after
+    locking the bid if it exists."""
+    award = bid_largest_award(
+        market=market, schema=market_schema_of(market), constraint=rules.constraint
+    )
+    room = buyer_room(buyer_id=buyer_id, other_than=bid_id, lock=True)
+    award_check(award=award, room=room, tick=market.tick)
+    assert award.amount is not None  # award_check refuses an unbounded one
+    return award.amount
+
+
 def bid_place(*, buyer: User, market: Market, constraint: ConstraintSource) -> Bid:
-    """Place a buyer's bid (a subscription) in ``market``."""
+    """Place a buyer's bid (a subscription) in ``market``; refused (``over_limit``) when
+    it could cost more than its buyer's remaining spending limit."""
     rules = _rules(market, "bid", constraint)
     with transaction.atomic():
+        award = _bid_award(market, rules, buyer.pk, None)
         bid = Bid.objects.create(
-            market=market, buyer=buyer, constraint_text=rules.text, constraint_json=rules.json
+            market=market,
+            buyer=buyer,
+            constraint_text=rules.text,
+            constraint_json=rules.json,
+            largest_award=award,
         )
         order_changed(bid, "bid_placed", rules.constraint)
     return bid
@@ -174,8 +199,9 @@ def _order_amend(
             "set_aside_reason",
         ]
         if isinstance(order, Bid):
+            order.largest_award = _bid_award(order.market, rules, order.buyer_id, order.pk)
             order.priority_at = timezone.now()
-            fields.append("priority_at")
+            fields += ["priority_at", "largest_award"]
         order.save(update_fields=[*fields, "updated_at"])
         order.refresh_from_db()
         order_changed(order, f"{_side(order)}_amended", rules.constraint)

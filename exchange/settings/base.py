@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, overload
 from urllib.parse import urlsplit, urlunsplit
@@ -262,6 +263,10 @@ WEBHOOK_TIMEOUT_SECONDS = float(env("WEBHOOK_TIMEOUT_SECONDS", "3"))
 WEBHOOK_RUN_SECONDS = float(env("WEBHOOK_RUN_SECONDS", "10"))
 # Failures of one notification in a row after which the webhook stops (set the URL again).
 WEBHOOK_MAX_ATTEMPTS = int(env("WEBHOOK_MAX_ATTEMPTS", "10"))
+
+# A buyer's spending limit unless staff set one in the admin (exchange/services/limits.py):
+# what the buyer's active bids could cost together, in the price unit of the markets.
+SPENDING_LIMIT_DEFAULT = Decimal(env("SPENDING_LIMIT_DEFAULT", "100000"))
 
 # The constraint store strategy the exchange matches with (SPEC 4): "range" or "paper".
 MATCHING_STRATEGY = env("MATCHING_STRATEGY", "range")

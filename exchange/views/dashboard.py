@@ -34,6 +34,7 @@ def _auction_row(preview: Preview, numbers: MarketNumbers) -> dict:
         "price": numbers.price(preview.price),
         "quantity": numbers.quantity(preview.quantity),
         "unusable": preview.unusable,
+        "over_limit": preview.over_limit,
     }
 
 

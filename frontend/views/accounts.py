@@ -12,7 +12,9 @@ from django.utils.decorators import method_decorator
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from exchange.numbers import grouped_text, number_text
 from exchange.selectors import ui
+from exchange.selectors.limits import buyer_room
 from exchange.selectors.markets import market_schema
 from exchange.selectors.tokens import token_get
 from exchange.services.tokens import token_regenerate, token_revoke
@@ -87,7 +89,11 @@ def account(request: AuthenticatedRequest, new_token: str | None = None) -> Http
                 **b,
                 "terms": terms(b["bid"].constraint_text, b["bid"].market),
                 "next_price": (
-                    ui.bid_next_price(bid=b["bid"], schema=market_schema(market=b["bid"].market))
+                    ui.bid_next_price(
+                        bid=b["bid"],
+                        schema=market_schema(market=b["bid"].market),
+                        standings=b["standings"],
+                    )
                     if b["bid"].state == "active"
                     else None
                 ),
@@ -95,6 +101,7 @@ def account(request: AuthenticatedRequest, new_token: str | None = None) -> Http
             for b in bids
         ],
         "exposure": ui.user_exposure(user=user),
+        "room": _room(user.pk),
         "trades": [trade_row(t, request) for t in ui.user_trades(user=user)],
         "notes": notes,
         "token": token_get(user=user),
@@ -102,6 +109,16 @@ def account(request: AuthenticatedRequest, new_token: str | None = None) -> Http
         **live,
     }
     return render(request, "frontend/account.html", context)
+
+
+def _room(user_id: int) -> dict[str, str]:
+    """The buyer's spending limit, what its active bids commit and what is left, as read."""
+    room = buyer_room(buyer_id=user_id)
+    return {
+        "limit": grouped_text(number_text(room.limit)),
+        "committed": grouped_text(number_text(room.committed)),
+        "remaining": grouped_text(number_text(room.remaining)),
+    }
 
 
 @require_POST

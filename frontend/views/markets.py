@@ -224,7 +224,9 @@ def _prefill(request: HttpRequest, market: Market, schema: MarketSchema) -> Quer
         return None
     tier = whole_number(request.GET.get("tier", "1")) or 1
     try:
-        fields = ui.offer_bid_prefill(offer=offer, schema=schema, tier=tier)
+        best = getattr(offer, "best", None)
+        lead = None if best is None else best.value
+        fields = ui.offer_bid_prefill(offer=offer, schema=schema, tier=tier, lead=lead)
     except matching.ConstraintError:  # its stored text no longer fits the schema
         return None
     data = QueryDict(mutable=True)

@@ -13,8 +13,9 @@ from exchange.http import whole_number
 from exchange.models import Offer
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
-from exchange.selectors.orders import bid_get, trade_party
+from exchange.selectors.orders import bid_get, bid_outcomes, bid_standings, trade_party
 from exchange.services.orders import bid_withdraw, offer_withdraw
+from frontend.notifications import note_text
 
 from .common import (
     AuthenticatedRequest,
@@ -22,6 +23,7 @@ from .common import (
     login_required,
     offer_row,
     price_precision,
+    terms,
     trade_row,
 )
 from .markets import breadcrumbs
@@ -55,7 +57,12 @@ def offer_detail(request: HttpRequest, offer_id: str) -> HttpResponse:
         "history": history,
         "history_chart": {"points": history, "precision": price_precision(offer.market)},
         "my_bids": [
-            {**b, "next_price": ui.bid_next_price(bid=b["bid"], schema=schema)}
+            {
+                **b,
+                "next_price": ui.bid_next_price(
+                    bid=b["bid"], schema=schema, standings=[b["standing"]]
+                ),
+            }
             for b in ui.offer_bids_of_user(offer=offer, user=request.user)
         ],
         "bid_here": offer.state == Offer.State.OPEN and not mine,
@@ -71,6 +78,45 @@ def offer_detail(request: HttpRequest, offer_id: str) -> HttpResponse:
         **live,
     }
     return render(request, "frontend/offer.html", context)
+
+
+@require_GET
+def bid_detail(request: HttpRequest, bid_id: str) -> HttpResponse:
+    """A bid's page: its terms, where it stands now, how the auctions it matched ended and
+    its history. Its owner's and staff's alone; anyone else gets a 404 (SPEC 5.6)."""
+    pk = _id(bid_id)
+    live = live_context(request, [])  # before the data: see live_context
+    bid = bid_get(user=request.user, bid_id=pk)
+    if bid is None:
+        raise Http404("There is no such bid.")
+    schema = market_schema(market=bid.market)
+    standings = bid_standings(bids=[bid]).get(bid.pk, [])
+    history = []
+    for entry in ui.bid_history(bid=bid):
+        text = tone = None
+        if entry.data is not None:
+            text, tone = note_text(entry.kind, entry.data)
+        history.append({"entry": entry, "text": text, "tone": tone})
+    context = {
+        "market": bid.market,
+        "breadcrumbs": breadcrumbs(bid.market.subject),
+        "extra_crumb": f"Bid #{bid.pk}",
+        "bid": bid,
+        "mine": bid.buyer_id == request.user.pk,
+        "unit": schema.price.unit,
+        "terms": terms(bid.constraint_text, bid.market, schema),
+        "standings": standings,
+        "next_price": (
+            ui.bid_next_price(bid=bid, schema=schema, standings=standings)
+            if bid.state == bid.State.ACTIVE
+            else None
+        ),
+        "outcomes": bid_outcomes(bids=[bid]).get(bid.pk, []),
+        "trade": getattr(bid, "trade", None),
+        "history": history,
+        **live,
+    }
+    return render(request, "frontend/bid.html", context)
 
 
 def back_to(request: HttpRequest, default: str) -> HttpResponse:

@@ -297,8 +297,13 @@ def cycle_cost(cycles: int) -> dict[str, Any]:
     from django.db import connection
 
     from exchange.collector import collector_settle
-    from exchange.management.commands.bench_book import SUBJECT, bid_text, offer_text
-    from exchange.models import Market, Offer
+    from exchange.management.commands.bench_book import (
+        BENCH_SPENDING_LIMIT,
+        SUBJECT,
+        bid_text,
+        offer_text,
+    )
+    from exchange.models import Market, Offer, SpendingLimit
     from exchange.services import matching, orders
 
     collector_settle()  # as the matching worker's pool process does at its start
@@ -307,6 +312,7 @@ def cycle_cost(cycles: int) -> dict[str, Any]:
     market = Market.objects.get(subject=SUBJECT)
     seller = User.objects.create_user("bench-log-seller", password="bench-pass-1")
     buyer = User.objects.create_user("bench-log-buyer", password="bench-pass-1")
+    SpendingLimit.objects.create(user=buyer, amount=BENCH_SPENDING_LIMIT)
     rng = random.Random(7)
     offers = Offer.objects.count()
     matching.matching_cycle_run()  # the book's first cycle (its rebuild's best offers)

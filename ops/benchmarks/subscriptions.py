@@ -90,8 +90,8 @@ def run(size: dict[str, int]) -> dict[str, Any]:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from exchange.management.commands.bench_book import SUBJECT
-    from exchange.models import Market, Offer, Subscription, SubscriptionNotification
+    from exchange.management.commands.bench_book import BENCH_SPENDING_LIMIT, SUBJECT
+    from exchange.models import Market, Offer, SpendingLimit, Subscription, SubscriptionNotification
     from exchange.services import events as event_service
     from exchange.services import matching, orders, subscription_pass
     from exchange.services import subscriptions as service
@@ -104,6 +104,7 @@ def run(size: dict[str, int]) -> dict[str, Any]:
     market = Market.objects.get(subject=SUBJECT)
     seller = User.objects.create_user("bench-subs-seller", password="bench-pass-1")
     buyer = User.objects.create_user("bench-subs-buyer", password="bench-pass-1")
+    SpendingLimit.objects.create(user=buyer, amount=BENCH_SPENDING_LIMIT)
     offers = Offer.objects.count()
     # Two cycles before anyone subscribes: the first with orders logs the book's best
     # offers (an event per offer), which no live subscription should be timed on.

@@ -133,10 +133,24 @@ def test_bids_list_shows_where_each_bid_matches_and_is_best(world):
     body = world["clients"]["other"].get("/api/v1/bids/").json()
     assert body["count"] == 1
     assert body["results"][0]["matches"] == [
-        {"offer": world["offer"].pk, "value": "1.70", "best": True}
+        {
+            "offer": world["offer"].pk,
+            "value": "1.70",
+            "best": True,
+            "behind_own": False,
+            "min_next": None,
+        }
     ]
     mine = world["clients"]["buyer"].get("/api/v1/bids/").json()["results"][0]["matches"]
-    assert mine == [{"offer": world["offer"].pk, "value": "1.50", "best": False}]
+    assert mine == [
+        {
+            "offer": world["offer"].pk,
+            "value": "1.50",
+            "best": False,
+            "behind_own": False,
+            "min_next": "1.71",
+        }
+    ]
 
 
 def test_close_returns_state_and_trade_and_is_idempotent(world):

@@ -55,7 +55,14 @@ def test_every_error_has_the_one_shape_and_its_headers():
     error = SCHEMA["components"]["schemas"]["Error"]
     assert error["required"] == ["error"]
     detail = SCHEMA["components"]["schemas"]["ErrorDetail"]
-    assert sorted(detail["properties"]) == ["code", "field", "message", "position", "retry_after"]
+    assert sorted(detail["properties"]) == [
+        "code",
+        "field",
+        "limit",  # over_limit's numbers (docs/api.md, Spending limits)
+        "message",
+        "position",
+        "retry_after",
+    ]
     assert detail["required"] == ["code", "message"]
 
 

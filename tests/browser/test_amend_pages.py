@@ -12,7 +12,7 @@ from decimal import Decimal
 import pytest
 from django.utils.html import escape
 
-from exchange.models import Bid, Offer, OrderChange
+from exchange.models import Bid, Offer, OrderChange, SpendingLimit
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
 from exchange.services.orders import bid_amend, bid_place, bid_withdraw, offer_publish
@@ -190,6 +190,8 @@ def test_bid_on_this_fills_the_bid_form_from_the_chosen_tier(book, client):
 
 def test_exposure_sums_the_largest_fill_of_each_active_bid(book, client):
     market, _seller, buyer, _offer, bid = book
+    # room for the 900,000.00 bid that is placed and withdrawn below
+    SpendingLimit.objects.create(user=buyer, amount=Decimal("1000000"))
     # 5,000 x 1.10 = 5,500.00; then max(2,000 x 1.05, 8,000 x 0.95) = 7,600.00
     bid_place(
         buyer=buyer,

@@ -220,7 +220,7 @@ def test_seller_and_two_buyers_trade_and_staff_close_in_the_admin(new_page, live
     expect(bob.locator("#trades")).to_contain_text("sam")
     expect(bob.locator(f"#trade-{trade.pk}")).to_contain_text("bought")
     expect(bob.locator("#notes-list")).to_contain_text(
-        f"Bought: bid #{bob_bid} filled by offer #{offer_id}, 5,000 pencils at 1.20 EUR, "
+        f"Won: bid #{bob_bid} won the auction of offer #{offer_id}, 5,000 pencils at 1.20 EUR, "
         "6,000.00 EUR in all."
     )
     expect(bob.locator(f"#bid-{bob_bid}")).to_contain_text("filled")

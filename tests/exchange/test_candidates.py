@@ -58,10 +58,14 @@ def stored_pairs() -> set[tuple[int, int]]:
 def test_candidate_constraint_drops_subject_and_price_and_renames_into_the_market():
     market = pencils_market()
     seller, buyer = UserFactory(), UserFactory()
-    offer = offer_publish(seller=seller, market=market, constraint="lot >= 10 AND price >= 1.00")
+    # (an upper lot: a bid without one meeting an offer without one would have no bounded
+    # cost, which the spending limit refuses)
+    offer = offer_publish(
+        seller=seller, market=market, constraint="lot BETWEEN 10 AND 1000 AND price >= 1.00"
+    )
     bid = bid_place(buyer=buyer, market=market, constraint="price <= 1.10")
     m = f"m{market.pk}"
-    assert matching.to_text(engine.candidate_constraint(offer)) == f"{m}__lot >= 10"
+    assert matching.to_text(engine.candidate_constraint(offer)) == f"{m}__lot BETWEEN 10 AND 1000"
     assert matching.to_text(engine.candidate_constraint(bid)) == f"{m} = 0 AND int {m}__lot = *"
 
 
@@ -91,9 +95,11 @@ def test_offer_with_nothing_but_a_price_meets_only_its_own_market():
     first = market_create(subject="a.first", title="A", schema=PRICE_ONLY_SCHEMA, tick="0.01")
     second = market_create(subject="a.second", title="B", schema=PRICE_ONLY_SCHEMA, tick="0.01")
     seller, buyer = UserFactory(), UserFactory()
+    # The bid first: placed after this offer with no lot it would have no bounded cost,
+    # which the spending limit refuses
+    mine = bid_place(buyer=buyer, market=first, constraint="price <= 1.50")
     offer = offer_publish(seller=seller, market=first, constraint="price >= 1.00")
     assert matching.to_text(engine.candidate_constraint(offer)) == f"m{first.pk} = 0"
-    mine = bid_place(buyer=buyer, market=first, constraint="price <= 1.50")
     too_low = bid_place(buyer=buyer, market=first, constraint="lot = 3 AND price <= 0.50")
     bid_place(buyer=buyer, market=second, constraint="price <= 1.50")
     matching_cycle_run()

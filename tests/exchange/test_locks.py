@@ -19,19 +19,29 @@ def locks(queries) -> list[str]:
     return [q["sql"][q["sql"].index(" FOR ") :] for q in queries if " FOR " in q["sql"]]
 
 
-def test_amending_locks_only_the_order_row():
+def test_amending_locks_only_the_order_row_and_a_bids_buyer():
     market = pencils_market()
     seller, buyer = UserFactory(), UserFactory()
     offer = offer_publish(seller=seller, market=market, constraint="lot = 1 AND price >= 1.00")
-    bid = bid_place(buyer=buyer, market=market, constraint="price <= 1.10")
+    bid = bid_place(buyer=buyer, market=market, constraint="lot <= 5 AND price <= 1.10")
     with CaptureQueriesContext(connection) as offer_q:
         offer_amend(
             seller=seller, offer_id=offer.pk, constraint="lot = 2 AND price >= 1.00", version=1
         )
     with CaptureQueriesContext(connection) as bid_q:
-        bid_amend(buyer=buyer, bid_id=bid.pk, constraint="price <= 1.20", version=1)
+        bid_amend(buyer=buyer, bid_id=bid.pk, constraint="lot <= 5 AND price <= 1.20", version=1)
     assert locks(offer_q.captured_queries) == [' FOR NO KEY UPDATE OF "exchange_offer"']
-    assert locks(bid_q.captured_queries) == [' FOR NO KEY UPDATE OF "exchange_bid"']
+    # a bid's buyer row too, after the bid: its spending limit is checked under that lock
+    # (the query reads only auth_user; its limit and commitments are scalar subqueries,
+    # which a locking clause does not reach)
+    assert locks(bid_q.captured_queries) == [
+        ' FOR NO KEY UPDATE OF "exchange_bid"',
+        " FOR NO KEY UPDATE",
+    ]
+    user_lock = next(
+        q["sql"] for q in bid_q.captured_queries if q["sql"].endswith(" FOR NO KEY UPDATE")
+    )
+    assert user_lock.startswith("SELECT (SELECT") and 'FROM "auth_user" WHERE' in user_lock
 
 
 def test_closing_takes_the_cycle_lock_then_the_offer_then_the_winning_bid():

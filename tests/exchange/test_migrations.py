@@ -42,7 +42,8 @@ def test_live_orders_survive_the_upgrade_and_are_matched_by_the_rebuild(settings
     executor.migrate(AFTER)
 
     assert Offer.objects.get(pk=offer.pk).set_aside_at is None
-    assert Bid.objects.get(pk=bid.pk).set_aside_reason == ""
+    # (only the columns of 0008: later migrations add some to the model)
+    assert Bid.objects.values_list("set_aside_reason", flat=True).get(pk=bid.pk) == ""
     match = OfferBidMatch.objects.get()
     assert (match.offer_id, match.bid_id, match.value) == (offer.pk, bid.pk, Decimal("1.50"))
     assert BestOffer.objects.get(offer_id=offer.pk).bid_id == bid.pk

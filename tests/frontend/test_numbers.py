@@ -162,7 +162,7 @@ def test_a_decimal_quantity_reads_the_same_everywhere(client):
         "14814.60",
     )
     assert note_text("trade", note.data)[0] == (
-        f"Bought: bid #{trade.bid_id} filled by offer #{offer.pk}, "
+        f"Won: bid #{trade.bid_id} won the auction of offer #{offer.pk}, "
         "12,345.5 t at 1.20 EUR, 14,814.60 EUR in all."
     )
     api = client_for(buyer).get("/api/v1/trades/").json()["results"]

@@ -18,6 +18,7 @@ database (``ops/bench_live.py`` creates one).
 from __future__ import annotations
 
 import random
+from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -28,9 +29,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from exchange.market_rules import Side, order_constraint
-from exchange.models import BestOffer, Bid, Offer
+from exchange.models import BestOffer, Bid, Offer, SpendingLimit
 from exchange.selectors.markets import market_schema
 from exchange.services.markets import market_create
+
+# Benchmarks measure matching, not risk: their buyers may commit any amount (the most the
+# limit's column holds).
+BENCH_SPENDING_LIMIT = Decimal(10) ** 19
 
 SUBJECT = "office.supplies.pencils"
 PASSWORD = "bench-pass-1"
@@ -89,6 +94,9 @@ class Command(BaseCommand):
             names = [f"seller{i}" for i in range(SELLERS)] + [f"buyer{i}" for i in range(BUYERS)]
             users = User.objects.bulk_create([User(username=n, password=password) for n in names])
             sellers, buyers = users[:SELLERS], users[SELLERS:]
+            SpendingLimit.objects.bulk_create(
+                [SpendingLimit(user=b, amount=BENCH_SPENDING_LIMIT) for b in buyers]
+            )
             offer_rows = [
                 Offer(market=market, seller=sellers[i % SELLERS], **rules("offer", offer_text(i)))
                 for i in range(offers)

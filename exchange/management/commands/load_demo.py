@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
@@ -11,6 +12,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from exchange.models import Market
+from exchange.services.limits import spending_limit_set
 from exchange.services.markets import market_create
 from exchange.services.orders import bid_place, offer_publish
 
@@ -67,5 +69,9 @@ class Command(BaseCommand):
                 user.set_password(spec["password"])
                 user.is_staff = user.is_superuser = bool(spec.get("staff"))
                 user.save()
+                if spec.get("spending_limit"):
+                    spending_limit_set(
+                        staff=None, user=user, amount=Decimal(spec["spending_limit"])
+                    )
             users[spec["username"]] = user
         return users

@@ -37,6 +37,7 @@ from .amend import (
     user_active_bid_ids,
     user_exposure,
 )
+from .bid_page import HistoryEntry, bid_history
 from .market_page import (
     CANDLE_INTERVALS,
     CANDLE_WIDTHS,
@@ -52,6 +53,8 @@ from .offer_page import offer_best_history, offer_bids_of_user, offer_depth, off
 from .posting_form import constraint_parsed
 
 __all__ = [
+    "HistoryEntry",
+    "bid_history",
     "FEED_SHOWN",
     "alerts_chart_subject",
     "alerts_event_places",

@@ -9,7 +9,7 @@ from django.db.models import Q
 
 from exchange.models import Bid, Notification, Offer, Trade
 from exchange.numbers import price_text
-from exchange.selectors.orders import bid_standings
+from exchange.selectors.orders import bid_outcomes, bid_standings
 
 
 def user_offers(*, user: User, limit: int = 200) -> list[Offer]:
@@ -21,25 +21,31 @@ def user_offers(*, user: User, limit: int = 200) -> list[Offer]:
 
 
 def user_bids(*, user: User, limit: int = 200) -> list[dict[str, Any]]:
-    """The user's bids, newest first, each with the offers it matches now and where it is
-    best, and its trade when filled."""
+    """The user's bids, newest first, each with the offers it matches now and its place
+    there, how the auctions it matched ended, and its trade when filled."""
     bids = list(
         Bid.objects.filter(buyer=user)
         .select_related("market", "trade", "trade__offer")
         .order_by("-id")[:limit]
     )
     standings = bid_standings(bids=bids)
+    outcomes = bid_outcomes(bids=bids)
     return [
         {
             "bid": bid,
+            "standings": standings.get(bid.pk, []),
             "matches": [
                 {
                     "offer": s["offer"],
                     "value": price_text(s["value"], bid.market.tick),
                     "best": s["best"],
+                    "behind_own": s["behind_own"],
+                    "lead": price_text(s["lead"], bid.market.tick),
+                    "min_next": price_text(s["min_next"], bid.market.tick),
                 }
                 for s in standings.get(bid.pk, [])
             ],
+            "outcomes": outcomes.get(bid.pk, []),
         }
         for bid in bids
     ]

@@ -7,6 +7,7 @@ which apply the market's rules again (the tick, the price bounds) as for any oth
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -19,6 +20,7 @@ from exchange.market_rules import MarketSchema, SchemaAttribute, fixed_price, nu
 from exchange.models import Bid, Market, Offer
 from exchange.numbers import price_text, tick_text
 from exchange.selectors.markets import market_schema
+from exchange.selectors.orders import Standing
 from matching.model import Constraint, Disjunct, Interval, Type
 
 from .posting_form import constraint_parsed
@@ -50,14 +52,22 @@ def offer_fixed_price(*, offer: Offer, schema: MarketSchema) -> bool:
         return False
 
 
-def bid_next_price(*, bid: Bid, schema: MarketSchema) -> str | None:
-    """The lowest price a raise of ``bid`` may name (its limit plus one tick), or None when
-    its stored text no longer reads under the schema."""
+def bid_next_price(
+    *, bid: Bid, schema: MarketSchema, standings: Iterable[Standing] = ()
+) -> str | None:
+    """The minimum next bid of ``bid``: the least price that leads one of the offers in
+    ``standings`` (its standings, or the one of the page's offer) where another buyer's bid
+    is ahead, and at least the bid's limit plus one tick (a raise by less changes no
+    match). None when its stored text no longer reads under the schema."""
     try:
         limit = bid_limit(constraint_parsed(text=bid.constraint_text, schema=schema), schema)
     except matching.ConstraintError:
         return None
-    return None if limit is None else price_text(limit + bid.market.tick, bid.market.tick)
+    if limit is None:
+        return None
+    tick = bid.market.tick
+    leads = [s["min_next"] for s in standings if s["min_next"] is not None]
+    return price_text(max(limit + tick, min(leads, default=limit + tick)), tick)
 
 
 def bid_raised_text(*, bid: Bid, schema: MarketSchema, price: Any) -> str:
@@ -107,9 +117,12 @@ def _bound_text(value: Any, attribute: SchemaAttribute) -> str:
     return format(numeric_value(value), "f") if attribute.type is not Type.FLOAT else str(value)
 
 
-def offer_bid_prefill(*, offer: Offer, schema: MarketSchema, tier: int = 1) -> dict[str, str]:
+def offer_bid_prefill(
+    *, offer: Offer, schema: MarketSchema, tier: int = 1, lead: Decimal | None = None
+) -> dict[str, str]:
     """The bid form's fields filled from one tier (1-based) of ``offer``: its ranges, its
-    string values, and its price (the fixed price, or the reserve) as the highest price.
+    string values, and its price as the highest price: the fixed price, or in an auction the
+    minimum next bid (the best value ``lead`` plus one tick, at least the reserve).
 
     What the form cannot hold (points, boxes, open bounds) is left empty, that is "any";
     a tier that does not exist gives the first.
@@ -124,7 +137,10 @@ def offer_bid_prefill(*, offer: Offer, schema: MarketSchema, tier: int = 1) -> d
             continue
         if spec.role == "price":
             if predicate.lo is not None:
-                data["price"] = price_text(numeric_value(predicate.lo), offer.market.tick) or ""
+                price = numeric_value(predicate.lo)
+                if lead is not None and not fixed_price(constraint, schema):
+                    price = max(price, lead + offer.market.tick)
+                data["price"] = price_text(price, offer.market.tick) or ""
             continue
         if spec.type is Type.STRING:
             if predicate.lo is not None and predicate.lo == predicate.hi:

@@ -63,6 +63,9 @@ def offer_bids_of_user(*, offer: Offer, user: User | AnonymousUser) -> list[dict
                         "bid": bid,
                         "value": price_text(s["value"], offer.market.tick),
                         "best": s["best"],
+                        "behind_own": s["behind_own"],
+                        "min_next": price_text(s["min_next"], offer.market.tick),
+                        "standing": s,
                     }
                 )
     return out

@@ -59,6 +59,20 @@ export function noteText(kind, data) {
       if (data.status === "unmatched") return [`${cap(bid)} no longer matches ${offer}.`, "info"];
       return [`${cap(bid)} is no longer first in line for ${offer}: another bid is ahead at ${money(best, data)}.`, "bad"];
     case "offer_ended": {
+      const ended = pricing === "fixed" ? "Sale ended" : "Auction ended";
+      const price = money(data.price, data);
+      if (data.status === "lost") {
+        if (data.own) return [`${ended}: ${offer} went to your bid #${data.winning_bid} at ${price}; ${bid} did not win.`, "info"];
+        return [`${ended}, you did not win: ${offer} went to another bid at ${price} (${bid}).`, "bad"];
+      }
+      if (data.status === "over_limit") {
+        const total = data.total ? money(data.total, data) : "an unbounded amount";
+        const tail = data.sold ? `; it went to another bid at ${price}` : "; it closed unsold";
+        return [
+          `${ended}, you did not win ${offer}: ${bid} would have cost ${total}, more than the ${money(data.remaining, data)} left of your spending limit${tail}.`,
+          "bad",
+        ];
+      }
       if (data.status === "closed") {
         if (data.sold === false) return [`${cap(offer)} closed unsold.`, "info"];
         return [`${cap(offer)} closed and another bid won it.`, "info"];
@@ -73,7 +87,8 @@ export function noteText(kind, data) {
     }
     case "trade":
       if (data.buyer) return [`Sold: ${offer} to ${data.buyer}, ${terms(data)}.`, "good"];
-      return [`Bought: ${bid} filled by ${offer}, ${terms(data)}.`, "good"];
+      if (pricing === "fixed") return [`Bought: ${bid} filled by ${offer}, ${terms(data)}.`, "good"];
+      return [`Won: ${bid} won the auction of ${offer}, ${terms(data)}.`, "good"];
     case "offer":
       if (data.state === "closed" && !data.sold) return [`${cap(offer)} closed unsold.`, "info"];
       if (data.state === "cancelled") return [`${cap(offer)} was cancelled by staff.`, "bad"];

@@ -3,6 +3,8 @@
 // error's position highlighted in the text. Without JavaScript the forms still post, and the
 // server shows the same errors.
 
+import { setupAward } from "intersect/award";
+
 const CHECK_DELAY_MS = 300;
 
 function csrfToken() {
@@ -303,5 +305,6 @@ export function setupPosting() {
     setupTiers(form);
     setupAdvanced(form);
     setupPreview(form);
+    setupAward(form);
   }
 }

@@ -100,5 +100,18 @@ def book_refresh(*, rebuild: bool = True) -> None:
     since its layout may have changed since the book was built (``rebuild=False`` keeps a
     store known to be current, as when runs follow each other on the same code)."""
     manage("migrate", "-v", "0")
+    # A book built before spending limits existed: its buyers get the bench's own (bench_book
+    # gives them to the buyers of a new book), so the load is never refused for exposure.
+    manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User\n"
+        "from exchange.management.commands.bench_book import BENCH_SPENDING_LIMIT\n"
+        "from exchange.models import SpendingLimit\n"
+        "buyers = User.objects.filter(username__startswith='buyer', spending_limit=None)\n"
+        "SpendingLimit.objects.bulk_create(\n"
+        "    [SpendingLimit(user=u, amount=BENCH_SPENDING_LIMIT) for u in buyers]\n"
+        ")\n",
+    )
     if rebuild:
         manage("engine_rebuild")

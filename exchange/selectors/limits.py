@@ -1,0 +1,189 @@
+"""Reading buyers' spending limits (issue 39): what a bid could cost, what a buyer has
+committed and what remains. The definitions are in ``exchange.services.limits``, which
+checks them when bids are placed, amended and awarded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.conf import settings
+from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import OuterRef, Subquery, Sum
+
+import matching
+from exchange.engine.constraints import orders_usable
+from exchange.market_rules import ConstraintSource, MarketSchema, numeric_value, with_subject
+from exchange.models import Bid, Market, Offer, SpendingLimit
+from exchange.selectors.markets import constraint_check, market_schema
+from matching.model import Attribute, Constraint, Disjunct, Interval
+
+
+@dataclass(frozen=True)
+class Award:
+    """The largest award of a bid: ``amount`` (None: unbounded) is ``price`` times ``lot``
+    (None: no upper quantity anywhere) in the tier that gives it."""
+
+    amount: Decimal | None
+    lot: Decimal | None
+    price: Decimal
+
+
+def _interval(disjunct: Disjunct, schema_attribute: Attribute) -> Interval | None:
+    predicate = disjunct.get(schema_attribute)
+    return predicate if isinstance(predicate, Interval) else None
+
+
+def _open_offers(market: Market) -> list[tuple[Constraint, Offer]]:
+    offers = list(
+        Offer.objects.filter(market=market, state=Offer.State.OPEN, set_aside_at=None)
+        .select_related("market")
+        .only("id", "constraint_text", "market__subject", "market__schema")
+    )
+    usable, _ = orders_usable(offers)
+    return [(usable[o.pk][0], o) for o in offers if o.pk in usable]
+
+
+def bid_largest_award(*, market: Market, schema: MarketSchema, constraint: Constraint) -> Award:
+    """The largest award of a bid with ``constraint`` (as the market's rules return it,
+    without the subject) in ``market``; see the module's docstring."""
+    quantity = schema.by_role("quantity")
+    offers: list[tuple[Constraint, Offer]] | None = None  # read once, if a tier needs them
+    best: Award | None = None
+    stored = with_subject(constraint, market.subject)
+    for disjunct, own in zip(stored, constraint, strict=True):
+        price_bound = _interval(own, schema.price.attribute)
+        assert price_bound is not None and price_bound.hi is not None  # the market's rules
+        price = numeric_value(price_bound.hi)
+        lot: Decimal | None = Decimal(1)
+        if quantity is not None:
+            bound = _interval(own, quantity.attribute)
+            if bound is not None and bound.hi is not None:
+                lot = numeric_value(bound.hi)
+            else:
+                if offers is None:
+                    offers = _open_offers(market)
+                lot = Decimal(0)
+                for offer, _ in offers:
+                    for dp in offer:
+                        if not matching.disjuncts_match(dp, disjunct):
+                            continue
+                        top = matching.agree(dp, disjunct).max_value(quantity.attribute)
+                        if top is None:
+                            lot = None
+                            break
+                        lot = max(lot, numeric_value(top))
+                    if lot is None:
+                        break
+        award = Award(None if lot is None else price * lot, lot, price)
+        if best is None or _larger(award, best):
+            best = award
+    assert best is not None  # a constraint has at least one tier
+    return best
+
+
+def _larger(a: Award, b: Award) -> bool:
+    if b.amount is None:
+        return False
+    return a.amount is None or a.amount > b.amount
+
+
+def buyer_limit(*, buyer_id: int) -> Decimal:
+    """The buyer's spending limit: the one staff set, else the default setting."""
+    return buyer_room(buyer_id=buyer_id).limit
+
+
+def buyer_committed(*, buyer_id: int, other_than: int | None = None) -> Decimal:
+    """What the buyer's active bids (but ``other_than``) commit: their largest awards."""
+    return buyer_room(buyer_id=buyer_id, other_than=other_than).committed
+
+
+@dataclass(frozen=True)
+class Room:
+    """A buyer's limit, what its other active bids commit, and what remains."""
+
+    limit: Decimal
+    committed: Decimal
+
+    @property
+    def remaining(self) -> Decimal:
+        return self.limit - self.committed
+
+
+def buyer_room(*, buyer_id: int, other_than: int | None = None, lock: bool = False) -> Room:
+    """The buyer's limit and what its active bids but ``other_than`` commit, in one query.
+
+    ``lock`` also takes the buyer's row lock for the rest of the transaction, so two of its
+    bids are never checked against the same remaining limit at once. Orders take it after
+    locking the bid they change (closing too), so lockers never deadlock; FOR NO KEY UPDATE
+    leaves the foreign-key checks of rows that name the buyer free."""
+    active = Bid.objects.filter(buyer_id=OuterRef("pk"), state=Bid.State.ACTIVE)
+    if other_than is not None:
+        active = active.exclude(pk=other_than)
+    users = User.objects.filter(pk=buyer_id)
+    if lock:
+        users = users.select_for_update(no_key=True, of=("self",))
+    limit, committed = users.values_list(
+        Subquery(SpendingLimit.objects.filter(user_id=OuterRef("pk")).values("amount")),
+        Subquery(
+            active.order_by()
+            .values("buyer_id")
+            .annotate(total=Sum("largest_award"))
+            .values("total")
+        ),
+    ).get()
+    return Room(
+        limit=Decimal(settings.SPENDING_LIMIT_DEFAULT) if limit is None else limit,
+        committed=committed or Decimal(0),
+    )
+
+
+def buyer_rooms(*, buyer_ids: set[int]) -> dict[int, Room]:
+    """``buyer_room`` of each of ``buyer_ids`` (all its active bids counted), in two
+    queries however many buyers (the staff's winner-to-be pages)."""
+    if not buyer_ids:
+        return {}
+    limits = dict(
+        SpendingLimit.objects.filter(user_id__in=buyer_ids).values_list("user_id", "amount")
+    )
+    committed = dict(
+        Bid.objects.filter(buyer_id__in=buyer_ids, state=Bid.State.ACTIVE)
+        .order_by()
+        .values("buyer_id")
+        .annotate(total=Sum("largest_award"))
+        .values_list("buyer_id", "total")
+    )
+    default = Decimal(settings.SPENDING_LIMIT_DEFAULT)
+    return {
+        b: Room(limit=limits.get(b, default), committed=committed.get(b) or Decimal(0))
+        for b in buyer_ids
+    }
+
+
+@dataclass(frozen=True)
+class AwardPreview:
+    """What a bid not yet placed could win, and (for a signed-in buyer) the room it would
+    have: what the bid form shows before it is sent."""
+
+    award: Award
+    room: Room | None
+
+    @property
+    def fits(self) -> bool:
+        """Whether placing it would pass the limit check (always, for a visitor)."""
+        if self.room is None:
+            return True
+        return self.award.amount is not None and self.award.amount <= self.room.remaining
+
+
+def bid_award_preview(
+    *, market: Market, buyer: User | AnonymousUser, source: ConstraintSource
+) -> AwardPreview:
+    """The largest award of a bid with ``source`` in ``market`` and its buyer's room, as
+    placing it would compute them; ``InvalidInput`` as placing it would raise."""
+    rules = constraint_check(market=market, side="bid", source=source)
+    award = bid_largest_award(
+        market=market, schema=market_schema(market=market), constraint=rules.constraint
+    )
+    room = buyer_room(buyer_id=buyer.pk) if buyer.is_authenticated else None
+    return AwardPreview(award=award, room=room)
