@@ -6,7 +6,12 @@ from .markets import Market, MarketOrderCount
 from .matching import BestOffer, BestOfferChange, MatchingCycle, OfferBidMatch, OrderChange
 from .notifications import Notification
 from .orders import Bid, Offer
-from .subscriptions import Subscription, SubscriptionNotification
+from .subscriptions import (
+    Subscription,
+    SubscriptionEngineProcess,
+    SubscriptionNotification,
+    SubscriptionPartition,
+)
 from .trades import Trade
 
 __all__ = [
@@ -26,6 +31,8 @@ __all__ = [
     "OfferBidMatch",
     "OrderChange",
     "Subscription",
+    "SubscriptionEngineProcess",
     "SubscriptionNotification",
+    "SubscriptionPartition",
     "Trade",
 ]
