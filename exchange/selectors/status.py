@@ -12,6 +12,7 @@ from django.conf import settings
 
 from exchange.redis_clients import redis_client
 from exchange.selectors import health
+from exchange.selectors.subscription_engine import subscription_engine_status
 
 
 def _check_redis() -> dict[str, Any]:
@@ -51,7 +52,10 @@ def status_report() -> dict[str, Any]:
     """Each component's status; ``ok`` is true only when all of them are up. A failing
     dependency is reported as down (its error text cut short), never raised."""
     components: dict[str, Any] = {}
-    for name, check in CHECKS.items():
+    checks = dict(CHECKS)
+    if settings.SUBSCRIPTION_ENGINE:  # the live subscriptions' processes (issue 35)
+        checks["subscription_engine"] = subscription_engine_status
+    for name, check in checks.items():
         try:
             components[name] = check()
         except Exception as exc:  # noqa: BLE001 - any failure of a dependency is a "down"

@@ -329,3 +329,24 @@ def test_a_restarted_process_writes_nothing_twice_and_reads_only_its_checkpoints
     drain(second)
     assert len(loads) == 3
     assert [[x["seq"] for x in outbox(s)][-1] for s in subs] == [7] * 3
+
+
+def test_healthz_reports_the_engine_processes_to_staff(client, settings):
+    settings.SUBSCRIPTION_ENGINE_PARTITIONS = PARTITIONS
+    client.force_login(StaffFactory())
+    engine = make("a")
+    engine.upkeep()
+    append_at([trade("1.00")], DAY)
+    engine.upkeep()  # a beat: one event behind (its cursor has not moved yet)
+    component = client.get("/healthz").json()["components"]["subscription_engine"]
+    assert component == {
+        "ok": True,
+        "processes": [
+            {"name": "a", "partitions": PARTITIONS, "cursor": 0, "lag": 0, "subscriptions": 0}
+        ],
+        "unheld": 0,
+    }
+    # When its leases run out, the partitions are unheld and the engine is down
+    expire("a")
+    component = client.get("/healthz").json()["components"]["subscription_engine"]
+    assert component == {"ok": False, "processes": [], "unheld": PARTITIONS}
