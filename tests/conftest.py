@@ -15,6 +15,7 @@ ARTIFACTS = ROOT / "test-artifacts"
 def live_stack(django_db_setup, django_db_blocker) -> LiveStack:
     """uvicorn and the Celery workers (matching, other tasks), started as ops/run starts
     them, on the test database."""
+    from django.conf import settings
     from django.db import connection
 
     with django_db_blocker.unblock():
@@ -24,6 +25,8 @@ def live_stack(django_db_setup, django_db_blocker) -> LiveStack:
     try:
         stack.start_server()
         stack.start_workers()
+        if settings.SUBSCRIPTION_ENGINE:  # the live subscriptions' processes (issue 35)
+            stack.start_subscription_engines(settings.SUBSCRIPTION_ENGINE_PROCESSES)
         yield stack
     finally:
         stack.stop()

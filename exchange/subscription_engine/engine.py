@@ -300,6 +300,8 @@ class Engine:
         if self.changed or self.clock() - self._rescanned >= RESCAN_SECONDS:
             self._rescan()
         self.log_end = events_log_end()
+        if self.cursor is not None and self.log_end < self.cursor:
+            self.reset()  # the log was emptied (a test database flushed): start again
         if self.cursor is None:
             self.cursor = self.log_end
         start = self.cursor
@@ -307,13 +309,22 @@ class Engine:
         behind = self._catch_up(start)
         events = _read(start, upto) if upto > start else []
         self._feed(events, start, upto)
-        try:
-            self._commit(upto)
-        except Exception:
-            self.reset()
-            raise
+        if upto > start or self._pending():
+            try:
+                self._commit(upto)
+            except Exception:
+                self.reset()
+                raise
         self.cursor = upto
         return behind or upto < self.log_end
+
+    def _pending(self) -> bool:
+        """Whether a commit has something to write though the cursor did not move (a
+        joiner's outputs, an end, a pause, a checkpoint due): an idle process writes
+        nothing."""
+        return self._since_checkpoint >= self.checkpoint_events or any(
+            f.member.outputs or f.ended or f.leaving for f in self.followed.values()
+        )
 
     def _catch_up(self, start: int) -> bool:
         """Feed the joiners behind the engine's cursor one slice of their past; True if

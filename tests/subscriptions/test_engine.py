@@ -45,7 +45,9 @@ def engine_on(settings, monkeypatch):
 
 
 def make(name: str, **kwargs) -> Engine:
-    """An engine whose clock stands still: its leases move only when the test says so."""
+    """An engine whose clock stands still and whose leases last ten minutes: they move only
+    when the test says so (``upkeep``, ``expire``)."""
+    kwargs.setdefault("lease_seconds", 600)
     kwargs.setdefault("checkpoint_events", 10**9)
     kwargs.setdefault("checkpoint_seconds", 10**9)
     return Engine(name, partitions=PARTITIONS, clock=lambda: 0.0, **kwargs)
@@ -333,6 +335,7 @@ def test_a_restarted_process_writes_nothing_twice_and_reads_only_its_checkpoints
 
 def test_healthz_reports_the_engine_processes_to_staff(client, settings):
     settings.SUBSCRIPTION_ENGINE_PARTITIONS = PARTITIONS
+    settings.SUBSCRIPTION_ENGINE_LEASE_SECONDS = 600  # as the engine's (``make``)
     client.force_login(StaffFactory())
     engine = make("a")
     engine.upkeep()
