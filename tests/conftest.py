@@ -26,13 +26,33 @@ def live_stack(django_db_setup, django_db_blocker) -> LiveStack:
         stack.start_server()
         stack.start_workers()
         if settings.SUBSCRIPTION_ENGINE:  # the live subscriptions' processes (issue 35)
-            stack.start_subscription_engines(settings.SUBSCRIPTION_ENGINE_PROCESSES)
+            engines = stack.start_subscription_engines(settings.SUBSCRIPTION_ENGINE_PROCESSES)
+            _wait_beats(stack, [f"{p.name}-{os.getpid()}" for p in engines])
         yield stack
     finally:
         stack.stop()
         # Before pytest-django drops the test database, which a held guard's session would
         # keep from being dropped (a run that ends on a committed test left it behind).
         _release_flush_guard()
+
+
+def _wait_beats(stack: LiveStack, names: list[str]) -> None:
+    """Until the engine processes ``names`` beat in Redis (``/healthz`` counts them up)."""
+    import time
+
+    from django.conf import settings
+
+    from exchange.redis_clients import redis_client
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        key = settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY
+        if all(redis_client().zscore(key, name) for name in names):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(
+        "the subscription engines did not beat:\n" + stack.processes["engine0"].tail()
+    )
 
 
 # A connection that holds the cycle lock from the end of a committed test until the start of

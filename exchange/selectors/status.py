@@ -39,6 +39,14 @@ def _check_matching_worker() -> dict[str, Any]:
     return _recent_beats(settings.MATCHING_HEARTBEAT_KEY)
 
 
+def _check_subscription_engine() -> dict[str, Any]:
+    """The subscription engine's processes (issue 35): up while one beat recently (in
+    Redis, as the workers do); with each live one's partitions and lag, and the
+    partitions nobody holds."""
+    beats = _recent_beats(settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY)
+    return {"ok": beats["ok"], "beating": beats["workers"], **subscription_engine_status()}
+
+
 CHECKS: dict[str, Callable[[], dict[str, Any]]] = {
     "database": health.CHECKS["database"],
     "redis": _check_redis,
@@ -54,7 +62,7 @@ def status_report() -> dict[str, Any]:
     components: dict[str, Any] = {}
     checks = dict(CHECKS)
     if settings.SUBSCRIPTION_ENGINE:  # the live subscriptions' processes (issue 35)
-        checks["subscription_engine"] = subscription_engine_status
+        checks["subscription_engine"] = _check_subscription_engine
     for name, check in checks.items():
         try:
             components[name] = check()

@@ -285,6 +285,8 @@ CYCLE_PENDING_KEY = "intersect:cycle-pending"
 WORKER_HEARTBEAT_KEY = "intersect:worker-heartbeat"
 # The workers that consume the matching queue beat here as well (``exchange.celery``).
 MATCHING_HEARTBEAT_KEY = "intersect:matching-heartbeat"
+# The subscription engine's processes beat here too (exchange/subscription_engine/engine.py).
+SUBSCRIPTION_ENGINE_HEARTBEAT_KEY = "intersect:subscription-engine-heartbeat"
 WORKER_HEARTBEAT_SECONDS = 5.0
 WORKER_HEARTBEAT_STALE_SECONDS = 20.0
 

@@ -57,6 +57,7 @@ from django.db import connection, transaction
 
 from exchange.models import Subscription
 from exchange.realtime.streams import group_send_all
+from exchange.redis_clients import redis_client
 from exchange.selectors.events import events_log_end
 from exchange.selectors.subscription_log import subscriptions_log_read
 from exchange.selectors.subscriptions import notification_json
@@ -206,6 +207,12 @@ class Engine:
         )
         self._forget(self.held - held)
         self.held = held
+        try:  # /healthz reads the beats from Redis, as the workers' (``selectors.status``)
+            redis_client().zadd(
+                settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY, {self.name: time.time()}
+            )
+        except Exception:  # noqa: BLE001 - the leases are in PostgreSQL: this is a report
+            log.warning("subscription engine %s: no heartbeat in Redis", self.name, exc_info=True)
         if claimed:
             self.changed = True
         self._upkept = self.clock()

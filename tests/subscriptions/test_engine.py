@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import time
 
 import pytest
 from django.db import connection
 
 from exchange.models import Subscription, SubscriptionPartition
+from exchange.redis_clients import redis_client
 from exchange.services import events as event_service
 from exchange.services import subscriptions as service
 from exchange.services.subscriptions import (
@@ -336,20 +338,34 @@ def test_a_restarted_process_writes_nothing_twice_and_reads_only_its_checkpoints
 def test_healthz_reports_the_engine_processes_to_staff(client, settings):
     settings.SUBSCRIPTION_ENGINE_PARTITIONS = PARTITIONS
     settings.SUBSCRIPTION_ENGINE_LEASE_SECONDS = 600  # as the engine's (``make``)
+    # A key of this test's own, so that no live engine beats into it
+    settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY += f":{time.monotonic_ns()}"
     client.force_login(StaffFactory())
-    engine = make("a")
-    engine.upkeep()
-    append_at([trade("1.00")], DAY)
-    engine.upkeep()  # a beat: one event behind (its cursor has not moved yet)
-    component = client.get("/healthz").json()["components"]["subscription_engine"]
-    assert component == {
-        "ok": True,
-        "processes": [
-            {"name": "a", "partitions": PARTITIONS, "cursor": 0, "lag": 0, "subscriptions": 0}
-        ],
-        "unheld": 0,
-    }
-    # When its leases run out, the partitions are unheld and the engine is down
-    expire("a")
-    component = client.get("/healthz").json()["components"]["subscription_engine"]
-    assert component == {"ok": False, "processes": [], "unheld": PARTITIONS}
+    try:
+        engine = make("a")
+        engine.upkeep()
+        append_at([trade("1.00")], DAY)
+        engine.upkeep()  # a beat: its cursor stands at the log's end it first saw
+        component = client.get("/healthz").json()["components"]["subscription_engine"]
+        assert component == {
+            "ok": True,
+            "beating": ["a"],
+            "processes": [
+                {"name": "a", "partitions": PARTITIONS, "cursor": 0, "lag": 0, "subscriptions": 0}
+            ],
+            "unheld": 0,
+        }
+        # When its leases and beats run out, the partitions are unheld and the engine down
+        expire("a")
+        stale = time.time() - settings.WORKER_HEARTBEAT_STALE_SECONDS - 1
+        redis_client().zadd(settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY, {"a": stale})
+        response = client.get("/healthz")
+        assert response.status_code == 503
+        assert response.json()["components"]["subscription_engine"] == {
+            "ok": False,
+            "beating": [],
+            "processes": [],
+            "unheld": PARTITIONS,
+        }
+    finally:
+        redis_client().delete(settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY)
