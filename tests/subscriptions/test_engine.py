@@ -369,3 +369,21 @@ def test_healthz_reports_the_engine_processes_to_staff(client, settings):
         }
     finally:
         redis_client().delete(settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY)
+
+
+def test_a_clean_stop_checkpoints_every_evaluator_and_gives_the_partitions_back():
+    owner = UserFactory()
+    sub = subscription_create(owner=owner, query="SELECT COUNT(price, 2) WHERE type = 'trade'")
+    first = make("a")
+    for minute in range(3):
+        append_at([trade("1.00")], DAY + dt.timedelta(minutes=minute))
+        drain(first)
+    first.stop()
+    sub.refresh_from_db()
+    assert sub.cursor == 3 and sub.checkpoint_n == sub.last_n > 0
+    assert set(owners().values()) == {""}
+    # The next process goes on from there, with the window's state the first one held
+    second = make("b")
+    append_at([trade("1.00")], DAY + dt.timedelta(minutes=3))
+    drain(second)
+    assert outbox(sub) == list(run_offline(parse_query(sub.query), owner_log(owner), now=sub.now))
