@@ -132,7 +132,8 @@ class SubscriptionPartition(models.Model):
 class SubscriptionEngineProcess(models.Model):
     """A running subscription engine process and its last heartbeat: the live ones share
     the partitions between them (``exchange.subscription_engine.leases``) and ``/healthz``
-    counts them. ``lag`` is how many events it was behind the log at its last beat."""
+    counts them. ``lag`` is how many events it was behind the log at its last beat,
+    ``subscriptions`` how many were in its live set."""
 
     name = models.CharField(max_length=100, primary_key=True)
     heartbeat_at = models.DateTimeField()

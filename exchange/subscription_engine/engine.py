@@ -202,7 +202,7 @@ class Engine:
             beat=Beat(
                 cursor=self.cursor or 0,
                 lag=self.log_end - (self.cursor or self.log_end),
-                subscriptions=len(self.followed),
+                subscriptions=len(self.subs),
             ),
         )
         self._forget(self.held - held)
@@ -314,7 +314,10 @@ class Engine:
         if self.cursor is not None and self.log_end < self.cursor:
             self.reset()  # the log was emptied (a test database flushed): start again
         if self.cursor is None:
-            self.cursor = self.log_end
+            # From the lowest checkpoint: the joiners standing there that are live go
+            # straight into the set, and the log after it is one stream for all of them.
+            joiners = [f.member.cursor for f in self.followed.values() if f.member.failed is None]
+            self.cursor = min([self.log_end, *joiners])
         start = self.cursor
         upto = min(self.log_end, start + self.batch)
         behind = self._catch_up(start)
@@ -358,6 +361,10 @@ class Engine:
     def _feed(self, events: list[LogEvent], start: int, upto: int) -> None:
         """The batch's events to the joiners that stand at the cursor (or between it and
         ``upto``) and to the live set; then the joiners now live join the set."""
+        for f in self.followed.values():
+            if self._ready(f, start):
+                self.subs.add(f.sub_id, f.member.sub)
+                f.live = True
         joining = [
             f
             for f in self.followed.values()
@@ -380,17 +387,23 @@ class Engine:
                 else:
                     member.outputs.append(output)
         for f in self.followed.values():
-            if (
-                not f.live
-                and not f.leaving
-                and f.member.cursor == upto
-                and upto >= f.member.seam
-                and not f.ended
-                and f.member.sub.live
-            ):
+            if self._ready(f, upto):
                 self.subs.add(f.sub_id, f.member.sub)
                 f.live = True
         self._since_checkpoint += len(events)
+
+    @staticmethod
+    def _ready(f: Followed, at: int) -> bool:
+        """Whether the joiner ``f`` can go into the set where it stands at ``at``: it
+        stands there, its history is done, and it neither ended nor is leaving."""
+        return (
+            not f.live
+            and not f.leaving
+            and f.member.cursor == at
+            and at >= f.member.seam
+            and not f.ended
+            and f.member.sub.live
+        )
 
     def _commit(self, upto: int) -> None:
         """The batch's writes, in one transaction (the module docstring)."""

@@ -1,13 +1,13 @@
 """The subscription engine's speed (issue 35), a first, short measurement:
 
     .venv/bin/python ops/benchmarks/subscription_engine.py [--subscriptions N] [--events E]
-        [--rate R] [--seconds S]
+        [--rate R] [--seconds S] [--without-watches]
 
 In a database of its own (``intersect_bench_engine``, on the cluster of
 ``BENCH_DATABASE_URL``, else the development cluster, built by the migrations):
 
 * ``N`` live subscriptions (70% form 1, 20% form 3, 10% form 4, over 100 subjects, each
-  able to fire) registered through the service, timed;
+  able to fire; ``--without-watches``: form 1 instead of form 4) registered through the service, timed;
 * throughput: ``E`` trades appended, then one engine (in this process, one partition
   set) follows them from the log: events per second, and the process's memory grown
   per subscription once they are all in its set;
@@ -45,6 +45,9 @@ FORM3 = (
 FORM4 = "SELECT MIN(ask) FROM offers WHERE subject = '{s}'"
 # Registrations timed through the service (the rest are provisioned in bulk).
 REGISTER_SAMPLE = 300
+# With BENCH_PROFILE=path, py-spy samples the engine process while it is timed (raw
+# stacks at path).
+PROFILE = os.environ.get("BENCH_PROFILE", "")
 
 
 def _rss_kb() -> int:
@@ -75,10 +78,10 @@ def _append(rng: Any, count: int) -> None:
         events_append(closed=rows)
 
 
-def _query(i: int, rng: Any) -> str:
+def _query(i: int, rng: Any, watches: bool) -> str:
     s = SUBJECTS[i % len(SUBJECTS)]
     kind = i % 10
-    if kind < 7:
+    if kind < 7 or (kind == 9 and not watches):
         return FORM1.format(s=s, x=rng.randrange(0, 60))
     if kind < 9:
         return FORM3.format(s=s, k=rng.randrange(1, 9))
@@ -125,21 +128,25 @@ def _provision(owners: list[Any], queries: list[str], first: int) -> None:
         Subscription.objects.bulk_create(rows, batch_size=2000)
 
 
-def _wait_joined() -> None:
-    """Until the engine process has claimed its partitions, read its subscriptions and
-    caught up with the log (its heartbeat says so), and a little more."""
+def _wait_joined(rng: Any, subscriptions: int) -> None:
+    """Until the engine process has every subscription in its live set (a joiner joins
+    with the first event after it: one is appended every second meanwhile) and has caught
+    up with the log (its heartbeat says both)."""
     from exchange.models import SubscriptionEngineProcess
 
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         beat = SubscriptionEngineProcess.objects.filter(name="bench-latency").first()
-        if beat is not None and beat.subscriptions > 0 and beat.lag == 0:
+        if beat is not None and beat.subscriptions >= 0.95 * subscriptions and beat.lag == 0:
             break
-        time.sleep(0.5)
-    time.sleep(3)
+        _append(rng, 1)
+        time.sleep(1)
+    time.sleep(2)
 
 
-def run(subscriptions: int, events: int, rate: float, seconds: float) -> dict[str, Any]:
+def run(
+    subscriptions: int, events: int, rate: float, seconds: float, watches: bool
+) -> dict[str, Any]:
     import random
 
     from django.conf import settings
@@ -153,7 +160,7 @@ def run(subscriptions: int, events: int, rate: float, seconds: float) -> dict[st
     owners = User.objects.bulk_create(  # no password: they never log in
         User(username=f"bench-engine-{i}") for i in range(-(-subscriptions // service.MAX_ACTIVE))
     )
-    queries = [_query(i, rng) for i in range(subscriptions)]
+    queries = [_query(i, rng, watches) for i in range(subscriptions)]
     # A sample registers through the service (timed); the rest are provisioned in bulk as
     # if registered at one instant (one seam and NOW; these queries have no history).
     sample = min(REGISTER_SAMPLE, subscriptions)
@@ -177,9 +184,6 @@ def run(subscriptions: int, events: int, rate: float, seconds: float) -> dict[st
     followed = len(engine.followed)
     engine.stop()
 
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT last_seq FROM exchange_eventcounter WHERE id = 1")
-        (head,) = cursor.fetchone() or (0,)
     settings.SUBSCRIPTION_ENGINE = True  # from here each append wakes the engine (Redis)
     env = dict(os.environ, SUBSCRIPTION_ENGINE="1")
     process = subprocess.Popen(
@@ -190,7 +194,17 @@ def run(subscriptions: int, events: int, rate: float, seconds: float) -> dict[st
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_joined()  # every subscription read and in its set before timing
+        _wait_joined(rng, subscriptions)  # every subscription read and in its set before timing
+        if PROFILE:
+            subprocess.Popen(  # noqa: S603 - py-spy beside the engine, while it is timed
+                [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw"]
+                + ["-d", str(int(seconds)), "-o", PROFILE, "--pid", str(process.pid)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT last_seq FROM exchange_eventcounter WHERE id = 1")
+            (head,) = cursor.fetchone() or (0,)
         begun = time.monotonic()
         n = 0
         while time.monotonic() - begun < seconds:
@@ -212,6 +226,7 @@ def run(subscriptions: int, events: int, rate: float, seconds: float) -> dict[st
         (p50, p99), notes = cursor.fetchone()
     return {
         "subscriptions": subscriptions,
+        "watches": watches,
         "followed": followed,
         "registering_per_s": round(sample / registering),
         "events": events,
@@ -233,9 +248,12 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=5_000)
     ap.add_argument("--rate", type=float, default=50)
     ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument(
+        "--without-watches", action="store_true", help="form 1 instead of form 4 (10%%)"
+    )
     ap.add_argument("--run", action="store_true", help="(internal) run in this database")
     args = ap.parse_args()
-    sizes = (args.subscriptions, args.events, args.rate, args.seconds)
+    sizes = (args.subscriptions, args.events, args.rate, args.seconds, not args.without_watches)
     if args.run:
         import django
 
@@ -248,6 +266,7 @@ def main() -> int:
     argv = [sys.executable, __file__, "--run", "--subscriptions", str(args.subscriptions)]
     argv += ["--events", str(args.events), "--rate", str(args.rate)]
     argv += ["--seconds", str(args.seconds)]
+    argv += ["--without-watches"] if args.without_watches else []
     done = subprocess.run(argv, cwd=ROOT, env=_env(url), check=True, capture_output=True, text=True)
     print(done.stdout.strip().splitlines()[-1])
     return 0
