@@ -181,6 +181,10 @@ class Engine:
         self.log_end = 0
         self.subs = SubscriptionSet(share=False)  # visibility differs between members
         self.followed: dict[int, Followed] = {}
+        # The followed not in the set, and those with something for the next commit: a
+        # batch looks at these, not at every subscription.
+        self._joiners: dict[int, Followed] = {}
+        self._dirty: set[int] = set()
         self.changed = True
         self._rescanned = self._upkept = float("-inf")
         self._checkpointed = clock()
@@ -228,11 +232,15 @@ class Engine:
         self.held = set()
 
     def _forget(self, partitions: set[int]) -> None:
+        if not partitions:
+            return
         for followed in [f for f in self.followed.values() if f.partition in partitions]:
             self._drop(followed)
 
     def _drop(self, followed: Followed) -> None:
         self.followed.pop(followed.sub_id, None)
+        self._joiners.pop(followed.sub_id, None)
+        self._dirty.discard(followed.sub_id)
         if followed.sub_id in self.subs:
             self.subs.remove(followed.sub_id)
 
@@ -264,6 +272,9 @@ class Engine:
                 followed.member.sub = self.subs.remove(followed.sub_id)
                 followed.member.cursor = self.cursor or 0
                 followed.live = False
+                self._joiners[followed.sub_id] = followed
+            if followed.leaving:
+                self._dirty.add(followed.sub_id)
         new = [sub_id for sub_id, state in states.items() if state == ACTIVE]
         self._join([sub_id for sub_id in new if sub_id not in self.followed])
         self.changed = False
@@ -296,9 +307,12 @@ class Engine:
                 member = Member(
                     row.pk, evaluator, row.cursor, row.seam, row.owner_id, row.owner.is_staff
                 )
-            self.followed[row.pk] = Followed(
+            followed = Followed(
                 row.pk, row.pk % self.count, member, row.last_n, row.last_n - row.checkpoint_n
             )
+            self.followed[row.pk] = self._joiners[row.pk] = followed
+            if member.failed is not None:
+                self._dirty.add(row.pk)
 
     # -- a batch -----------------------------------------------------------------------
 
@@ -316,7 +330,7 @@ class Engine:
         if self.cursor is None:
             # From the lowest checkpoint: the joiners standing there that are live go
             # straight into the set, and the log after it is one stream for all of them.
-            joiners = [f.member.cursor for f in self.followed.values() if f.member.failed is None]
+            joiners = [f.member.cursor for f in self._joiners.values() if f.member.failed is None]
             self.cursor = min([self.log_end, *joiners])
         start = self.cursor
         upto = min(self.log_end, start + self.batch)
@@ -336,17 +350,15 @@ class Engine:
         """Whether a commit has something to write though the cursor did not move (a
         joiner's outputs, an end, a pause, a checkpoint due): an idle process writes
         nothing."""
-        return self._since_checkpoint >= self.checkpoint_events or any(
-            f.member.outputs or f.ended or f.leaving for f in self.followed.values()
-        )
+        return self._since_checkpoint >= self.checkpoint_events or bool(self._dirty)
 
     def _catch_up(self, start: int) -> bool:
         """Feed the joiners behind the engine's cursor one slice of their past; True if
         some are still behind."""
         behind = [
             f
-            for f in self.followed.values()
-            if not f.live and not f.leaving and f.member.cursor < start and f.member.failed is None
+            for f in self._joiners.values()
+            if not f.leaving and f.member.cursor < start and f.member.failed is None
         ]
         if not behind:
             return False
@@ -356,54 +368,54 @@ class Engine:
         advance_members([f.member for f in group], _read(low, high), upto=high)
         for f in group:
             f.member.cursor = high
+            self._dirty.add(f.sub_id)
         return any(f.member.cursor < start for f in behind)
 
     def _feed(self, events: list[LogEvent], start: int, upto: int) -> None:
         """The batch's events to the joiners that stand at the cursor (or between it and
         ``upto``) and to the live set; then the joiners now live join the set."""
-        for f in self.followed.values():
-            if self._ready(f, start):
-                self.subs.add(f.sub_id, f.member.sub)
-                f.live = True
+        self._promote(start)
         joining = [
             f
-            for f in self.followed.values()
-            if not f.live and not f.leaving and start <= f.member.cursor < upto and not f.ended
+            for f in self._joiners.values()
+            if not f.leaving and start <= f.member.cursor < upto and not f.ended
         ]
         if joining:
             advance_members([f.member for f in joining], events, upto=upto)
             for f in joining:
                 f.member.cursor = upto
+                self._dirty.add(f.sub_id)
         followed = self.followed
+        dirty = self._dirty
         for owner, event in events:
 
             def visible(sub_id: Any, owner: int | None = owner) -> bool:
                 return followed[sub_id].member.sees(owner)
 
             for sub_id, output in self.subs.push(event, visible):
+                dirty.add(sub_id)  # type: ignore[arg-type]  # the set's ids are ints
                 member = followed[sub_id].member  # type: ignore[index]  # the set's ids are ints
                 if isinstance(output, Failed):
                     member.failed = output
                 else:
                     member.outputs.append(output)
-        for f in self.followed.values():
-            if self._ready(f, upto):
-                self.subs.add(f.sub_id, f.member.sub)
-                f.live = True
+        self._promote(upto)
         self._since_checkpoint += len(events)
 
-    @staticmethod
-    def _ready(f: Followed, at: int) -> bool:
-        """Whether the joiner ``f`` can go into the set where it stands at ``at``: it
-        stands there, its history is done, and it neither ended nor is leaving."""
-        return (
-            not f.live
-            and not f.leaving
-            and f.member.cursor == at
-            and at >= f.member.seam
-            and not f.ended
-            and f.member.sub.live
-        )
+    def _promote(self, at: int) -> None:
+        """The joiners that stand at ``at`` with their history done (and neither ended nor
+        leaving) go into the set."""
+        for f in list(self._joiners.values()):
+            if (
+                not f.leaving
+                and f.member.cursor == at
+                and at >= f.member.seam
+                and not f.ended
+                and f.member.sub.live
+            ):
+                self.subs.add(f.sub_id, f.member.sub)
+                f.live = True
+                del self._joiners[f.sub_id]
 
     def _commit(self, upto: int) -> None:
         """The batch's writes, in one transaction (the module docstring)."""
@@ -417,7 +429,12 @@ class Engine:
             mine = leases_locked(name=self.name, held=self.held)
             lost = self.held - mine
             touched: dict[int, Followed] = {}
-            for f in self.followed.values():
+            candidates = (
+                list(self.followed.values())
+                if checkpoint
+                else [self.followed[i] for i in self._dirty if i in self.followed]
+            )
+            for f in candidates:
                 if f.partition not in mine:
                     continue
                 found = _outputs(f.member.outputs)
@@ -461,6 +478,7 @@ class Engine:
             partitions_cursor_commit(partitions=mine, cursor=upto, lease_seconds=self.lease_seconds)
             if checkpoint:
                 partitions_checkpointed(partitions=mine, cursor=upto)
+        self._dirty.clear()
         for f in gone:
             self._drop(f)
         self._forget(lost)
