@@ -8,8 +8,10 @@ the partitions: each aims at ``ceil(N / live)``, claims free or expired ones up 
 a second process gets about half. A lease lasts ``SUBSCRIPTION_ENGINE_LEASE_SECONDS``
 unless renewed; a process that dies stops renewing and its partitions are claimed by the
 others once expired. A batch's commit locks its lease rows and checks they are still its
-own and unexpired (``leases_locked``): a claimer's update waits for that lock, so no
-commit of the old owner lands after the new owner has read the partition.
+own (``leases_locked``): a claim changes the owner under the same lock, so no commit of
+the old owner lands after the new owner has read the partition. An expired lease nobody
+has claimed yet is still the process's own: a batch longer than a lease (10,000
+evaluators read after a takeover) renews it instead of losing everything it did.
 """
 
 from __future__ import annotations
@@ -42,8 +44,7 @@ LIVE_PROCESSES = (
 RENEW = (
     "UPDATE exchange_subscriptionpartition "
     "SET expires_at = clock_timestamp() + make_interval(secs => %s) "
-    "WHERE partition = ANY(%s) AND partition < %s AND owner = %s "
-    "AND expires_at > clock_timestamp() RETURNING partition"
+    "WHERE partition = ANY(%s) AND partition < %s AND owner = %s RETURNING partition"
 )
 CLAIM = (
     "UPDATE exchange_subscriptionpartition "
@@ -60,8 +61,7 @@ RELEASE = (
 )
 LOCK = (
     "SELECT partition FROM exchange_subscriptionpartition "
-    "WHERE partition = ANY(%s) AND owner = %s AND expires_at > clock_timestamp() "
-    "ORDER BY partition FOR UPDATE"
+    "WHERE partition = ANY(%s) AND owner = %s ORDER BY partition FOR UPDATE"
 )
 
 
@@ -102,8 +102,8 @@ def leases_upkeep(
 
 def leases_locked(*, name: str, held: set[int]) -> set[int]:
     """Inside a batch's transaction: lock the lease rows of ``held`` that ``name`` still
-    holds unexpired, in partition order, and return them; the batch writes only for
-    those."""
+    holds (no other process claimed them), in partition order, and return them; the batch
+    writes only for those."""
     with connection.cursor() as cursor:
         cursor.execute(LOCK, [sorted(held), name])
         return {row[0] for row in cursor.fetchall()}

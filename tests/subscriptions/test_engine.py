@@ -387,3 +387,21 @@ def test_a_clean_stop_checkpoints_every_evaluator_and_gives_the_partitions_back(
     append_at([trade("1.00")], DAY + dt.timedelta(minutes=3))
     drain(second)
     assert outbox(sub) == list(run_offline(parse_query(sub.query), owner_log(owner), now=sub.now))
+
+
+def test_a_lease_that_ran_out_unclaimed_is_still_the_processs_own():
+    """A batch longer than a lease (thousands of evaluators read) loses nothing while no
+    other process has claimed the partitions."""
+    sub = subscription_create(owner=UserFactory(), query="SELECT price")
+    a = make("a")
+    drain(a)
+    append_at([trade("1.10")], DAY)
+    expire("a")
+    a.step()
+    assert [x["seq"] for x in outbox(sub)] == [1]
+    assert a.held == set(range(PARTITIONS))
+    a.upkeep()  # renewed
+    assert set(owners().values()) == {"a"}
+    assert SubscriptionPartition.objects.filter(expires_at__gt=dt.datetime.now(dt.UTC)).count() == (
+        PARTITIONS
+    )
