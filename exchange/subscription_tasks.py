@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 
 from celery import shared_task
+from django.conf import settings
 
 from exchange.dissemination.live import dissemination_round
 from exchange.redis_clients import redis_client
@@ -27,7 +28,8 @@ def subscriptions_advance_task() -> bool:
     # Cleared before reading: an append committed after this reads as a new request.
     with contextlib.suppress(Exception):
         redis_client().delete(advance_pending_key())
-    more = subscriptions_advance_together()
+    # With the subscription engine on, its processes advance the subscriptions.
+    more = False if settings.SUBSCRIPTION_ENGINE else subscriptions_advance_together()
     more = _dissemination_follow() or more
     if more:
         # Without Redis the next round is beat's (every 5 s): the work is in the rows.

@@ -156,6 +156,24 @@ class Stack:
         schedule = self.log_dir / f"celerybeat-{os.getpid()}"
         return self.spawn("beat", [*argv, "--schedule", str(schedule)])
 
+    def start_subscription_engines(self, count: int) -> list[Process]:
+        """``count`` subscription engine processes (``manage.py subscription_engine``,
+        issue 35), named ``engine0``, ``engine1``, ...; they share the partitions through
+        their leases. The stack's env must set ``SUBSCRIPTION_ENGINE=1``."""
+        return [
+            self.spawn(
+                f"engine{i}",
+                [
+                    str(BIN / "python"),
+                    "manage.py",
+                    "subscription_engine",
+                    "--name",
+                    f"engine{i}-{os.getpid()}",
+                ],
+            )
+            for i in range(count)
+        ]
+
     def check_alive(self, name: str) -> None:
         process = self.processes[name]
         if not process.alive():

@@ -15,6 +15,7 @@ ARTIFACTS = ROOT / "test-artifacts"
 def live_stack(django_db_setup, django_db_blocker) -> LiveStack:
     """uvicorn and the Celery workers (matching, other tasks), started as ops/run starts
     them, on the test database."""
+    from django.conf import settings
     from django.db import connection
 
     with django_db_blocker.unblock():
@@ -24,12 +25,34 @@ def live_stack(django_db_setup, django_db_blocker) -> LiveStack:
     try:
         stack.start_server()
         stack.start_workers()
+        if settings.SUBSCRIPTION_ENGINE:  # the live subscriptions' processes (issue 35)
+            engines = stack.start_subscription_engines(settings.SUBSCRIPTION_ENGINE_PROCESSES)
+            _wait_beats(stack, [f"{p.name}-{os.getpid()}" for p in engines])
         yield stack
     finally:
         stack.stop()
         # Before pytest-django drops the test database, which a held guard's session would
         # keep from being dropped (a run that ends on a committed test left it behind).
         _release_flush_guard()
+
+
+def _wait_beats(stack: LiveStack, names: list[str]) -> None:
+    """Until the engine processes ``names`` beat in Redis (``/healthz`` counts them up)."""
+    import time
+
+    from django.conf import settings
+
+    from exchange.redis_clients import redis_client
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        key = settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY
+        if all(redis_client().zscore(key, name) for name in names):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(
+        "the subscription engines did not beat:\n" + stack.processes["engine0"].tail()
+    )
 
 
 # A connection that holds the cycle lock from the end of a committed test until the start of

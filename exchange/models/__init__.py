@@ -7,7 +7,12 @@ from .markets import Market, MarketOrderCount
 from .matching import BestOffer, BestOfferChange, MatchingCycle, OfferBidMatch, OrderChange
 from .notifications import Notification
 from .orders import Bid, Offer
-from .subscriptions import Subscription, SubscriptionNotification
+from .subscriptions import (
+    Subscription,
+    SubscriptionEngineProcess,
+    SubscriptionNotification,
+    SubscriptionPartition,
+)
 from .trades import Trade
 from .webhooks import SubscriptionWebhook, WebhookSecret
 
@@ -30,8 +35,10 @@ __all__ = [
     "OrderChange",
     "SpendingLimit",
     "Subscription",
+    "SubscriptionEngineProcess",
     "SubscriptionNotification",
     "SubscriptionWebhook",
+    "SubscriptionPartition",
     "Trade",
     "WebhookSecret",
 ]

@@ -44,6 +44,12 @@ class Subscription(models.Model):
     # The evaluator as a worker left it (cloudpickle); emptied once it is neither active nor
     # paused.
     evaluator = models.BinaryField(null=True)
+    # How many notifications the evaluator had given when it was stored (``cursor`` and
+    # ``evaluator`` are a checkpoint): the subscription engine, restoring it, replays the
+    # log from ``cursor`` and skips the first ``last_n - checkpoint_n`` outputs, which are
+    # in the outbox already (``exchange.subscription_engine``). The advance pass stores
+    # every step, so it keeps it equal to ``last_n``.
+    checkpoint_n = models.IntegerField(default=0)
 
     class Meta:
         constraints = [
@@ -58,6 +64,10 @@ class Subscription(models.Model):
             models.CheckConstraint(
                 condition=models.Q(cursor__gte=0, seam__gte=0, last_n__gte=0),
                 name="subscription_counters_not_negative",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(checkpoint_n__gte=0, checkpoint_n__lte=models.F("last_n")),
+                name="subscription_checkpoint_n_within",
             ),
             models.CheckConstraint(
                 condition=~models.Q(state__in=["active", "paused"])
@@ -98,3 +108,40 @@ class SubscriptionNotification(models.Model):
 
     def __str__(self) -> str:
         return f"subscription {self.subscription_id} #{self.n}"
+
+
+class SubscriptionPartition(models.Model):
+    """One partition of the live subscriptions (``id % SUBSCRIPTION_ENGINE_PARTITIONS``) and
+    its lease: the engine process ``owner`` advances its subscriptions until
+    ``expires_at``, renewing it as it goes; another process may take it once it has
+    expired. ``cursor`` is the last ``seq`` whose notifications are in the outboxes of its
+    followed subscriptions, committed with them; ``checkpointed_at`` and
+    ``checkpoint_cursor`` say when the evaluators were last stored and where."""
+
+    partition = models.IntegerField(primary_key=True)
+    owner = models.CharField(max_length=100, blank=True)
+    expires_at = models.DateTimeField(null=True)
+    cursor = models.BigIntegerField(default=0)
+    checkpoint_cursor = models.BigIntegerField(default=0)
+    checkpointed_at = models.DateTimeField(null=True)
+
+    def __str__(self) -> str:
+        return f"partition {self.partition} ({self.owner or 'free'})"
+
+
+class SubscriptionEngineProcess(models.Model):
+    """A running subscription engine process and its last heartbeat: the live ones share
+    the partitions between them (``exchange.subscription_engine.leases``) and ``/healthz``
+    counts them. ``lag`` is how many events it was behind the log at its last beat,
+    ``subscriptions`` how many were in its live set."""
+
+    name = models.CharField(max_length=100, primary_key=True)
+    heartbeat_at = models.DateTimeField()
+    started_at = models.DateTimeField()
+    partitions = models.IntegerField(default=0)
+    cursor = models.BigIntegerField(default=0)
+    lag = models.BigIntegerField(default=0)
+    subscriptions = models.IntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"subscription engine {self.name}"

@@ -12,6 +12,7 @@ from django.conf import settings
 
 from exchange.redis_clients import redis_client
 from exchange.selectors import health
+from exchange.selectors.subscription_engine import subscription_engine_status
 
 
 def _check_redis() -> dict[str, Any]:
@@ -38,6 +39,14 @@ def _check_matching_worker() -> dict[str, Any]:
     return _recent_beats(settings.MATCHING_HEARTBEAT_KEY)
 
 
+def _check_subscription_engine() -> dict[str, Any]:
+    """The subscription engine's processes (issue 35): up while one beat recently (in
+    Redis, as the workers do); with each live one's partitions and lag, and the
+    partitions nobody holds."""
+    beats = _recent_beats(settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY)
+    return {"ok": beats["ok"], "beating": beats["workers"], **subscription_engine_status()}
+
+
 CHECKS: dict[str, Callable[[], dict[str, Any]]] = {
     "database": health.CHECKS["database"],
     "redis": _check_redis,
@@ -51,7 +60,10 @@ def status_report() -> dict[str, Any]:
     """Each component's status; ``ok`` is true only when all of them are up. A failing
     dependency is reported as down (its error text cut short), never raised."""
     components: dict[str, Any] = {}
-    for name, check in CHECKS.items():
+    checks = dict(CHECKS)
+    if settings.SUBSCRIPTION_ENGINE:  # the live subscriptions' processes (issue 35)
+        checks["subscription_engine"] = _check_subscription_engine
+    for name, check in checks.items():
         try:
             components[name] = check()
         except Exception as exc:  # noqa: BLE001 - any failure of a dependency is a "down"

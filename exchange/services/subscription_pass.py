@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import json
 import logging
-import pickle
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -58,8 +57,9 @@ from exchange.services.subscriptions import (
     _failure_text,
     _messages,
     _outputs,
-    _state_dump,
     _state_load,
+    evaluator_dump,
+    notifications_copy,
 )
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions.multi import Failed, Member, advance_members
@@ -76,11 +76,8 @@ KEPT_LIMIT = 2 * PASS_LIMIT
 # field and row, and Django's cursor quotes every array into the statement's text in Python
 # (py-spy: more of the pass than the evaluation). ``created_at`` is the transaction's
 # time, as ``now()`` in an INSERT would give.
-COPY_NOTIFICATIONS = (
-    "COPY exchange_subscriptionnotification (subscription_id, n, seq, data, created_at) FROM STDIN"
-)
 UPDATE_ROWS = (
-    'UPDATE exchange_subscription AS s SET last_n = v.last_n, "cursor" = v.cursor, '
+    'UPDATE exchange_subscription AS s SET last_n = v.last_n, checkpoint_n = v.last_n, "cursor" = v.cursor, '
     "evaluator = v.evaluator, state = v.state, reason = v.reason "
     "FROM unnest(%b::bigint[], %b::int[], %b::bigint[], %b::bytea[], %b::text[], %b::text[]) "
     "AS v(id, last_n, cursor, evaluator, state, reason) WHERE s.id = v.id "
@@ -109,15 +106,6 @@ def _keep(evaluators: dict[int, tuple[Version, Evaluator]]) -> None:
     _kept.update(evaluators)
     while len(_kept) > KEPT_LIMIT:
         del _kept[next(iter(_kept))]
-
-
-def _dump(evaluator: Evaluator) -> bytes:
-    """The evaluator's state as ``_state_load`` reads it: the standard pickle when it can
-    (three times faster), cloudpickle for the closures of a form 3 pattern."""
-    try:
-        return pickle.dumps(evaluator, protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, AttributeError, TypeError):
-        return _state_dump(evaluator)
 
 
 def subscriptions_advance_together(*, chunk: int = CHUNK, limit: int = PASS_LIMIT) -> bool:
@@ -224,7 +212,7 @@ def _advance_stretch(ids: list[int], *, log_end: int, chunk: int) -> bool:
                 row.state, row.reason, row.evaluator = Subscription.State.DONE, "completed", None
             else:
                 assert member is not None
-                row.evaluator = _dump(member.sub)
+                row.evaluator = evaluator_dump(member.sub)
                 going.add(row.pk)
                 more = more or upto < log_end
             first = row.last_n + 1
@@ -245,12 +233,7 @@ def _advance_stretch(ids: list[int], *, log_end: int, chunk: int) -> bool:
         connection.ensure_connection()
         assert connection.connection is not None
         with connection.connection.cursor() as cursor:
-            if notes:
-                cursor.execute("SELECT now()")
-                (now,) = cursor.fetchone() or (None,)
-                with cursor.copy(COPY_NOTIFICATIONS) as copy:
-                    for note in notes:
-                        copy.write_row((*note, now))
+            notifications_copy(cursor, notes)
             cursor.execute(
                 UPDATE_ROWS,
                 [

@@ -268,6 +268,21 @@ WEBHOOK_MAX_ATTEMPTS = int(env("WEBHOOK_MAX_ATTEMPTS", "10"))
 # what the buyer's active bids could cost together, in the price unit of the markets.
 SPENDING_LIMIT_DEFAULT = Decimal(env("SPENDING_LIMIT_DEFAULT", "100000"))
 
+# The subscription engine (exchange/subscription_engine): long-lived processes that follow
+# the log with every live subscription in memory, instead of the Celery advance pass. Off,
+# the pass advances them (the default until the engine replaces it, issue 35).
+SUBSCRIPTION_ENGINE = env_bool("SUBSCRIPTION_ENGINE", False)
+# Partitions the live subscriptions fall into (``id % N``), each leased to one process.
+SUBSCRIPTION_ENGINE_PARTITIONS = int(env("SUBSCRIPTION_ENGINE_PARTITIONS", "16"))
+# Engine processes ops/run and ops/stack.py start.
+SUBSCRIPTION_ENGINE_PROCESSES = int(env("SUBSCRIPTION_ENGINE_PROCESSES", "1"))
+# Seconds a lease lasts unless renewed (renewed every third of it): a dead process's
+# partitions are taken over after at most this long.
+SUBSCRIPTION_ENGINE_LEASE_SECONDS = float(env("SUBSCRIPTION_ENGINE_LEASE_SECONDS", "5"))
+# The evaluators are stored (a checkpoint) every this many events or seconds.
+SUBSCRIPTION_ENGINE_CHECKPOINT_EVENTS = int(env("SUBSCRIPTION_ENGINE_CHECKPOINT_EVENTS", "20000"))
+SUBSCRIPTION_ENGINE_CHECKPOINT_SECONDS = float(env("SUBSCRIPTION_ENGINE_CHECKPOINT_SECONDS", "60"))
+
 # The constraint store strategy the exchange matches with (SPEC 4): "range" or "paper".
 MATCHING_STRATEGY = env("MATCHING_STRATEGY", "range")
 
@@ -316,6 +331,8 @@ CYCLE_PENDING_KEY = "intersect:cycle-pending"
 WORKER_HEARTBEAT_KEY = "intersect:worker-heartbeat"
 # The workers that consume the matching queue beat here as well (``exchange.celery``).
 MATCHING_HEARTBEAT_KEY = "intersect:matching-heartbeat"
+# The subscription engine's processes beat here too (exchange/subscription_engine/engine.py).
+SUBSCRIPTION_ENGINE_HEARTBEAT_KEY = "intersect:subscription-engine-heartbeat"
 WORKER_HEARTBEAT_SECONDS = 5.0
 WORKER_HEARTBEAT_STALE_SECONDS = 20.0
 

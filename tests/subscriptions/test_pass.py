@@ -25,80 +25,9 @@ from exchange.subscription_tasks import subscriptions_advance_task
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions import parse_query, run_offline
 from tests.factories import StaffFactory, UserFactory
-from tests.subscriptions.log import DAY, PENCILS, append_at, bid_placed, outbox, owner_log, trade
+from tests.subscriptions.log import DAY, Log, append_at, outbox, owner_log, register, trade
 
 pytestmark = pytest.mark.django_db
-
-SPADES = "garden.tools.spades"
-T = "FILTER{type = 'trade'}(EVENTS)"
-# {p} a price, {k} a window, {m} minutes, {f} a factor, {T} trades: every form, history
-# and live parts, ends, visibility
-TEMPLATES = [
-    "SELECT price WHERE type = 'trade', price > {p}",
-    "SELECT price WHERE type = 'trade', price > {p}, start_time = NOW - {m}m",
-    "SELECT * WHERE type = 'trade', subject MATCHES 'office.>', start_time = NOW - 1d",
-    "SELECT price WHERE type = 'trade', end_time = NOW + {m}m",
-    "SELECT price WHERE type = 'trade', start_time = NOW - {m}m, end_time = NOW",
-    "SELECT AVG(price, {k}) WHERE type = 'trade', start_time = NOW - {m}m",
-    "SELECT subject, COUNT(price, {k}) WHERE type = 'trade' GROUP BY subject",
-    "SELECT price WHERE type = 'trade', start_time = NOW - {m}m HAVING AVG(price, 2) > {p}",
-    "SELECT * WHERE type = 'bid_placed', start_time = NOW - 1d",
-    "SELECT limit WHERE limit >= {p}",
-    "SELECT offer, ask WHERE type = 'offer_posted', ask <= {p}, start_time = NOW - {m}m",
-    "SELECT b.offer, b.ask FROM a AND b WHERE a.type = 'trade', a.price >= {p}, "
-    "a.start_time = NOW - {m}m, b.type = 'offer_posted', b.subject = a.subject",
-    "SELECT a.price, b.price FROM {T} AS a "
-    "NEXT{{b.subject = a.subject AND b.price > {f} * a.price}} {T} AS b",
-    "SELECT a.price, b.price, n FROM {T} AS a "
-    "FOLD{{b.subject = a.subject, b.price >= b.last.price, COUNT AS n}} {T} AS b WHERE n >= 2",
-    "SELECT MIN(ask) FROM offers WHERE subject = 'office.supplies.pencils'",
-]
-
-
-class Log:
-    """The test's log: events at one minute apart from ``DAY``, of both markets, trades,
-    offers and the users' bids."""
-
-    def __init__(self, users, rng: random.Random) -> None:
-        self.users = users
-        self.rng = rng
-        self.minute = 0
-        self.offer = self.bid = 0
-
-    def add(self, count: int) -> None:
-        for _ in range(count):
-            subject = self.rng.choice((PENCILS, PENCILS, SPADES))
-            price = f"{self.rng.randint(80, 130) / 100:.2f}"
-            kind = self.rng.random()
-            if kind < 0.55:
-                row = trade(price, trade_id=self.minute + 1, subject=subject)
-            elif kind < 0.8:
-                self.offer += 1
-                row = (
-                    "offer_posted",
-                    subject,
-                    None,
-                    {"offer": self.offer, "version": 1, "ask": price, "constraint": "lot = 1"},
-                )
-            else:
-                self.bid += 1
-                row = bid_placed(self.rng.choice(self.users).pk, self.bid, price, subject=subject)
-            self.minute += 1
-            append_at([row], DAY + dt.timedelta(minutes=self.minute))
-
-
-def register(users, rng: random.Random, count: int) -> list[Subscription]:
-    subs = []
-    for _ in range(count):
-        query = rng.choice(TEMPLATES).format(
-            p=f"{rng.randint(85, 125) / 100:.2f}",
-            k=rng.randint(1, 4),
-            m=rng.choice((5, 20, 90)),
-            f=rng.choice(("1.01", "1.05", "1.10")),
-            T=T,
-        )
-        subs.append(subscription_create(owner=rng.choice(users), query=query))
-    return subs
 
 
 def drain(chunk: int) -> None:

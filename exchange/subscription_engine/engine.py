@@ -1,0 +1,555 @@
+"""One engine process's memory and its batches (issue 35; the package docstring says where
+it sits).
+
+The process holds every active subscription of its partitions as a ``Followed``: its
+evaluator, where it stands, and how many of its next outputs are in its outbox already.
+The live ones (history done, standing where the engine stands) sit in ONE
+``SubscriptionSet``, which each event walks once; the others (new ones replaying their
+history, resumed ones, and every one right after the process claimed its partition) are
+*joiners*, each at its own cursor, fed by ``multi.advance_members`` and moved into the set
+once they stand where the engine does and are live.
+
+A batch (``Engine.step``): at most ``batch`` events after the engine's cursor are read once
+(with their owners, for visibility), joiners behind the cursor are fed one slice of at
+most ``chunk`` events of their past (so a long history delays the live notifications of
+the others by one slice a batch), then the joiners at the cursor and the live set the
+batch's events. One transaction then locks the process's lease rows (only partitions still
+its own are written), locks the rows of the subscriptions with something to write, writes
+their notifications (one COPY) numbered on from each row's ``last_n``, their ``last_n``
+and any end (``completed``, ``state_limit``, ``runtime_error``), and the partitions'
+cursors; the ``sub:<id>`` messages go after the commit. Nothing per subscription is read
+or written for the others: their state stays in memory.
+
+Exactly once. A subscription's outputs are a function of the log (the evaluator is
+deterministic, and ``advance_members``/``SubscriptionSet`` give what feeding it alone
+gives). Its row's ``cursor``, ``evaluator`` and ``checkpoint_n`` are a checkpoint: the
+evaluator after the events up to ``cursor``, having given ``checkpoint_n`` notifications.
+The engine stores checkpoints every ``SUBSCRIPTION_ENGINE_CHECKPOINT_EVENTS`` events or
+``..._SECONDS`` seconds (and on a pause), in a batch's transaction. A process that takes a
+subscription (a claim, a restart after ``kill -9``, a resume) restores the checkpoint,
+replays the log from its cursor and drops its first ``last_n - checkpoint_n`` outputs,
+which are in the outbox; the rest are new. A batch rolled back (a crash, a lost lease)
+leaves the rows as they were, and its memory is rebuilt from them.
+
+The checkpoint is the evaluator pickled as the advance pass stores it (cloudpickle for a
+pattern's closures): an explicit, versioned snapshot of every evaluator kind is the
+issue's next step; an old checkpoint always loads, since the replay from its cursor
+rebuilds the rest.
+
+Pause, resume, delete: the services publish a change (``subscriptions_changed_request``);
+the engine then reads its partitions' active and paused rows (``_rescan``): a paused one
+is checkpointed where it stands and dropped at the next commit, a deleted one dropped (its
+outputs not yet committed are not written: the commit finds its row ``done``), a resumed
+or new one joins from its row.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from exchange.models import Subscription
+from exchange.realtime.streams import group_send_all
+from exchange.redis_clients import redis_client
+from exchange.selectors.events import events_log_end
+from exchange.selectors.subscription_log import subscriptions_log_read
+from exchange.selectors.subscriptions import notification_json
+from exchange.services.subscriptions import (
+    CHUNK,
+    _failure_text,
+    _messages,
+    _outputs,
+    _state_load,
+    evaluator_dump,
+    notifications_copy,
+)
+from exchange.subscription_engine.leases import (
+    Beat,
+    leases_locked,
+    leases_release,
+    leases_upkeep,
+    partitions_checkpointed,
+    partitions_cursor_commit,
+)
+from matching.subscriptions.events import Event, event_from_dict
+from matching.subscriptions.multi import Failed, Member, SubscriptionSet, advance_members
+
+log = logging.getLogger(__name__)
+
+# Events one batch reads after the engine's cursor.
+BATCH = 2000
+# Seconds between reads of the partitions' rows when nothing said they changed.
+RESCAN_SECONDS = 5.0
+
+ACTIVE = Subscription.State.ACTIVE
+PAUSED = Subscription.State.PAUSED
+
+RESCAN = (
+    "SELECT id, state FROM exchange_subscription "
+    "WHERE state IN ('active', 'paused') AND id %% %s = ANY(%s)"
+)
+LOCK_ROWS = (
+    "SELECT id, state, last_n FROM exchange_subscription WHERE id = ANY(%s) ORDER BY id FOR UPDATE"
+)
+# Rows whose only change is their outbox's length.
+UPDATE_LAST_N = (
+    "UPDATE exchange_subscription AS s SET last_n = v.last_n "
+    "FROM unnest(%b::bigint[], %b::int[]) AS v(id, last_n) WHERE s.id = v.id"
+)
+# Rows ended (evaluator NULL) or checkpointed (cursor, evaluator, checkpoint_n).
+UPDATE_ROWS = (
+    "UPDATE exchange_subscription AS s SET last_n = v.last_n, state = v.state, "
+    'reason = v.reason, "cursor" = coalesce(v.cursor, s.cursor), evaluator = v.evaluator, '
+    "checkpoint_n = coalesce(v.checkpoint_n, s.checkpoint_n) "
+    "FROM unnest(%b::bigint[], %b::int[], %b::text[], %b::text[], %b::bigint[], %b::bytea[], "
+    "%b::int[]) AS v(id, last_n, state, reason, cursor, evaluator, checkpoint_n) "
+    "WHERE s.id = v.id"
+)
+
+LogEvent = tuple[int | None, Event]
+
+
+@dataclass(eq=False)
+class Followed:
+    """An active subscription this process follows. ``member`` holds its evaluator and,
+    while it is a joiner, where it stands (``member.cursor``); once ``live`` it is in the
+    set and stands where the engine does. ``skip``: its next outputs already in the
+    outbox; ``last_n``: its outbox's length; ``leaving``: paused, to be checkpointed."""
+
+    sub_id: int
+    partition: int
+    member: Member
+    last_n: int
+    skip: int
+    live: bool = False
+    leaving: bool = False
+    found: list[tuple[int | None, Any]] = field(default_factory=list)
+
+    @property
+    def ended(self) -> bool:
+        sub = self.member.sub
+        return self.member.failed is not None or sub.finished or sub.suspended
+
+
+@dataclass
+class Row:
+    """One row's write at a commit."""
+
+    sub_id: int
+    last_n: int
+    state: str = ACTIVE
+    reason: str = ""
+    cursor: int | None = None
+    evaluator: bytes | None = None
+    checkpoint_n: int | None = None
+
+
+class Engine:
+    """One process's share of the live subscriptions (see the module docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        partitions: int | None = None,
+        lease_seconds: float | None = None,
+        batch: int = BATCH,
+        chunk: int = CHUNK,
+        checkpoint_events: int | None = None,
+        checkpoint_seconds: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.count = partitions or settings.SUBSCRIPTION_ENGINE_PARTITIONS
+        self.lease_seconds = lease_seconds or settings.SUBSCRIPTION_ENGINE_LEASE_SECONDS
+        self.batch = batch
+        self.chunk = chunk
+        self.checkpoint_events = checkpoint_events or settings.SUBSCRIPTION_ENGINE_CHECKPOINT_EVENTS
+        self.checkpoint_seconds = (
+            checkpoint_seconds or settings.SUBSCRIPTION_ENGINE_CHECKPOINT_SECONDS
+        )
+        self.clock = clock
+        self.held: set[int] = set()
+        self.cursor: int | None = None
+        self.log_end = 0
+        self.subs = SubscriptionSet(share=False)  # visibility differs between members
+        self.followed: dict[int, Followed] = {}
+        # The followed not in the set, and those with something for the next commit: a
+        # batch looks at these, not at every subscription.
+        self._joiners: dict[int, Followed] = {}
+        self._dirty: set[int] = set()
+        self.changed = True
+        self._rescanned = self._upkept = float("-inf")
+        self._checkpointed = clock()
+        self._since_checkpoint = 0
+
+    # -- leases ------------------------------------------------------------------------
+
+    def upkeep(self) -> None:
+        """Beat, renew, claim and give back partitions (``leases.leases_upkeep``); the
+        subscriptions of a partition no longer held are forgotten, those of a new one are
+        read at the next step."""
+        self.log_end = events_log_end()
+        held, claimed = leases_upkeep(
+            name=self.name,
+            held=self.held,
+            count=self.count,
+            lease_seconds=self.lease_seconds,
+            log_end=self.log_end,
+            beat=Beat(
+                cursor=self.cursor or 0,
+                lag=self.log_end - (self.cursor or self.log_end),
+                subscriptions=len(self.subs),
+            ),
+        )
+        self._forget(self.held - held)
+        self.held = held
+        try:  # /healthz reads the beats from Redis, as the workers' (``selectors.status``)
+            redis_client().zadd(
+                settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY, {self.name: time.time()}
+            )
+        except Exception:  # noqa: BLE001 - the leases are in PostgreSQL: this is a report
+            log.warning("subscription engine %s: no heartbeat in Redis", self.name, exc_info=True)
+        if claimed:
+            self.changed = True
+        self._upkept = self.clock()
+
+    def stop(self) -> None:
+        """A clean stop: the evaluators checkpointed where they stand (the next owner
+        replays nothing), and the partitions given back at once."""
+        if self.cursor is not None and self.held:
+            self._since_checkpoint = self.checkpoint_events  # a checkpoint is due
+            self._commit(self.cursor)
+        leases_release(name=self.name, held=self.held)
+        self._forget(set(self.held))
+        self.held = set()
+
+    def _forget(self, partitions: set[int]) -> None:
+        if not partitions:
+            return
+        for followed in [f for f in self.followed.values() if f.partition in partitions]:
+            self._drop(followed)
+
+    def _drop(self, followed: Followed) -> None:
+        self.followed.pop(followed.sub_id, None)
+        self._joiners.pop(followed.sub_id, None)
+        self._dirty.discard(followed.sub_id)
+        if followed.sub_id in self.subs:
+            self.subs.remove(followed.sub_id)
+
+    def reset(self) -> None:
+        """Forget every evaluator (after a batch that did not commit): they are read again
+        from their rows."""
+        for followed in list(self.followed.values()):
+            self._drop(followed)
+        self.cursor = None
+        self.changed = True
+
+    # -- the rows ----------------------------------------------------------------------
+
+    def _rescan(self) -> None:
+        """Read the partitions' active and paused rows: join the new and resumed ones,
+        mark the paused ones leaving, forget the ended ones."""
+        with connection.cursor() as cursor:
+            cursor.execute(RESCAN, [self.count, sorted(self.held)])
+            states = dict(cursor.fetchall())
+        for followed in list(self.followed.values()):
+            state = states.get(followed.sub_id)
+            if state is None:
+                self._drop(followed)
+            else:
+                followed.leaving = state == PAUSED
+            if followed.leaving and followed.live:
+                # Out of the set where the set stands; fed nothing more (checkpointed at
+                # the commit).
+                followed.member.sub = self.subs.remove(followed.sub_id)
+                followed.member.cursor = self.cursor or 0
+                followed.live = False
+                self._joiners[followed.sub_id] = followed
+            if followed.leaving:
+                self._dirty.add(followed.sub_id)
+        new = [sub_id for sub_id, state in states.items() if state == ACTIVE]
+        self._join([sub_id for sub_id in new if sub_id not in self.followed])
+        self.changed = False
+        self._rescanned = self.clock()
+
+    def _join(self, ids: list[int]) -> None:
+        rows = (
+            Subscription.objects.filter(id__in=ids, state=ACTIVE)
+            .select_related("owner")
+            .only(
+                "id",
+                "cursor",
+                "seam",
+                "last_n",
+                "checkpoint_n",
+                "evaluator",
+                "owner__id",
+                "owner__is_staff",
+            )
+        )
+        for row in rows:
+            member: Member
+            try:
+                assert row.evaluator is not None  # an active row has one (a constraint)
+                evaluator = _state_load(row.evaluator)
+            except Exception as exc:  # noqa: BLE001 - as the pass: it is suspended alone
+                member = Member(row.pk, None, row.cursor, row.seam, row.owner_id)  # type: ignore[arg-type]
+                member.failed = Failed(row.cursor, exc)
+            else:
+                member = Member(
+                    row.pk, evaluator, row.cursor, row.seam, row.owner_id, row.owner.is_staff
+                )
+            followed = Followed(
+                row.pk, row.pk % self.count, member, row.last_n, row.last_n - row.checkpoint_n
+            )
+            self.followed[row.pk] = self._joiners[row.pk] = followed
+            if member.failed is not None:
+                self._dirty.add(row.pk)
+
+    # -- a batch -----------------------------------------------------------------------
+
+    def step(self) -> bool:
+        """One batch; True if the log or a joiner's past holds more for it right away."""
+        if self.clock() - self._upkept >= self.lease_seconds / 3:
+            self.upkeep()
+        if not self.held:
+            return False
+        if self.changed or self.clock() - self._rescanned >= RESCAN_SECONDS:
+            self._rescan()
+        self.log_end = events_log_end()
+        if self.cursor is not None and self.log_end < self.cursor:
+            self.reset()  # the log was emptied (a test database flushed): start again
+        if self.cursor is None:
+            # From the lowest checkpoint: the joiners standing there that are live go
+            # straight into the set, and the log after it is one stream for all of them.
+            joiners = [f.member.cursor for f in self._joiners.values() if f.member.failed is None]
+            self.cursor = min([self.log_end, *joiners])
+        start = self.cursor
+        upto = min(self.log_end, start + self.batch)
+        behind = self._catch_up(start)
+        events = _read(start, upto) if upto > start else []
+        self._feed(events, start, upto)
+        if upto > start or self._pending():
+            try:
+                self._commit(upto)
+            except Exception:
+                self.reset()
+                raise
+        self.cursor = upto
+        return behind or upto < self.log_end
+
+    def _pending(self) -> bool:
+        """Whether a commit has something to write though the cursor did not move (a
+        joiner's outputs, an end, a pause, a checkpoint due): an idle process writes
+        nothing."""
+        return self._since_checkpoint >= self.checkpoint_events or bool(self._dirty)
+
+    def _catch_up(self, start: int) -> bool:
+        """Feed the joiners behind the engine's cursor one slice of their past; True if
+        some are still behind."""
+        behind = [
+            f
+            for f in self._joiners.values()
+            if not f.leaving and f.member.cursor < start and f.member.failed is None
+        ]
+        if not behind:
+            return False
+        low = min(f.member.cursor for f in behind)
+        high = min(start, low + self.chunk)
+        group = [f for f in behind if f.member.cursor < high]
+        advance_members([f.member for f in group], _read(low, high), upto=high)
+        for f in group:
+            f.member.cursor = high
+            self._dirty.add(f.sub_id)
+        return any(f.member.cursor < start for f in behind)
+
+    def _feed(self, events: list[LogEvent], start: int, upto: int) -> None:
+        """The batch's events to the joiners that stand at the cursor (or between it and
+        ``upto``) and to the live set; then the joiners now live join the set."""
+        self._promote(start)
+        joining = [
+            f
+            for f in self._joiners.values()
+            if not f.leaving and start <= f.member.cursor < upto and not f.ended
+        ]
+        if joining:
+            advance_members([f.member for f in joining], events, upto=upto)
+            for f in joining:
+                f.member.cursor = upto
+                self._dirty.add(f.sub_id)
+        followed = self.followed
+        dirty = self._dirty
+        for owner, event in events:
+
+            def visible(sub_id: Any, owner: int | None = owner) -> bool:
+                return followed[sub_id].member.sees(owner)
+
+            for sub_id, output in self.subs.push(event, visible):
+                dirty.add(sub_id)  # type: ignore[arg-type]  # the set's ids are ints
+                member = followed[sub_id].member  # type: ignore[index]  # the set's ids are ints
+                if isinstance(output, Failed):
+                    member.failed = output
+                else:
+                    member.outputs.append(output)
+        self._promote(upto)
+        self._since_checkpoint += len(events)
+
+    def _promote(self, at: int) -> None:
+        """The joiners that stand at ``at`` with their history done (and neither ended nor
+        leaving) go into the set."""
+        for f in list(self._joiners.values()):
+            if (
+                not f.leaving
+                and f.member.cursor == at
+                and at >= f.member.seam
+                and not f.ended
+                and f.member.sub.live
+            ):
+                self.subs.add(f.sub_id, f.member.sub)
+                f.live = True
+                del self._joiners[f.sub_id]
+
+    def _commit(self, upto: int) -> None:
+        """The batch's writes, in one transaction (the module docstring)."""
+        checkpoint = (
+            self._since_checkpoint >= self.checkpoint_events
+            or self.clock() - self._checkpointed >= self.checkpoint_seconds
+        )
+        messages: list[Any] = []
+        gone: list[Followed] = []
+        with transaction.atomic():
+            mine = leases_locked(name=self.name, held=self.held)
+            lost = self.held - mine
+            touched: dict[int, Followed] = {}
+            candidates = (
+                list(self.followed.values())
+                if checkpoint
+                else [self.followed[i] for i in self._dirty if i in self.followed]
+            )
+            for f in candidates:
+                if f.partition not in mine:
+                    continue
+                found = _outputs(f.member.outputs)
+                f.member.outputs.clear()
+                dropped = min(f.skip, len(found))
+                f.skip -= dropped
+                f.found = found[dropped:]
+                if f.found or f.ended or f.leaving or checkpoint:
+                    touched[f.sub_id] = f
+            with connection.cursor() as cursor:
+                cursor.execute(LOCK_ROWS, [sorted(touched)])
+                locked = {sub_id: (state, last_n) for sub_id, state, last_n in cursor.fetchall()}
+            notes: list[tuple[int, int, int | None, str]] = []
+            only_n: list[Row] = []
+            rows: list[Row] = []
+            for sub_id, f in touched.items():
+                state, last_n = locked.get(sub_id, ("", 0))
+                if state not in (ACTIVE, PAUSED):
+                    gone.append(f)  # deleted (or ended) meanwhile: nothing more is written
+                    continue
+                row = self._row(f, state, last_n, upto, checkpoint)
+                first = last_n + 1
+                notes.extend(
+                    (sub_id, n, seq, json.dumps(data))
+                    for n, (seq, data) in enumerate(f.found, first)
+                )
+                ended = row.state == Subscription.State.DONE
+                if f.found or ended:
+                    notes_json = [
+                        notification_json(n, s, d) for n, (s, d) in enumerate(f.found, first)
+                    ]
+                    messages.extend(_messages(sub_id, notes_json, end=ended))
+                f.last_n = row.last_n
+                if row.state not in (ACTIVE, PAUSED) or row.cursor is not None:
+                    rows.append(row)
+                elif f.found:
+                    only_n.append(row)
+                if row.state != ACTIVE:
+                    gone.append(f)  # paused: checkpointed (below) and joins again on resume
+            _write(notes, only_n, rows)
+            partitions_cursor_commit(partitions=mine, cursor=upto, lease_seconds=self.lease_seconds)
+            if checkpoint:
+                partitions_checkpointed(partitions=mine, cursor=upto)
+        self._dirty.clear()
+        for f in gone:
+            self._drop(f)
+        self._forget(lost)
+        self.held -= lost
+        if checkpoint:
+            self._since_checkpoint = 0
+            self._checkpointed = self.clock()
+        if messages:
+            try:
+                group_send_all(messages)
+            except Exception:  # noqa: BLE001 - the outbox holds them; a follower catches up
+                log.warning("pushing subscription notifications failed", exc_info=True)
+
+    def _row(self, f: Followed, state: str, last_n: int, upto: int, checkpoint: bool) -> Row:
+        """What the commit writes to ``f``'s row (locked: ``state``, ``last_n``)."""
+        member = f.member
+        row = Row(f.sub_id, last_n + len(f.found))
+        if member.failed is not None:
+            log.warning(
+                "subscription %s failed at seq %s",
+                f.sub_id,
+                member.failed.seq,
+                exc_info=member.failed.error,
+            )
+            error = {"error": "runtime_error", "message": _failure_text(member.failed.error)}
+            f.found.append((member.failed.seq, error))
+            row.last_n += 1
+            row.state, row.reason = Subscription.State.SUSPENDED, "error"
+        elif member.sub.suspended:
+            row.state, row.reason = Subscription.State.SUSPENDED, "state_limit"
+        elif member.sub.finished:
+            row.state, row.reason = Subscription.State.DONE, "completed"
+        else:
+            row.state = state
+            if checkpoint or state == PAUSED:
+                sub = self.subs.subscription(f.sub_id) if f.live else member.sub
+                row.cursor = upto if f.live else member.cursor
+                row.evaluator = evaluator_dump(sub)
+                row.checkpoint_n = row.last_n - f.skip
+        return row
+
+
+def _read(after: int, upto: int) -> list[LogEvent]:
+    """The log's events in (after, upto] with their owners, each made an ``Event`` once."""
+    return [
+        (owner, event_from_dict(raw))
+        for owner, raw in subscriptions_log_read(after=after, upto=upto)
+    ]
+
+
+def _write(
+    notes: list[tuple[int, int, int | None, str]], only_n: list[Row], rows: list[Row]
+) -> None:
+    """The commit's notifications (one COPY) and rows (one UPDATE each kind), their values
+    bound in binary as the advance pass does (``services/subscription_pass.py`` says why)."""
+    connection.ensure_connection()
+    assert connection.connection is not None
+    with connection.connection.cursor() as cursor:
+        notifications_copy(cursor, notes)
+        if only_n:
+            cursor.execute(UPDATE_LAST_N, [[r.sub_id for r in only_n], [r.last_n for r in only_n]])
+        if rows:
+            cursor.execute(
+                UPDATE_ROWS,
+                [
+                    [r.sub_id for r in rows],
+                    [r.last_n for r in rows],
+                    [r.state for r in rows],
+                    [r.reason for r in rows],
+                    [r.cursor for r in rows],
+                    [r.evaluator if r.state in (ACTIVE, PAUSED) else None for r in rows],
+                    [r.checkpoint_n for r in rows],
+                ],
+            )

@@ -1,0 +1,136 @@
+"""Partitions and their leases (issue 35): which engine process advances which
+subscriptions.
+
+A subscription belongs to partition ``id % N`` (``SUBSCRIPTION_ENGINE_PARTITIONS``). Every
+process beats in ``SubscriptionEngineProcess``; the live ones (beaten within a lease) share
+the partitions: each aims at ``ceil(N / live)``, claims free or expired ones up to that
+(``SKIP LOCKED``: two claimers never wait on each other) and gives back those over it, so
+a second process gets about half. A lease lasts ``SUBSCRIPTION_ENGINE_LEASE_SECONDS``
+unless renewed; a process that dies stops renewing and its partitions are claimed by the
+others once expired. A batch's commit locks its lease rows and checks they are still its
+own (``leases_locked``): a claim changes the owner under the same lock, so no commit of
+the old owner lands after the new owner has read the partition. An expired lease nobody
+has claimed yet is still the process's own: a batch longer than a lease (10,000
+evaluators read after a takeover) renews it instead of losing everything it did.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+from django.db.models.functions import Now
+
+from exchange.models import SubscriptionEngineProcess, SubscriptionPartition
+
+ENSURE_PARTITIONS = (
+    "INSERT INTO exchange_subscriptionpartition "
+    "(partition, owner, cursor, checkpoint_cursor) "
+    "SELECT p, '', %s, %s FROM generate_series(0, %s - 1) AS p ON CONFLICT DO NOTHING"
+)
+BEAT = (
+    "INSERT INTO exchange_subscriptionengineprocess "
+    "(name, heartbeat_at, started_at, partitions, cursor, lag, subscriptions) "
+    "VALUES (%s, clock_timestamp(), clock_timestamp(), %s, %s, %s, %s) "
+    "ON CONFLICT (name) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, "
+    "partitions = excluded.partitions, cursor = excluded.cursor, lag = excluded.lag, "
+    "subscriptions = excluded.subscriptions"
+)
+LIVE_PROCESSES = (
+    "SELECT count(*) FROM exchange_subscriptionengineprocess "
+    "WHERE heartbeat_at > clock_timestamp() - make_interval(secs => %s)"
+)
+RENEW = (
+    "UPDATE exchange_subscriptionpartition "
+    "SET expires_at = clock_timestamp() + make_interval(secs => %s) "
+    "WHERE partition = ANY(%s) AND partition < %s AND owner = %s RETURNING partition"
+)
+CLAIM = (
+    "UPDATE exchange_subscriptionpartition "
+    "SET owner = %s, expires_at = clock_timestamp() + make_interval(secs => %s) "
+    "WHERE partition IN (SELECT partition FROM exchange_subscriptionpartition "
+    "  WHERE partition < %s AND (owner = '' OR expires_at IS NULL "
+    "  OR expires_at <= clock_timestamp()) "
+    "  ORDER BY partition LIMIT %s FOR UPDATE SKIP LOCKED) "
+    "RETURNING partition"
+)
+RELEASE = (
+    "UPDATE exchange_subscriptionpartition SET owner = '', expires_at = NULL "
+    "WHERE partition = ANY(%s) AND owner = %s"
+)
+LOCK = (
+    "SELECT partition FROM exchange_subscriptionpartition "
+    "WHERE partition = ANY(%s) AND owner = %s ORDER BY partition FOR UPDATE"
+)
+
+
+@dataclass(frozen=True)
+class Beat:
+    """What a process reports at its heartbeat (the staff dashboard and ``/healthz``)."""
+
+    cursor: int
+    lag: int
+    subscriptions: int
+
+
+def leases_upkeep(
+    *, name: str, held: set[int], count: int, lease_seconds: float, log_end: int, beat: Beat
+) -> tuple[set[int], set[int]]:
+    """One round of the process ``name``'s lease upkeep, in one transaction: its heartbeat,
+    its held partitions renewed, free or expired ones claimed up to its share, and those
+    over its share given back. Returns (held now, newly claimed); a partition missing from
+    the first was lost (expired and taken) or given back."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(ENSURE_PARTITIONS, [log_end, log_end, count])
+        cursor.execute(BEAT, [name, len(held), beat.cursor, beat.lag, beat.subscriptions])
+        cursor.execute(LIVE_PROCESSES, [lease_seconds])
+        (live,) = cursor.fetchone() or (1,)
+        share = math.ceil(count / max(1, live))
+        cursor.execute(RENEW, [lease_seconds, sorted(held), count, name])
+        kept = {row[0] for row in cursor.fetchall()}
+        claimed: set[int] = set()
+        if len(kept) < share:
+            cursor.execute(CLAIM, [name, lease_seconds, count, share - len(kept)])
+            claimed = {row[0] for row in cursor.fetchall()}
+        elif len(kept) > share:
+            extra = sorted(kept)[share:]
+            cursor.execute(RELEASE, [extra, name])
+            kept -= set(extra)
+    return kept | claimed, claimed
+
+
+def leases_locked(*, name: str, held: set[int]) -> set[int]:
+    """Inside a batch's transaction: lock the lease rows of ``held`` that ``name`` still
+    holds (no other process claimed them), in partition order, and return them; the batch
+    writes only for those."""
+    with connection.cursor() as cursor:
+        cursor.execute(LOCK, [sorted(held), name])
+        return {row[0] for row in cursor.fetchall()}
+
+
+def leases_release(*, name: str, held: set[int]) -> None:
+    """A process stopping: give back its partitions at once (the others need not wait for
+    the leases to expire) and drop its heartbeat."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(RELEASE, [sorted(held), name])
+        SubscriptionEngineProcess.objects.filter(name=name).delete()
+
+
+def partitions_cursor_commit(*, partitions: set[int], cursor: int, lease_seconds: float) -> None:
+    """Inside a batch's transaction (after ``leases_locked``): the partitions' cursor
+    moves to ``cursor`` and their leases are renewed."""
+    with connection.cursor() as db:
+        db.execute(
+            "UPDATE exchange_subscriptionpartition SET cursor = greatest(cursor, %s), "
+            "expires_at = clock_timestamp() + make_interval(secs => %s) "
+            "WHERE partition = ANY(%s)",
+            [cursor, lease_seconds, sorted(partitions)],
+        )
+
+
+def partitions_checkpointed(*, partitions: set[int], cursor: int) -> None:
+    """Inside a batch's transaction: the partitions' evaluators were stored at ``cursor``."""
+    SubscriptionPartition.objects.filter(partition__in=partitions).update(
+        checkpoint_cursor=cursor, checkpointed_at=Now()
+    )

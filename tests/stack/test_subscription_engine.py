@@ -1,0 +1,99 @@
+"""The subscription engine as processes (issue 35): two ``manage.py subscription_engine``
+processes share the partitions while the log grows and subscriptions register; one is
+killed with SIGKILL in the middle; the other takes its partitions over when their leases
+expire. Every outbox must then be exactly what ``run_offline`` gives over its owner's
+log: nothing lost, nothing written twice."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+
+import pytest
+
+from exchange.models import SubscriptionPartition
+from exchange.selectors.events import events_log_end
+from matching.subscriptions import parse_query, run_offline
+from tests.conftest import ARTIFACTS
+from tests.factories import StaffFactory, UserFactory
+from tests.livestack import LiveStack
+from tests.subscriptions.log import Log, outbox, owner_log, register
+
+pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
+
+PARTITIONS = 8
+# Generous: the machine is shared; the asserts are on state, not time.
+DEADLINE = 180
+
+
+@pytest.fixture
+def engines(settings):
+    from django.db import connection
+
+    settings.SUBSCRIPTION_ENGINE = True  # this process's appends and registrations wake them
+    settings.SUBSCRIPTION_ENGINE_PARTITIONS = PARTITIONS
+    stack = LiveStack(
+        database_name=connection.settings_dict["NAME"],
+        log_dir=ARTIFACTS / "logs" / f"engine-{os.getpid()}",
+    )
+    stack.env.update(
+        SUBSCRIPTION_ENGINE="1",
+        SUBSCRIPTION_ENGINE_PARTITIONS=str(PARTITIONS),
+        SUBSCRIPTION_ENGINE_LEASE_SECONDS="2",
+        SUBSCRIPTION_ENGINE_CHECKPOINT_EVENTS="25",
+    )
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+def wait_for(condition, what: str, stack: LiveStack) -> None:
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.5)
+    logs = "\n".join(p.tail() for p in stack.processes.values())
+    raise AssertionError(f"{what} did not happen:\n{logs}")
+
+
+def test_two_engines_and_a_kill_leave_every_outbox_equal_to_run_offline(engines):
+    rng = random.Random(35)
+    users = [UserFactory(username=f"trader{i}") for i in range(3)] + [StaffFactory()]
+    log = Log(users, rng)
+    log.add(30)
+    subs = register(users, rng, 60)
+    first, second = engines.start_subscription_engines(2)
+    held = lambda: SubscriptionPartition.objects.exclude(owner="").count()  # noqa: E731
+    wait_for(lambda: held() == PARTITIONS, "the partitions being claimed", engines)
+    for _ in range(4):
+        log.add(10)
+        subs += register(users, rng, 10)
+        time.sleep(0.3)
+    # Kill one process without warning, mid-stream
+    os.killpg(first.pid, signal.SIGKILL)
+    for _ in range(4):
+        log.add(10)
+        subs += register(users, rng, 5)
+        time.sleep(0.3)
+    end = events_log_end()
+    wait_for(
+        lambda: (
+            SubscriptionPartition.objects.filter(cursor__gte=end).count() == PARTITIONS
+            and set(SubscriptionPartition.objects.values_list("owner", flat=True))
+            == {f"engine1-{os.getpid()}"}
+        ),
+        "the survivor taking every partition and reaching the log's end",
+        engines,
+    )
+    logs = {user.pk: owner_log(user) for user in users}
+
+    def expected(sub):
+        return list(run_offline(parse_query(sub.query), logs[sub.owner_id], now=sub.now))
+
+    wait_for(lambda: all(outbox(sub) == expected(sub) for sub in subs), "every outbox", engines)
+    assert second.alive()
+    assert sum(len(outbox(sub)) for sub in subs) > 300

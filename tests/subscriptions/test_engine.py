@@ -1,0 +1,407 @@
+"""The subscription engine (``exchange/subscription_engine``, issue 35): every outbox is what
+the offline contract gives on its owner's log, for hundreds of subscriptions of every form
+followed by two processes that share the partitions, lose one to the other, crash in the
+middle of a batch and are replaced; the leases share, fence and move the partitions;
+pause, resume, delete, ``state_limit`` and a failing evaluator behave as with the advance
+pass."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import time
+
+import pytest
+from django.db import connection
+
+from exchange.models import Subscription, SubscriptionPartition
+from exchange.redis_clients import redis_client
+from exchange.services import events as event_service
+from exchange.services import subscriptions as service
+from exchange.services.subscriptions import (
+    subscription_create,
+    subscription_delete,
+    subscription_pause,
+    subscription_resume,
+)
+from exchange.subscription_engine import engine as engine_module
+from exchange.subscription_engine.engine import Engine
+from matching.subscriptions import Subscription as Evaluator
+from matching.subscriptions import parse_query, run_offline
+from tests.factories import StaffFactory, UserFactory
+from tests.subscriptions.log import DAY, Log, append_at, outbox, owner_log, register, trade
+
+pytestmark = pytest.mark.django_db
+
+PARTITIONS = 8
+
+
+@pytest.fixture(autouse=True)
+def engine_on(settings, monkeypatch):
+    """The engine advances the subscriptions; the tests run its steps themselves (no wake-up
+    reaches a process of a live stack)."""
+    settings.SUBSCRIPTION_ENGINE = True
+    monkeypatch.setattr(service, "subscriptions_advance_request", lambda: None)
+    monkeypatch.setattr(service, "subscriptions_changed_request", lambda: None)
+    monkeypatch.setattr(event_service, "subscriptions_advance_request", lambda: None)
+
+
+def make(name: str, **kwargs) -> Engine:
+    """An engine whose clock stands still and whose leases last ten minutes: they move only
+    when the test says so (``upkeep``, ``expire``)."""
+    kwargs.setdefault("lease_seconds", 600)
+    kwargs.setdefault("checkpoint_events", 10**9)
+    kwargs.setdefault("checkpoint_seconds", 10**9)
+    return Engine(name, partitions=PARTITIONS, clock=lambda: 0.0, **kwargs)
+
+
+def drain(*engines: Engine) -> None:
+    while any([e.step() for e in engines]):
+        pass
+
+
+def expire(name: str) -> None:
+    """The process ``name`` died: its leases and heartbeat run out."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE exchange_subscriptionpartition SET expires_at = now() - interval '1 minute' "
+            "WHERE owner = %s",
+            [name],
+        )
+        cursor.execute(
+            "UPDATE exchange_subscriptionengineprocess "
+            "SET heartbeat_at = now() - interval '1 hour' WHERE name = %s",
+            [name],
+        )
+
+
+def owners() -> dict[int, str]:
+    return dict(SubscriptionPartition.objects.values_list("partition", "owner"))
+
+
+def test_a_second_process_takes_half_and_a_dead_ones_partitions_are_taken_over():
+    a, b = make("a"), make("b")
+    a.upkeep()
+    assert a.held == set(range(PARTITIONS))
+    b.upkeep()  # a still holds everything: nothing is free yet
+    assert b.held == set()
+    a.upkeep()  # two live processes: a gives back what is over its half
+    b.upkeep()
+    assert (len(a.held), len(b.held)) == (4, 4) and not a.held & b.held
+    assert owners() == {p: ("a" if p in a.held else "b") for p in range(PARTITIONS)}
+    # When a dies (its leases expire), b takes every partition
+    expire("a")
+    b.upkeep()
+    assert b.held == set(range(PARTITIONS))
+    # and a's renewal finds none of them its own any more
+    a.upkeep()
+    assert a.held == set()
+
+
+def test_a_commit_after_the_lease_was_taken_writes_nothing():
+    owner = UserFactory()
+    subs = [subscription_create(owner=owner, query="SELECT price") for _ in range(PARTITIONS)]
+    a, b = make("a"), make("b")
+    drain(a)
+    # Given a's batch read an event while b took its partitions over (a's leases expired)
+    append_at([trade("1.10")], DAY)
+    expire("a")
+    b.upkeep()
+    # When a commits that batch, it writes nothing and forgets the partitions
+    a.step()
+    assert [outbox(s) for s in subs] == [[]] * PARTITIONS
+    assert a.held == set() and a.followed == {}
+    # and b writes each notification once
+    drain(b)
+    assert [[x["seq"] for x in outbox(s)] for s in subs] == [[1]] * PARTITIONS
+
+
+def test_hundreds_of_subscriptions_on_two_processes_get_what_the_offline_contract_gives(
+    monkeypatch,
+):
+    rng = random.Random(35)
+    users = [UserFactory(username=f"trader{i}") for i in range(3)] + [StaffFactory()]
+    log = Log(users, rng)
+    # Given a log, subscriptions registered on it, and two processes sharing the partitions
+    log.add(40)
+    subs = register(users, rng, 150)
+    a = make("a", batch=7, chunk=11, checkpoint_events=20)
+    b = make("b", batch=5, chunk=9, checkpoint_events=30)
+    for e in (a, b, a, b):
+        e.upkeep()
+    assert a.held and b.held
+    log.add(15)
+    drain(a, b)
+    # more subscriptions while the log grows, batches leaving them at different places
+    subs += register(users, rng, 150)
+    for size in (5, 9, 13):
+        log.add(size)
+        a.step()
+        b.step()
+    # When a crashes in the middle of a batch (its commit never happens) and dies
+    log.add(6)
+    subs += register(users, rng, 20)
+
+    def crash(self, upto):
+        raise ConnectionError("killed")
+
+    monkeypatch.setattr(Engine, "_commit", crash)
+    with pytest.raises(ConnectionError):
+        a.step()
+    monkeypatch.undo()
+    monkeypatch.setattr(service, "subscriptions_advance_request", lambda: None)
+    monkeypatch.setattr(service, "subscriptions_changed_request", lambda: None)
+    monkeypatch.setattr(event_service, "subscriptions_advance_request", lambda: None)
+    expire("a")
+    # and a replacement process starts beside b, which took a's partitions meanwhile
+    b.upkeep()
+    assert b.held == set(range(PARTITIONS))
+    c = make("c", batch=4, chunk=6)
+    log.add(10)
+    drain(b)
+    c.upkeep()
+    b.upkeep()
+    c.upkeep()
+    assert len(c.held) == len(b.held) == PARTITIONS // 2
+    log.add(25)
+    drain(b, c)
+
+    # Then every outbox is what the offline contract gives on its owner's log
+    logs = {user.pk: owner_log(user) for user in users}
+    states: dict[str, int] = {}
+    for sub in subs:
+        expected = list(run_offline(parse_query(sub.query), logs[sub.owner_id], now=sub.now))
+        assert outbox(sub) == expected, sub.query
+        states[sub.state] = states.get(sub.state, 0) + 1
+    assert states["active"] and states["done"]
+    assert sum(len(outbox(sub)) for sub in subs) > 1000
+    # and the checkpoints stored on the way hold as many notifications as they say
+    for sub in Subscription.objects.filter(state="active"):
+        assert 0 <= sub.checkpoint_n <= sub.last_n
+
+
+def test_pause_resume_and_delete_as_with_the_pass():
+    owner = UserFactory()
+    paused = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
+    deleted = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
+    engine = make("a")
+    append_at([trade("1.00")], DAY)
+    drain(engine)
+    # When one is paused and the other deleted, and the log grows
+    subscription_pause(owner=owner, subscription_id=paused.pk)
+    subscription_delete(owner=owner, subscription_id=deleted.pk)
+    engine.changed = True  # what the wake-up says
+    append_at([trade("1.10")], DAY + dt.timedelta(minutes=1))
+    drain(engine)
+    # Then neither is sent the new event; the paused one is checkpointed where it stopped
+    # (the engine read the pause before the batch)
+    assert [x["seq"] for x in outbox(paused)] == [1]
+    assert [x["seq"] for x in outbox(deleted)] == [1]
+    paused.refresh_from_db()
+    assert (paused.state, paused.cursor, paused.last_n, paused.checkpoint_n) == (
+        "paused",
+        1,
+        1,
+        1,
+    )
+    assert paused.pk not in engine.followed and deleted.pk not in engine.followed
+    # When it is resumed, the events appended while it was paused come, each once
+    append_at([trade("1.20")], DAY + dt.timedelta(minutes=2))
+    drain(engine)
+    subscription_resume(owner=owner, subscription_id=paused.pk)
+    engine.changed = True
+    drain(engine)
+    append_at([trade("1.30")], DAY + dt.timedelta(minutes=3))
+    drain(engine)
+    assert [x["seq"] for x in outbox(paused)] == [1, 2, 3, 4]
+    assert [x["seq"] for x in outbox(deleted)] == [1]
+
+
+def test_a_subscription_deleted_after_its_batch_was_read_gets_nothing_more(monkeypatch):
+    owner = UserFactory()
+    sub = subscription_create(owner=owner, query="SELECT price")
+    engine = make("a")
+    drain(engine)
+    append_at([trade("1.00")], DAY)
+    commit = Engine._commit
+
+    def deleted_first(self, upto):
+        subscription_delete(owner=owner, subscription_id=sub.pk)  # lands before the commit
+        commit(self, upto)
+
+    monkeypatch.setattr(Engine, "_commit", deleted_first)
+    engine.step()
+    sub.refresh_from_db()
+    assert (sub.state, sub.reason, sub.last_n, outbox(sub)) == ("done", "deleted", 0, [])
+    assert sub.pk not in engine.followed
+
+
+def test_failures_and_state_limit_suspend_one_subscription_only(monkeypatch):
+    owner = UserFactory()
+    healthy = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
+    unreadable = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
+    failing = subscription_create(owner=owner, query="SELECT price WHERE price > 1.05")
+    Subscription.objects.filter(pk=unreadable.pk).update(evaluator=b"not a pickle")
+    original = Evaluator.push
+    broken = parse_query(failing.query)
+
+    def push(self, event, *, live):
+        if event.seq == 2 and self.query == broken:
+            raise ZeroDivisionError("division by zero")
+        return original(self, event, live=live)
+
+    monkeypatch.setattr(Evaluator, "push", push)
+    engine = make("a")
+    drain(engine)
+    for minute, price in enumerate(("1.10", "1.20", "1.30")):
+        append_at([trade(price)], DAY + dt.timedelta(minutes=minute))
+    drain(engine)
+
+    failing.refresh_from_db()
+    unreadable.refresh_from_db()
+    assert (failing.state, failing.reason, failing.evaluator) == ("suspended", "error", None)
+    assert outbox(failing) == [
+        {"n": 1, "seq": 1, "data": {"price": "1.10"}},
+        {
+            "n": 2,
+            "seq": 2,
+            "data": {
+                "error": "runtime_error",
+                "message": "the subscription failed while evaluating: ZeroDivisionError: "
+                "division by zero",
+            },
+        },
+    ]
+    assert (unreadable.state, unreadable.reason, unreadable.evaluator) == (
+        "suspended",
+        "error",
+        None,
+    )
+    [line] = outbox(unreadable)
+    assert line["data"]["message"].startswith(
+        "the subscription failed while evaluating: UnpicklingError"
+    )
+    assert [line["seq"] for line in outbox(healthy)] == [1, 2, 3]
+
+
+def test_state_limit_suspends_the_subscription(monkeypatch):
+    monkeypatch.setattr(service, "STATE_LIMIT", 2)
+    owner = UserFactory()
+    heavy = subscription_create(
+        owner=owner,
+        query="SELECT a.price, b.price FROM FILTER{type = 'trade'}(EVENTS) AS a "
+        "NEXT{b.price > 2 * a.price} FILTER{type = 'trade'}(EVENTS) AS b",
+    )
+    light = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
+    engine = make("a")
+    drain(engine)
+    for minute in range(4):
+        append_at([trade("1.00")], DAY + dt.timedelta(minutes=minute))
+    drain(engine)
+    heavy.refresh_from_db()
+    assert (heavy.state, heavy.reason, heavy.evaluator) == ("suspended", "state_limit", None)
+    assert outbox(heavy) == list(
+        run_offline(parse_query(heavy.query), owner_log(owner), now=heavy.now, state_limit=2)
+    )
+    assert [line["seq"] for line in outbox(light)] == [1, 2, 3, 4]
+
+
+def test_a_restarted_process_writes_nothing_twice_and_reads_only_its_checkpoints(monkeypatch):
+    owner = UserFactory()
+    subs = [
+        subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
+        for _ in range(3)
+    ]
+    first = make("a", checkpoint_events=2)
+    for minute in range(5):
+        append_at([trade(f"1.{minute}0")], DAY + dt.timedelta(minutes=minute))
+        drain(first)
+    # Given a process that checkpointed (every 2 events) and then died after more
+    expire("a")
+    # When a new one restores the checkpoints and goes on
+    loads: list[int] = []
+    load = engine_module._state_load
+    monkeypatch.setattr(engine_module, "_state_load", lambda raw: loads.append(1) or load(raw))
+    second = make("b")
+    append_at([trade("2.00")], DAY + dt.timedelta(minutes=5))
+    drain(second)
+    # Then each outbox holds every event once
+    assert [[x["seq"] for x in outbox(s)] for s in subs] == [[1, 2, 3, 4, 5, 6]] * 3
+    assert len(loads) == 3
+    # and later batches load nothing
+    append_at([trade("2.10")], DAY + dt.timedelta(minutes=6))
+    drain(second)
+    assert len(loads) == 3
+    assert [[x["seq"] for x in outbox(s)][-1] for s in subs] == [7] * 3
+
+
+def test_healthz_reports_the_engine_processes_to_staff(client, settings):
+    settings.SUBSCRIPTION_ENGINE_PARTITIONS = PARTITIONS
+    settings.SUBSCRIPTION_ENGINE_LEASE_SECONDS = 600  # as the engine's (``make``)
+    # A key of this test's own, so that no live engine beats into it
+    settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY += f":{time.monotonic_ns()}"
+    client.force_login(StaffFactory())
+    try:
+        engine = make("a")
+        engine.upkeep()
+        append_at([trade("1.00")], DAY)
+        engine.upkeep()  # a beat: its cursor stands at the log's end it first saw
+        component = client.get("/healthz").json()["components"]["subscription_engine"]
+        assert component == {
+            "ok": True,
+            "beating": ["a"],
+            "processes": [
+                {"name": "a", "partitions": PARTITIONS, "cursor": 0, "lag": 0, "subscriptions": 0}
+            ],
+            "unheld": 0,
+        }
+        # When its leases and beats run out, the partitions are unheld and the engine down
+        expire("a")
+        stale = time.time() - settings.WORKER_HEARTBEAT_STALE_SECONDS - 1
+        redis_client().zadd(settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY, {"a": stale})
+        response = client.get("/healthz")
+        assert response.status_code == 503
+        assert response.json()["components"]["subscription_engine"] == {
+            "ok": False,
+            "beating": [],
+            "processes": [],
+            "unheld": PARTITIONS,
+        }
+    finally:
+        redis_client().delete(settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY)
+
+
+def test_a_clean_stop_checkpoints_every_evaluator_and_gives_the_partitions_back():
+    owner = UserFactory()
+    sub = subscription_create(owner=owner, query="SELECT COUNT(price, 2) WHERE type = 'trade'")
+    first = make("a")
+    for minute in range(3):
+        append_at([trade("1.00")], DAY + dt.timedelta(minutes=minute))
+        drain(first)
+    first.stop()
+    sub.refresh_from_db()
+    assert sub.cursor == 3 and sub.checkpoint_n == sub.last_n > 0
+    assert set(owners().values()) == {""}
+    # The next process goes on from there, with the window's state the first one held
+    second = make("b")
+    append_at([trade("1.00")], DAY + dt.timedelta(minutes=3))
+    drain(second)
+    assert outbox(sub) == list(run_offline(parse_query(sub.query), owner_log(owner), now=sub.now))
+
+
+def test_a_lease_that_ran_out_unclaimed_is_still_the_processs_own():
+    """A batch longer than a lease (thousands of evaluators read) loses nothing while no
+    other process has claimed the partitions."""
+    sub = subscription_create(owner=UserFactory(), query="SELECT price")
+    a = make("a")
+    drain(a)
+    append_at([trade("1.10")], DAY)
+    expire("a")
+    a.step()
+    assert [x["seq"] for x in outbox(sub)] == [1]
+    assert a.held == set(range(PARTITIONS))
+    a.upkeep()  # renewed
+    assert set(owners().values()) == {"a"}
+    assert SubscriptionPartition.objects.filter(expires_at__gt=dt.datetime.now(dt.UTC)).count() == (
+        PARTITIONS
+    )
