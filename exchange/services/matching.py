@@ -303,7 +303,7 @@ def _store_refusals(offer_ids: set[int], bid_ids: set[int]) -> engine.UnusableOr
 def _live(model: type[Offer] | type[Bid]) -> QuerySet:
     state = Offer.State.OPEN if model is Offer else Bid.State.ACTIVE
     live = model.objects.filter(state=state, set_aside_at=None).select_related("market")
-    # Not the limit's column: the rebuild of migration 0008 runs this before 0017 adds it.
+    # Not the limit's column: the rebuild of migration 0008 runs this before 0018 adds it.
     return live.defer("largest_award") if model is Bid else live
 
 
