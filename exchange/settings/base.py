@@ -234,6 +234,9 @@ CELERY_DB_REUSE_MAX = 1000
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 MATCHING_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}.matching"
 CELERY_TASK_ROUTES = {"exchange.matching_cycle": {"queue": MATCHING_QUEUE}}
+# A live subscription whose first unread event is older than this many seconds is lagging:
+# the staff dashboard lists it and its ``sub:<id>`` stream is told (issue 39).
+SUBSCRIPTION_LAG_SECONDS = float(env("SUBSCRIPTION_LAG_SECONDS", "5"))
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "sweep": {"task": "exchange.sweep", "schedule": 5.0},
     "close-due-offers": {"task": "exchange.close_due_offers", "schedule": 10.0},
@@ -245,6 +248,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     # Live subscriptions are advanced after every append; this round is the safety net for a
     # request lost with Redis (exchange/subscription_tasks.py).
     "subscriptions-advance": {"task": "exchange.subscriptions_advance", "schedule": 5.0},
+    # The subscriptions lagging behind the log are told so on their streams
+    # (exchange/services/subscription_lag.py), at most once per SUBSCRIPTION_LAG_SECONDS.
+    "subscriptions-lag": {
+        "task": "exchange.subscriptions_lag",
+        "schedule": SUBSCRIPTION_LAG_SECONDS,
+    },
     # Subscription webhooks read the outbox (exchange/webhook_tasks.py): each round leases
     # the webhooks with a notification due and queues one delivery task for each.
     "webhooks-round": {

@@ -4,12 +4,15 @@ with its winner-to-be, and SPEC 8's event log, replica, subscriptions and dissem
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from redis.exceptions import RedisError
 
-from exchange.selectors import log_status
+from exchange.numbers import counted, grouped_text
+from exchange.selectors import log_status, subscription_lag
 from exchange.selectors.dashboard import cycle_health, open_auctions, orders_set_aside
 from exchange.selectors.dissemination import dissemination_recent
 from exchange.selectors.ui.staff import MarketNumbers, market_numbers
@@ -58,6 +61,48 @@ def _spec8() -> dict[str, Any]:
     }
 
 
+def _seconds(value: float | None) -> str | None:
+    """Seconds as the staff pages write them: one place, thousands grouped (``1,234.5 s``)."""
+    return None if value is None else f"{grouped_text(f'{value:.1f}')} s"
+
+
+def _lag() -> dict[str, Any]:
+    """The subscriptions lagging behind the log and, with the subscription engine on, its
+    partitions' lag (issue 39), written for people."""
+    now = timezone.now()
+    forms = dict(log_status.FORMS)
+    lagging = subscription_lag.subscriptions_lagging(now=now)
+    partitions = None
+    if settings.SUBSCRIPTION_ENGINE:
+        partitions = [
+            {
+                "partition": p["partition"],
+                "owner": p["owner"],
+                "cursor": grouped_text(p["cursor"]),
+                "behind_events": counted(p["behind_events"], "event"),
+                "behind_seconds": _seconds(p["behind_seconds"]),
+                "checkpoint_age": _seconds(p["checkpoint_age"]),
+            }
+            for p in subscription_lag.engine_partitions_lag(now=now)
+        ]
+    return {
+        "seconds": grouped_text(f"{settings.SUBSCRIPTION_LAG_SECONDS:g}"),
+        "total": lagging["total"],
+        "total_text": counted(lagging["total"], "subscription"),
+        "rows": [
+            {
+                "id": r["id"],
+                "owner": r["owner"],
+                "form": forms.get(r["kind"], r["kind"]),
+                "behind_events": counted(r["behind_events"], "event"),
+                "behind_seconds": _seconds(r["behind_seconds"]),
+            }
+            for r in lagging["rows"]
+        ],
+        "partitions": partitions,
+    }
+
+
 @staff_member_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     auctions = open_auctions(limit=AUCTIONS_SHOWN)
@@ -77,5 +122,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "auctions": rows,
             "more_auctions": auctions.total - len(rows),
             "spec8": _spec8(),
+            "lag": _lag(),
         },
     )
