@@ -105,6 +105,7 @@ def close_due_offers() -> int:
 # The nightly analytics task lives with the analytics; importing it registers it with Celery.
 # So do the event log's partition task and the live subscriptions' task.
 from exchange import event_tasks as _event_tasks  # noqa: E402,F401
+from exchange import subscription_lag_tasks as _subscription_lag_tasks  # noqa: E402,F401
 from exchange import subscription_tasks as _subscription_tasks  # noqa: E402,F401
 from exchange import webhook_tasks as _webhook_tasks  # noqa: E402,F401
 from exchange.analytics import tasks as _analytics_tasks  # noqa: E402,F401

@@ -34,6 +34,7 @@ from exchange.api.serializers import ErrorSerializer
 from exchange.errors import InvalidInput
 from exchange.http import query_whole_number, whole_number
 from exchange.models import Subscription, SubscriptionWebhook
+from exchange.selectors.subscription_lag import subscription_behind_events
 from exchange.selectors.subscriptions import (
     subscription_backtest,
     subscription_get,
@@ -103,6 +104,23 @@ class SubscriptionSerializer(serializers.ModelSerializer):
         except SubscriptionWebhook.DoesNotExist:
             return None
         return WebhookSerializer(webhook).data
+
+
+class SubscriptionDetailSerializer(SubscriptionSerializer):
+    """One subscription as ``GET /subscriptions/<id>/`` shows it: with how far it is
+    behind the log."""
+
+    behind_events = serializers.SerializerMethodField(
+        help_text="events of the log it has still to read (0 when it is at the end); null "
+        "unless it is active"
+    )
+
+    class Meta(SubscriptionSerializer.Meta):
+        fields = [*SubscriptionSerializer.Meta.fields, "behind_events"]
+        read_only_fields = fields
+
+    def get_behind_events(self, subscription: Subscription) -> int | None:
+        return subscription_behind_events(subscription)
 
 
 class BacktestRequest(serializers.Serializer):
@@ -233,9 +251,9 @@ class SubscriptionList(KnownParameters, generics.ListAPIView):
 class SubscriptionDetail(KnownParameters, APIView):
     permission_classes = [permissions.IsAuthenticated]
 
-    @extend_schema(responses=SubscriptionSerializer)
+    @extend_schema(responses=SubscriptionDetailSerializer)
     def get(self, request: Request, subscription_id: str) -> Response:
-        return Response(SubscriptionSerializer(_own(request, subscription_id)).data)
+        return Response(SubscriptionDetailSerializer(_own(request, subscription_id)).data)
 
     @extend_schema(request=SubscriptionUpdateRequest, responses=SubscriptionSerializer)
     def patch(self, request: Request, subscription_id: str) -> Response:

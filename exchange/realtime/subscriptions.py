@@ -6,7 +6,9 @@ Client frames: ``{"action": "subscribe", "stream": "sub:<id>"}`` (from now on),
 then live) and ``unsubscribe``. Server frames: ``{"type": "notification", "stream", "n",
 "seq", "data"}`` for each notification, in ``n`` order, each once, and ``{"type": "end",
 "stream"}`` once the subscription is done (completed or deleted). Anyone but the owner
-gets an error frame, whether or not the subscription exists.
+gets an error frame, whether or not the subscription exists. ``{"type": "lagging"}`` and
+``{"type": "caught_up"}`` frames come from beat's round (``services/subscription_lag.py``)
+through the stream's group, as they are.
 
 How each ``n`` arrives exactly once and in order, as for ``events:<pattern>``: per
 stream the connection keeps the ``n`` up to which it has served the outbox. It joins the

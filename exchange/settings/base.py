@@ -441,6 +441,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # A subscription's state is one enum, whichever serializer shows it (the detail's has
+    # ``behind_events`` too): without this the schema names it after a hash.
+    "ENUM_NAME_OVERRIDES": {"SubscriptionStateEnum": "exchange.models.Subscription.State"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",  # the default
         "exchange.api.schema.shared_error_responses",

@@ -96,7 +96,7 @@ def test_each_user_sees_only_their_own():
     # Then each lists and shows only their own; the other's is a 404 everywhere
     listed = client_for(alice).get(URL).json()
     assert [s["id"] for s in listed["results"]] == [mine["id"]]
-    assert client_for(alice).get(f"{URL}{mine['id']}/").json() == mine
+    assert client_for(alice).get(f"{URL}{mine['id']}/").json() == {**mine, "behind_events": 0}
     for path in ("", "notifications/"):
         assert client_for(alice).get(f"{URL}{theirs['id']}/{path}").status_code == 404
     assert client_for(alice).delete(f"{URL}{theirs['id']}/").status_code == 404
