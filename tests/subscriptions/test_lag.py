@@ -11,6 +11,7 @@ import json
 import pytest
 from channels.db import database_sync_to_async
 
+from exchange.celery import app
 from exchange.models import Subscription, SubscriptionPartition
 from exchange.redis_clients import redis_client
 from exchange.services import events as event_service
@@ -174,3 +175,13 @@ def test_with_the_engine_a_subscription_stands_where_its_partition_does(settings
         "lagging": [],
         "caught_up": [sub.pk],
     }
+
+
+def test_beat_runs_the_round_on_the_default_queue_every_lag_period(settings):
+    entries = [
+        e for e in settings.CELERY_BEAT_SCHEDULE.values() if e["task"] == lag_service.LAG_TASK
+    ]
+    assert [e["schedule"] for e in entries] == [settings.SUBSCRIPTION_LAG_SECONDS]
+    assert lag_service.LAG_TASK not in settings.CELERY_TASK_ROUTES
+    app.loader.import_default_modules()
+    assert lag_service.LAG_TASK in app.tasks
