@@ -4,6 +4,7 @@
 import { alertFollower } from "intersect/alertbell";
 import { Live, Regions } from "intersect/live";
 import { noteText } from "intersect/notes";
+import { sortTables } from "intersect/sort";
 
 document.documentElement.classList.add("js");
 
@@ -98,7 +99,10 @@ function addNote(frame, text, tone) {
 
 const regions = new Regions({
   onSwap: async (swapped) => {
-    for (const el of swapped) paintSwatches(el);
+    for (const el of swapped) {
+      paintSwatches(el);
+      sortTables(el);
+    }
     if (swapped.some((el) => el.querySelector('script[type="application/json"]'))) {
       if (!charts) loadCharts();
       (await charts)?.refreshCharts();
@@ -194,10 +198,12 @@ function paintSwatches(root) {
   }
 }
 paintSwatches(document);
+sortTables(document);
 
 // htmx swaps new content in (the token box): wire its inputs too.
 document.addEventListener("htmx:afterSwap", (event) => {
   paintSwatches(event.target);
+  sortTables(event.target);
   for (const input of event.target.querySelectorAll?.("[data-select-on-focus]") || []) {
     input.addEventListener("focus", () => input.select());
   }
