@@ -13,8 +13,10 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
+from exchange.models import Market
 from exchange.services.limits import spending_limit_set
 from exchange.services.orders import bid_place, offer_publish
 from exchange.services.subscriptions import subscription_create
@@ -85,6 +87,13 @@ def _world() -> World:
         buyer.username,
         staff.username,
     )
+
+
+def _one_more_offer(world: World) -> int:
+    """An offer of 1100 pencils: the bid at 9.50 (up to 1500) is its best."""
+    seller = get_user_model().objects.get(username=world.seller)
+    market = Market.objects.get(subject=SUBJECT)
+    return offer_publish(seller=seller, market=market, constraint="lot = 1100 AND price >= 0.05").pk
 
 
 @pytest.fixture
@@ -214,6 +223,19 @@ def test_offers_tables_sort_by_the_pressed_column(new_page, world, width):
     expect(offer).to_have_attribute("aria-sort", "ascending")
     expect(best).not_to_have_attribute("aria-sort", re.compile("."))
     assert _numbers(_column(page, table, 0)) == sorted(Decimal(pk) for pk in world.offers)
+
+    # When Best bid is pressed again (ascending) and another offer arrives live, its best bid
+    # patched in as the engine matches it
+    best.get_by_role("button").click()
+    expect(best).to_have_attribute("aria-sort", "ascending")
+    off_loop(_one_more_offer, world)
+
+    # Then the refreshed table keeps the order: the new offer among the 9.50s, blanks last
+    expect(page.locator(f"{table} tbody tr")).to_have_count(OFFERS + 1)
+    expect(page.locator(f"{table} tbody tr td:nth-child(3)")).to_have_text(
+        ["1.18"] * 3 + ["9.50"] * 4 + ["10.25"] * 5 + ["—"] * 3
+    )
+    expect(best).to_have_attribute("aria-sort", "ascending")
 
     # And on the account page, the bids table sorts by bid number, descending on a second press
     page.goto("/account/")

@@ -4,7 +4,8 @@
 // numerically ("1,234.50 EUR" is 1234.5, "#12" is 12); a cell holding a <time datetime> sorts
 // by that time; anything else by its text. Empty cells ("—") go last either way. A live
 // region that swaps a table in keeps its sort: the order is remembered by the table's
-// closest id and applied again (sortTables on the swapped elements).
+// closest id and applied again (sortTables on the swapped elements; resortTables after
+// values are patched in place).
 
 const remembered = new Map(); // key of a table -> { column, direction }
 
@@ -67,6 +68,15 @@ function enhance(table) {
   });
   const again = remembered.get(tableKey(table));
   if (again) sortBy(table, again.column, again.direction);
+}
+
+// Values patched in place (a best_offer frame) can leave a sorted table out of order: sort
+// each table that was sorted again, by its remembered column.
+export function resortTables() {
+  for (const table of document.querySelectorAll("table[data-sortable][data-sort-ready]")) {
+    const again = remembered.get(tableKey(table));
+    if (again) sortBy(table, again.column, again.direction);
+  }
 }
 
 export function sortTables(root = document) {
