@@ -284,7 +284,10 @@ def test_no_main_page_logs_a_console_error(new_page, world, width):
         (None, "/"),
         (None, f"/markets/{SUBJECT}/"),
         (None, f"/offers/{world.offer}/"),
+        (None, "/docs/api/"),
         (world.seller, f"/markets/{SUBJECT}/"),
+        (world.seller, f"/markets/{SUBJECT}/post/?side=offer"),
+        (world.seller, f"/offers/{world.offer}/edit/"),
         (world.seller, f"/offers/{world.offer}/"),
         (world.seller, "/account/"),
         (world.buyer, f"/markets/{SUBJECT}/"),
@@ -292,6 +295,7 @@ def test_no_main_page_logs_a_console_error(new_page, world, width):
         (world.buyer, "/account/"),
         (world.buyer, "/alerts/"),
         (world.buyer, f"/bids/{world.bid}/"),
+        (world.buyer, f"/bids/{world.bid}/edit/"),
         (world.staff, "/staff/"),
     ]
     opened: dict[str | None, Any] = {}
@@ -306,6 +310,15 @@ def test_no_main_page_logs_a_console_error(new_page, world, width):
         response = page.goto(path)
         assert response is not None and response.status == 200, path
         page.wait_for_load_state("networkidle")
+
+    # And a buyer fills in the bid form on the market page (its preview and award are
+    # fetched as they type)
+    page = opened[world.buyer]
+    page.goto(f"/markets/{SUBJECT}/")
+    page.locator("#tab-bid").click()
+    page.locator("#panel-bid").get_by_label("Highest price you pay").fill("1.20")
+    expect(page.locator("#bid-preview")).to_contain_text("price <= 1.20")
+    page.wait_for_load_state("networkidle")
 
     # Then no Content-Security-Policy violation, no evalDisallowed and no uncaught error
     assert new_page.errors == []
