@@ -146,7 +146,12 @@ def test_the_section_nav_reaches_each_part_of_the_market_page(new_page, world, w
     )
     page.locator("#tab-bid").click()
     expect(page.locator("#panel-bid")).to_be_visible()
-    screenshot(page, f"market-sections-post-{width}", full_page=False)
+    screenshot(
+        page,
+        f"market-sections-post-{width}",
+        full_page=False,
+        docs="market-phone-post" if width == 390 else None,
+    )
 
     # And each other section is one step away, the nav still in view
     for name, target in (
@@ -260,7 +265,7 @@ def test_matching_bids_sort_and_fit_their_card(new_page, world, width):
     for wrap in ("#depth .table-wrap", "section[aria-labelledby=terms-title] .table-wrap"):
         assert page.locator(wrap).evaluate("(el) => el.scrollWidth <= el.clientWidth + 1"), wrap
     expect(page.locator(table)).to_contain_text("280,000.00")
-    screenshot(page, f"offer-fit-{width}")
+    screenshot(page, f"offer-fit-{width}", docs="offer-matching-bids" if width == 1366 else None)
 
     # When Total is pressed: the totals in ascending order, as numbers
     total = page.locator(f"{table} thead th", has_text="Total")
