@@ -37,6 +37,10 @@ WIDTHS = (390, 1366)
 # within its container unless a scrolling box inside the container holds it; the page
 # itself must not scroll sideways (which also covers the staff pages' bare tables).
 CONTAINERS = ".card, .module"
+# Scrolling boxes that must not need to scroll: the offer page's terms and its matching bids
+# (issue 39: the terms were cut at 390 px, the matching bids' TOTAL column at 1366 px). What
+# such a box holds is in view only if it is no wider than the box.
+FITS = "section[aria-labelledby=terms-title] .table-wrap, #depth .table-wrap"
 # axe-core rules: contrast, and every control or link named (SPEC 6.1, issue 22).
 AXE_RULES = [
     "color-contrast",
@@ -95,6 +99,16 @@ OVERFLOW_JS = """(containers) => {
     }
   }
   return [...new Set(problems)];
+}"""
+
+FITS_JS = """(selectors) => {
+  const boxes = [...document.querySelectorAll(selectors)].filter((el) => el.checkVisibility());
+  return {
+    count: boxes.length,
+    problems: boxes.filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) =>
+      `columns of ${el.closest("section").id || el.getAttribute("aria-labelledby")} are ` +
+      `scrolled out of view (${el.scrollWidth} > ${el.clientWidth})`),
+  };
 }"""
 
 AXE_JS = """async (rules) => {
@@ -167,6 +181,7 @@ def _pages(world: World) -> list[tuple[str | None, str]]:
         (None, "/login/"),
         (None, "/register/"),
         (world.seller, f"{market}post/?side=offer"),
+        (world.seller, f"/offers/{world.offer}/"),
         (world.seller, f"/offers/{world.offer}/edit/"),
         (world.seller, "/account/"),
         (world.buyer, f"/bids/{world.bid}/edit/"),
@@ -184,8 +199,11 @@ def axe_source() -> Path:
     return AXE
 
 
-def _visit(new_page: Any, world: World, width: int, axe: Path | None) -> dict[str, list[str]]:
-    """Every page at ``width``: what each check found, by page."""
+def _visit(
+    new_page: Any, world: World, width: int, axe: Path | None, fits: dict[str, int] | None = None
+) -> dict[str, list[str]]:
+    """Every page at ``width``: what each check found, by page; ``fits`` gets how many boxes
+    that must not scroll each page has."""
     found: dict[str, list[str]] = {}
     pages: dict[str | None, Any] = {}
     for user, path in _pages(world):
@@ -200,6 +218,10 @@ def _visit(new_page: Any, world: World, width: int, axe: Path | None) -> dict[st
         expect(page.locator("body")).to_be_visible()
         page.wait_for_load_state("networkidle")
         problems = page.evaluate(OVERFLOW_JS, CONTAINERS)
+        fitting = page.evaluate(FITS_JS, FITS)
+        problems += fitting["problems"]
+        if fits is not None:
+            fits[f"{user or 'anonymous'} {path}"] = fitting["count"]
         if axe is not None:
             problems += page.evaluate(AXE_JS, AXE_RULES)
         if problems:
@@ -213,13 +235,18 @@ def test_no_page_overflows_its_cards_and_axe_finds_nothing(new_page, live_stack,
     world = off_loop(_world)
 
     # When each page is opened at this width by whoever may see it
-    found = _visit(new_page, world, width, axe_source)
+    fits: dict[str, int] = {}
+    found = _visit(new_page, world, width, axe_source, fits)
 
-    # Then nothing sticks out of its card, and no text is under 4.5:1 or unnamed
+    # Then nothing sticks out of its card, no column of the offer's terms or matching bids is
+    # out of view, and no text is under 4.5:1 or unnamed
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / f"layout-{width}.json").write_text(json.dumps(found, indent=1))
     assert found == {}
     assert new_page.errors == []
+    # (the seller sees both, the terms and the matching bids; anyone else the terms)
+    assert fits[f"{world.seller} /offers/{world.offer}/"] == 2
+    assert fits[f"anonymous /offers/{world.offer}/"] == 1
 
 
 def test_the_checks_find_what_they_look_for(new_page, live_stack, axe_source):
@@ -248,6 +275,7 @@ def test_the_checks_find_what_they_look_for(new_page, live_stack, axe_source):
 
     overflow = page.evaluate(OVERFLOW_JS, CONTAINERS)
     axe_found = page.evaluate(AXE_JS, AXE_RULES)
+    assert page.evaluate(FITS_JS, FITS) == {"count": 0, "problems": []}
 
     assert len(overflow) == 3
     assert overflow[0].startswith("the page scrolls sideways (")
@@ -256,3 +284,32 @@ def test_the_checks_find_what_they_look_for(new_page, live_stack, axe_source):
     assert [line.split(":")[0] for line in axe_found] == ["color-contrast", "unnamed tab stop"]
     assert "#pale" in axe_found[0] and "2.32" in axe_found[0]
     assert axe_found[1] == 'unnamed tab stop: <div id="silent" tabindex="0"></div>'
+
+
+def test_the_fit_check_finds_columns_out_of_view(new_page, live_stack):
+    """FITS_JS is not vacuous: a matching-bids box whose table is wider than the box (its
+    last columns scrolled out of view) is reported, and one that fits is not."""
+    page = new_page(width=390, height=900)
+    page.goto("/login/")
+    page.evaluate(
+        """() => {
+          for (const [id, width] of [["depth", "2000px"], ["other", "10px"]]) {
+            const section = document.createElement("section");
+            section.id = id;
+            const wrap = document.createElement("div");
+            wrap.className = "table-wrap";
+            const table = document.createElement("table");
+            table.style.width = width;
+            table.innerHTML = "<tbody><tr><td>x</td></tr></tbody>";
+            wrap.append(table);
+            section.append(wrap);
+            document.querySelector(".card").append(section);
+          }
+        }"""
+    )
+
+    found = page.evaluate(FITS_JS, FITS + ", #other .table-wrap")
+
+    assert found["count"] == 2
+    assert len(found["problems"]) == 1
+    assert found["problems"][0].startswith("columns of depth are scrolled out of view (")

@@ -4,6 +4,7 @@
 import { alertFollower } from "intersect/alertbell";
 import { Live, Regions } from "intersect/live";
 import { noteText } from "intersect/notes";
+import { resortTables, sortTables } from "intersect/sort";
 
 document.documentElement.classList.add("js");
 
@@ -36,24 +37,23 @@ function flash(el) {
   el.classList.add("flash");
 }
 
-// A best_offer frame: patch the offer's best value and bid count wherever they show.
+// A best_offer frame: patch the offer's best value and bid count wherever they show (and
+// keep sorted tables in order).
 function patchBest(data) {
   if (data.offer == null) return;
-  for (const el of document.querySelectorAll(`[data-best-value="${data.offer}"]`)) {
-    const text = data.best_value ?? "—";
-    if (el.textContent !== text) {
-      el.textContent = text;
-      flash(el);
+  let changed = false;
+  const patch = (selector, text) => {
+    for (const el of document.querySelectorAll(selector)) {
+      if (el.textContent !== text) {
+        el.textContent = text;
+        flash(el);
+        changed = true;
+      }
     }
-  }
-  if (data.matching_bids == null) return;
-  for (const el of document.querySelectorAll(`[data-bid-count="${data.offer}"]`)) {
-    const text = String(data.matching_bids);
-    if (el.textContent !== text) {
-      el.textContent = text;
-      flash(el);
-    }
-  }
+  };
+  patch(`[data-best-value="${data.offer}"]`, data.best_value ?? "—");
+  if (data.matching_bids != null) patch(`[data-bid-count="${data.offer}"]`, String(data.matching_bids));
+  if (changed) resortTables();
 }
 
 function toast(text, tone, alert = null) {
@@ -98,7 +98,10 @@ function addNote(frame, text, tone) {
 
 const regions = new Regions({
   onSwap: async (swapped) => {
-    for (const el of swapped) paintSwatches(el);
+    for (const el of swapped) {
+      paintSwatches(el);
+      sortTables(el);
+    }
     if (swapped.some((el) => el.querySelector('script[type="application/json"]'))) {
       if (!charts) loadCharts();
       (await charts)?.refreshCharts();
@@ -194,10 +197,12 @@ function paintSwatches(root) {
   }
 }
 paintSwatches(document);
+sortTables(document);
 
 // htmx swaps new content in (the token box): wire its inputs too.
 document.addEventListener("htmx:afterSwap", (event) => {
   paintSwatches(event.target);
+  sortTables(event.target);
   for (const input of event.target.querySelectorAll?.("[data-select-on-focus]") || []) {
     input.addEventListener("focus", () => input.select());
   }
