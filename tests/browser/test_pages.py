@@ -223,9 +223,10 @@ def test_market_and_offer_pages_keep_a_query_budget(client, pencils, django_asse
         assert client.get(f"/markets/{pencils.subject}/").status_code == 200
     with django_assert_max_num_queries(8):
         assert client.get(f"/offers/{offer.pk}/").status_code == 200
-    # 14: two of them the alerts' (the subscriptions the header follows, issue 39, and the
-    # account's alert notifications)
-    with django_assert_max_num_queries(14):
+    # 15: two of them the alerts' (the subscriptions the header follows, issue 39, and the
+    # account's alert notifications), two the spending limit's (the bids' outcomes, and the
+    # limit with what the active bids commit)
+    with django_assert_max_num_queries(15):
         assert client.get("/account/").status_code == 200
     assert client.get("/offers/99999999999999999999/").status_code == 404
     assert client.get("/markets/no.such/").status_code == 404

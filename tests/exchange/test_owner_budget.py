@@ -5,6 +5,8 @@ where taking everything at once would have put it."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from exchange import models
@@ -15,6 +17,12 @@ from exchange.services.verification import best_offers_verify
 from tests.factories import UserFactory, pencils_market
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("strategy")]
+
+
+@pytest.fixture(autouse=True)
+def room_to_spend(settings):
+    """Limits large enough for twenty of the widest bids (each could cost about 6,300)."""
+    settings.SPENDING_LIMIT_DEFAULT = Decimal(10**9)
 
 
 def widest(i: int) -> str:
