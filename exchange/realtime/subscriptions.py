@@ -27,7 +27,8 @@ live notifications stay one frame each.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection
+from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
@@ -42,8 +43,31 @@ from exchange.selectors.subscriptions import (
 from .replay import BATCH_USAGE, batch_flag, batch_frame, compact, frame_chunks
 from .streams import group_for
 
-if TYPE_CHECKING:
-    from .consumers import StreamConsumer
+
+class StreamConsumer(Protocol):
+    """What the ``sub:<id>`` streams use of the connection that follows them (the
+    consumer of ``consumers.py``, which imports this module: a protocol here keeps the two
+    from importing each other)."""
+
+    user: Any
+    channel_layer: Any
+    channel_name: str
+
+    @property
+    def authenticated(self) -> bool: ...
+
+    async def _send(self, payload: dict[str, Any]) -> None: ...
+
+    async def _send_text(self, text: str) -> None: ...
+
+    async def _error(self, code: str, message: str, **detail: Any) -> None: ...
+
+    async def _resume_point(self, stream: str, after: object, counted: str) -> int | None: ...
+
+    async def _room_for(
+        self, stream: str, followed: Collection[str], limit: int, kind: str
+    ) -> bool: ...
+
 
 KIND = "sub"
 # ``sub:<id>`` streams one connection may follow.

@@ -8,7 +8,6 @@ its own) as a disjunction of conjunctions of ``AttrTest`` / ``SubjectTest``.
 from __future__ import annotations
 
 import datetime as dt
-import enum
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
@@ -16,14 +15,8 @@ from functools import cached_property
 from matching import Predicate, Type, Value
 from matching.subjects import SubjectPattern, compile_pattern
 
-
-class Kind(enum.Enum):
-    """The four forms of SPEC 8.3, by the name the API reports."""
-
-    EVENTS = "events"
-    COMPOSITE = "composite"
-    PATTERN = "pattern"
-    STATE = "state"
+from .forms import Kind
+from .pattern_model import PatternQuery
 
 
 @dataclass(frozen=True)
@@ -219,8 +212,5 @@ class WatchQuery:
             None,
         )
 
-
-# Form 3 lives in its own module, which takes ``Kind`` from this one (defined above).
-from .pattern_model import PatternQuery  # noqa: E402
 
 Query = AtomicQuery | CompositeQuery | PatternQuery | WatchQuery

@@ -17,7 +17,7 @@ from functools import cached_property
 
 from matching.subjects import SubjectPattern, compile_pattern
 
-from .model import Kind
+from .forms import Kind
 
 
 @dataclass(frozen=True)
