@@ -9,7 +9,8 @@ is the offline contract of SPEC 8.3 on top of it.
 from .errors import EventError, QueryError
 from .evaluator import STATE_LIMIT, End, Notification, Subscription, run_offline
 from .events import Event, event_from_dict, parse_timestamp
-from .model import AtomicQuery, CompositeQuery, Kind, Query, WatchQuery
+from .forms import Kind
+from .model import AtomicQuery, CompositeQuery, Query, WatchQuery
 from .parser import parse_query
 from .pattern_model import PatternQuery
 from .printer import to_text

@@ -31,6 +31,7 @@ from . import model
 from .clauses import MAX_ITEMS, NUMERIC, ClauseReader
 from .conditions import COMPARISONS, ConditionReader
 from .errors import QueryError
+from .forms import Kind
 from .lexer import DOTTED, END, KW, NAME, OP, Token, describe, tokenize
 from .pattern_parser import PatternReader
 from .schema import END_TIME, EVENT_SCHEMA, START_TIME, check_attribute
@@ -56,7 +57,7 @@ def parse_query(text: str) -> model.Query:
     return _Parser(text, tokenize(text)).query()
 
 
-def kind_of(tokens: list[Token]) -> tuple[model.Kind, Token | None]:
+def kind_of(tokens: list[Token]) -> tuple[Kind, Token | None]:
     """The form a token list has, and the token its source starts at (after ``FROM``).
 
     Only what follows ``FROM`` decides: a pattern's words there (``FILTER``, ``EVENTS``,
@@ -68,31 +69,31 @@ def kind_of(tokens: list[Token]) -> tuple[model.Kind, Token | None]:
             source = tokens[i + 1]
             for later in tokens[i + 1 :]:
                 if later.kind == KW and later.text in _PATTERN_WORDS:
-                    return model.Kind.PATTERN, later
+                    return Kind.PATTERN, later
             after = tokens[min(i + 2, len(tokens) - 1)]
             if (
                 source.kind == NAME
                 and source.text.lower() == "offers"
                 and (after.kind == END or (after.kind == KW and after.text in ("where", "notify")))
             ):
-                return model.Kind.STATE, source
-            return model.Kind.COMPOSITE, source
-    return model.Kind.EVENTS, None
+                return Kind.STATE, source
+            return Kind.COMPOSITE, source
+    return Kind.EVENTS, None
 
 
 class _Parser(ClauseReader):
     def query(self) -> model.Query:
         self._expect(KW, "select", what="SELECT at the start of a subscription")
         kind, source = kind_of(self.tokens)
-        if kind is model.Kind.PATTERN:
+        if kind is Kind.PATTERN:
             reader = PatternReader(self.text, self.tokens)
             reader.i = self.i
             return reader.patterns()
-        if kind is model.Kind.STATE:
+        if kind is Kind.STATE:
             watch = WatchReader(self.text, self.tokens)
             watch.i = self.i
             return watch.watch()
-        if kind is model.Kind.COMPOSITE:
+        if kind is Kind.COMPOSITE:
             return self.composite()
         return self.atomic()
 
