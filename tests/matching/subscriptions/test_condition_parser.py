@@ -209,3 +209,24 @@ def test_the_two_spellings_line_up():
     out.add(" AND ")
     assert "".join(out.query) == "a.subject MATCHES 'office.>' AND "
     assert "".join(out.constraint) == "  _m0 >= 0                   AND "
+
+
+def _error(query_text: str, aliases: tuple[str, ...] | None = None) -> tuple[str, int | None]:
+    result = _read(query_text, aliases)
+    assert isinstance(result, QueryError), result
+    return result.code, result.position
+
+
+def test_a_wrong_name_is_refused_before_an_earlier_literal_of_the_wrong_type():
+    # syntax and names are refused as they are read, types once the conjunct is read
+    assert _error("(price > 'abc' OR pricee > 1)") == ("unknown_attribute", 18)
+    assert _error("(price > 'abc' OR price > 1)") == ("type_mismatch", 9)
+    assert _error("(price > 1e999999 OR price >)") == ("syntax", 28)
+    assert _error("(price > 1e999999 OR price > 2)") == ("bad_literal", 9)
+
+
+def test_an_error_about_an_aliased_comparison_points_at_the_attribute_after_the_alias():
+    assert _error("(a.price BETWEEN 5 AND 1 OR a.subject MATCHES 'x.>')", ("a", "b")) == (
+        "empty_range",
+        3,
+    )
