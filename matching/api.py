@@ -10,7 +10,7 @@ from .lexer import Kind, Token, tokenize
 from .model import Box, Constraint, Point, Type, Value
 from .normalize import normalize
 from .printer import to_text
-from .syntax import Schema
+from .syntax import Node, Schema
 from .values import convert
 
 # A text this short cannot print longer than MAX_LENGTH as one disjunct (at most
@@ -26,10 +26,7 @@ def parse(source: str | dict[str, Any], *, schema: Schema | None = None) -> Cons
     ``ConstraintError`` and nothing else, whatever ``source`` is.
     """
     if isinstance(source, str):
-        constraint = normalize(parser.parse_tree(source, schema), 0)
-        if len(source) > _SHORT_TEXT or len(constraint.disjuncts) > 1:
-            _check_printable(constraint, 0)
-        return constraint
+        return normalize_text(parser.parse_tree(source, schema), 0, len(source))
     if isinstance(source, dict):
         constraint = normalize(jsonform.parse_tree(source, schema), "")
         _check_printable(constraint, "")
@@ -40,6 +37,16 @@ def parse(source: str | dict[str, Any], *, schema: Schema | None = None) -> Cons
         code="syntax",
         path="",
     )
+
+
+def normalize_text(tree: Node, loc: int, length: int) -> Constraint:
+    """The normalized constraint of ``tree``, read from ``length`` characters of text that
+    begin at ``loc`` (where errors about the whole point): ``parse``'s second half, shared
+    with the subscription language's conditions."""
+    constraint = normalize(tree, loc)
+    if length > _SHORT_TEXT or len(constraint.disjuncts) > 1:
+        _check_printable(constraint, loc)
+    return constraint
 
 
 def _check_printable(constraint: Constraint, loc: Loc) -> None:
@@ -67,7 +74,7 @@ def parse_literal(text: str, type: Type) -> Value | Point | Box:
     """
     parser.check_length(text)
     tokens = tokenize(text)
-    p = parser._Parser(tokens, None)
+    p = parser.Parser(tokens, None)
     lit = p.value(Token(Kind.OPERATOR, "=", 0))
     end = tokens[p.i]
     if end.kind is not Kind.END:

@@ -23,6 +23,10 @@ class Kind(enum.Enum):
     QUOTED_NAME = "quoted name"
     KEYWORD = "keyword"
     END = "end"
+    # Only the subscription language's lexer (``matching.subscriptions.lexer``), which
+    # reads the same tokens and these two besides, makes them.
+    QUALIFIED_NAME = "qualified name"  # alias.attribute
+    DURATION = "duration"  # 25m
 
     # Compared by identity, as Type is: the identity hash agrees with equality and is
     # cheaper than Enum's own.
@@ -49,6 +53,7 @@ TYPE_KEYWORDS = {
     "point": Type.POINT,
     "box": Type.BOX,
 }
+# The one keyword table: the subscription language's lexer extends it with its own words.
 KEYWORDS = frozenset(
     {"and", "or", "not", "between", "in", "within", "overlaps", "contains", *TYPE_KEYWORDS}
 )

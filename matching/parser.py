@@ -4,10 +4,18 @@
     or_expr    := and_expr ( OR and_expr )*
     and_expr   := not_expr ( AND not_expr )*
     not_expr   := NOT not_expr | '(' or_expr ')' | predicate
-    predicate  := [type] attribute op literal | [type] attribute BETWEEN literal AND literal
-                | [type] attribute IN interval | [type] attribute '=' '*'
+    predicate  := [type] name op literal | [type] name BETWEEN literal AND literal
+                | [type] name IN interval | [type] name '=' '*'
 
 The result is the ``syntax`` tree, with every predicate already type-checked.
+
+``Parser`` is also the subscription language's condition parser
+(``matching.subscriptions.conditions``), which subclasses it at its extension points: the
+name rule (``name``: qualified names, aliases, the event schema), the atom rule
+(``predicate``: ``subject MATCHES 'p'``), the value rule (``value``), ``comparison``
+and ``count`` (where a predicate is read, type-checked and counted), the operators it takes
+(``geometric``) and the words of its messages (``describe``, ``error`` and the
+``_no_...`` methods). It reads that language's tokens, which are this lexer's.
 """
 
 from __future__ import annotations
@@ -67,7 +75,7 @@ def parse_tree(text: str, schema: Schema | None) -> Node:
     m = _COMPARISON_RE.fullmatch(text)
     if m is not None and m.group(1).lower() not in KEYWORDS:
         return _comparison(m, schema)
-    return _Parser(tokenize(text), schema).constraint()
+    return Parser(tokenize(text), schema).constraint()
 
 
 # The commonest constraint of all, one unprefixed name compared with a number
@@ -88,6 +96,16 @@ def _comparison(m: re.Match[str], schema: Schema | None) -> Node:
     return build(name, t, op, m.start(2), lits, "[]", start)
 
 
+def dated(keyword: Token, quoted: Token) -> Lit:
+    """The literal ``DATE '...'`` or ``TIMESTAMP '...'`` (``keyword`` then ``quoted``),
+    converted here: a bad date is an error wherever it is used."""
+    t = Type.DATE if keyword.text == "date" else Type.TIMESTAMP
+    lit = Lit(t, unquote(quoted), keyword.position)
+    # convert's type allows a float, which Raw does not; a date or timestamp is never one
+    lit.raw = convert(lit, t, "")  # type: ignore[assignment]
+    return lit
+
+
 def describe(tok: Token) -> str:
     """A token as a message names it: "the keyword AND", "')'", "the number 5"."""
     kind, text = tok.kind, tok.text
@@ -106,7 +124,7 @@ def _not_a_separator(expected: str, form: str, n: int, found: Token) -> str:
     return f"expected '{expected}' in {form} (it takes {n} numbers), found {describe(found)}"
 
 
-class _Parser:
+class Parser:
     """Recursive descent over the token list, one method per grammar rule.
 
     ``_match`` consumes the current token if it is of a kind (and one of some texts);
@@ -114,6 +132,9 @@ class _Parser:
     """
 
     __slots__ = ("toks", "i", "schema", "depth", "predicates")
+
+    # The keyword operators of points and boxes (a language without them has none).
+    geometric: dict[str, str] = _GEOMETRIC
 
     def __init__(self, toks: list[Token], schema: Schema | None) -> None:
         self.toks = toks
@@ -149,8 +170,62 @@ class _Parser:
         current token, which did not match."""
         if matched is None:
             found = self.toks[self.i]
-            raise ConstraintError(explain(found), found.position)
+            raise self.error(explain(found), found)
         return matched
+
+    # -- messages (a subclass words its own) ----------------------------------------------
+
+    def describe(self, tok: Token) -> str:
+        return describe(tok)
+
+    def error(self, message: str, tok: Token, code: str = "syntax") -> ConstraintError:
+        """A syntax error at ``tok`` (type errors come from ``syntax`` and ``values``)."""
+        return ConstraintError(message, tok.position, code=code)
+
+    def _no_close(self, open_tok: Token, found: Token) -> str:
+        return (
+            f"expected ')' to close the '(' at character {open_tok.position}, "
+            f"found {self.describe(found)}"
+        )
+
+    def _no_and(self, name: str, found: Token) -> str:
+        return (
+            f"expected AND after {name} BETWEEN <value>, as in {name} BETWEEN "
+            f"1 AND 9; found {self.describe(found)}"
+        )
+
+    def _no_interval(self, name: str, found: Token) -> str:
+        return (
+            f"expected an interval after IN, such as {name} IN [1, 9) "
+            "('[' and ']' include the end, '(' and ')' exclude it); "
+            f"found {self.describe(found)}"
+        )
+
+    def _not_a_name(self, tok: Token, prefix: Type | None) -> str:
+        if tok.kind is _KEYWORD:
+            return (
+                f"{tok.text.upper()} is a reserved word; to use it as an attribute name, "
+                f'put it in double quotes: "{tok.text}"'
+            )
+        if prefix is not None:
+            return (
+                f"expected an attribute name after the type {prefix.value}, "
+                f"found {self.describe(tok)}"
+            )
+        return f"expected a condition such as lot >= 1000 or NOT (...), found {self.describe(tok)}"
+
+    def _not_an_operator(self, tok: Token, name: str) -> ConstraintError:
+        if tok.kind is _KEYWORD and tok.text == "not":
+            return self.error(
+                f"write NOT before the condition, as in NOT {name} BETWEEN 1 AND 9 "
+                f"or NOT {name} IN [1, 9]",
+                tok,
+            )
+        return self.error(
+            f"expected an operator after {name}: =, !=, <, <=, >, >=, BETWEEN, IN, WITHIN, "
+            f"OVERLAPS or CONTAINS; found {self.describe(tok)}",
+            tok,
+        )
 
     # -- grammar ---------------------------------------------------------------------------
 
@@ -159,10 +234,9 @@ class _Parser:
         tok = self._curr
         if tok.kind is not _END:
             if tok.text == ")":
-                raise ConstraintError("this ')' closes no '('", tok.position)
-            raise ConstraintError(
-                f"expected AND, OR or the end of the constraint, found {describe(tok)}",
-                tok.position,
+                raise self.error("this ')' closes no '('", tok)
+            raise self.error(
+                f"expected AND, OR or the end of the constraint, found {self.describe(tok)}", tok
             )
         return node
 
@@ -199,19 +273,13 @@ class _Parser:
         if open_tok is not None:
             self.depth += 1
             if self.depth > MAX_DEPTH:
-                raise ConstraintError(
+                raise self.error(
                     f"parentheses are nested more than {MAX_DEPTH} deep; simplify the constraint",
-                    open_tok.position,
+                    open_tok,
                     code="too_deep",
                 )
             node = self.or_expr()
-            self._expect(
-                self._match(_OPERATOR, ")"),
-                lambda found: (
-                    f"expected ')' to close the '(' at character {open_tok.position}, "
-                    f"found {describe(found)}"
-                ),
-            )
+            self._expect(self._match(_OPERATOR, ")"), partial(self._no_close, open_tok))
             self.depth -= 1
             if type(node) is And or type(node) is Or:
                 node.loc = open_tok.position  # errors about the group point at its '('
@@ -220,25 +288,34 @@ class _Parser:
         return Not(node, first.position) if negations % 2 else node
 
     def predicate(self) -> Node:
+        """The atom rule: ``[type] name`` and what it is compared with."""
         tok = self._curr
         start = tok.position
         prefix: Type | None = None
         if tok.kind is _KEYWORD and tok.text in TYPE_KEYWORDS:
             prefix = TYPE_KEYWORDS[tok.text]
             self.i += 1
-            tok = self._curr
+        name = self.name(prefix)
+        return self.comparison(name, prefix, start)
+
+    def name(self, prefix: Type | None) -> str:
+        """The name rule: the attribute named at the current token, consumed."""
+        tok = self._curr
         if tok.kind is _NAME:
             name = tok.text
         elif tok.kind is _QUOTED_NAME:
             name = unquote(tok)
             if not name:
-                raise ConstraintError("an attribute name cannot be empty", tok.position)
+                raise self.error("an attribute name cannot be empty", tok)
             check_text(name, tok.position, "an attribute name")
         else:
-            raise ConstraintError(self._not_a_name(tok, prefix), tok.position)
-        self.predicates += 1
-        check_predicate_count(self.predicates, start)
+            raise self.error(self._not_a_name(tok, prefix), tok)
         self.i += 1
+        return name
+
+    def comparison(self, name: str, prefix: Type | None, start: int) -> Node:
+        """An operator and its values after ``name``, as a typed node (``start`` locates it)."""
+        self.count(start)
         op_tok = self._curr
         self.i += 1
         bounds = "[]"
@@ -248,45 +325,50 @@ class _Parser:
         elif op_tok.kind is _KEYWORD and op_tok.text == "between":
             op = "BETWEEN"
             lo = self.value(op_tok)
-            and_tok = self._expect(
-                self._match(_KEYWORD, "and"),
-                lambda found: (
-                    f"expected AND after {name} BETWEEN <value>, as in {name} BETWEEN "
-                    f"1 AND 9; found {describe(found)}"
-                ),
-            )
+            and_tok = self._expect(self._match(_KEYWORD, "and"), partial(self._no_and, name))
             lits = [lo, self.value(and_tok)]
         elif op_tok.kind is _KEYWORD and op_tok.text == "in":
             op = "IN"
             bounds, lits = self.interval(name)
-        elif op_tok.kind is _KEYWORD and op_tok.text in _GEOMETRIC:
-            op = _GEOMETRIC[op_tok.text]
+        elif op_tok.kind is _KEYWORD and op_tok.text in self.geometric:
+            op = self.geometric[op_tok.text]
             lits = [self.value(op_tok)]
         else:
-            raise ConstraintError(self._not_an_operator(op_tok, name), op_tok.position)
+            raise self._not_an_operator(op_tok, name)
+        return self.typed(name, prefix, start, op, op_tok.position, lits, bounds)
+
+    def count(self, start: int) -> None:
+        """Count one more predicate, refused past the limit."""
+        self.predicates += 1
+        check_predicate_count(self.predicates, start)
+
+    def typed(
+        self,
+        name: str,
+        prefix: Type | None,
+        start: int,
+        op: str,
+        op_loc: int,
+        lits: list[Lit],
+        bounds: str,
+    ) -> Node:
+        """The predicate, type-checked: an ``Atom`` (or ``Not`` for ``!=``)."""
         t = attribute_type(name, prefix, start, op, lits, self.schema, start)
-        return build(name, t, op, op_tok.position, lits, bounds, start)
+        return build(name, t, op, op_loc, lits, bounds, start)
 
     def interval(self, name: str) -> tuple[str, list[Lit]]:
-        open_tok = self._expect(
-            self._match_set(_OPERATOR, _OPEN),
-            lambda found: (
-                f"expected an interval after IN, such as {name} IN [1, 9) "
-                "('[' and ']' include the end, '(' and ')' exclude it); "
-                f"found {describe(found)}"
-            ),
-        )
+        open_tok = self._expect(self._match_set(_OPERATOR, _OPEN), partial(self._no_interval, name))
         lo = self.value(open_tok)
         comma = self._expect(
             self._match(_OPERATOR, ","),
             lambda found: (
-                f"expected ',' between the two ends of the interval, found {describe(found)}"
+                f"expected ',' between the two ends of the interval, found {self.describe(found)}"
             ),
         )
         hi = self.value(comma)
         close = self._expect(
             self._match_set(_OPERATOR, _CLOSE),
-            lambda found: f"expected ']' or ')' to end the interval, found {describe(found)}",
+            lambda found: f"expected ']' or ')' to end the interval, found {self.describe(found)}",
         )
         return open_tok.text + close.text, [lo, hi]
 
@@ -310,11 +392,7 @@ class _Parser:
                         f"{text.upper()} {example}"
                     ),
                 )
-                t = Type.DATE if text == "date" else Type.TIMESTAMP
-                lit = Lit(t, unquote(quoted), pos)
-                # converted here: a bad date is an error wherever it is used
-                lit.raw = convert(lit, t, "")  # type: ignore[assignment]
-                return lit
+                return dated(tok, quoted)
             if text == "point":
                 x, y = self.coordinates(2, "POINT(x, y)")
                 return Lit(Type.POINT, Point(x, y), pos)
@@ -352,26 +430,3 @@ class _Parser:
                 self._match(_OPERATOR, expected), partial(_not_a_separator, expected, form, n)
             )
         return out
-
-    def _not_a_name(self, tok: Token, prefix: Type | None) -> str:
-        if tok.kind is _KEYWORD:
-            return (
-                f"{tok.text.upper()} is a reserved word; to use it as an attribute name, "
-                f'put it in double quotes: "{tok.text}"'
-            )
-        if prefix is not None:
-            return (
-                f"expected an attribute name after the type {prefix.value}, found {describe(tok)}"
-            )
-        return f"expected a condition such as lot >= 1000 or NOT (...), found {describe(tok)}"
-
-    def _not_an_operator(self, tok: Token, name: str) -> str:
-        if tok.kind is _KEYWORD and tok.text == "not":
-            return (
-                f"write NOT before the condition, as in NOT {name} BETWEEN 1 AND 9 "
-                f"or NOT {name} IN [1, 9]"
-            )
-        return (
-            f"expected an operator after {name}: =, !=, <, <=, >, >=, BETWEEN, IN, WITHIN, "
-            f"OVERLAPS or CONTAINS; found {describe(tok)}"
-        )

@@ -1,16 +1,21 @@
 """Conjuncts made of SPEC 2 constraints, normalized each on its own (SPEC 8.3).
 
-A conjunct such as ``(price > 1.05 OR subject MATCHES 'office.>')`` is read here only far
-enough to find where it ends and to check its names (known attributes, aliases); the
-constraint itself is handed to ``matching.parse`` so that SPEC 2's typing, NOT push-down,
-DNF, merging, limits and error messages have one home. Two things ``matching.parse`` does
-not know are rewritten first, each keeping every character's position so that errors
-point at the query text:
+A conjunct such as ``(price > 1.05 OR subject MATCHES 'office.>')`` is read by SPEC 2's
+constraint parser (``matching.parser``) on the query's own tokens, extended at its rules
+so that SPEC 2's typing, NOT push-down, DNF, merging, limits and error messages have one
+home and every error points at the query text:
 
-* ``subject MATCHES 'p'`` becomes a placeholder predicate ``_m<k> >= 0`` (padded with
-  spaces) on a made-up int attribute; after normalization a placeholder interval holding
-  0 is the match and one not holding it its negation;
-* in form 2 the alias of ``a.price`` is blanked out (every conjunct names one alias).
+* its name rule reads ``attr`` in form 1 and ``alias.attr`` in form 2 (every conjunct names
+  one alias), checked against the event schema;
+* its atom rule reads ``subject MATCHES 'p'`` as a stand-in predicate ``_m<k> >= 0`` on a
+  made-up int attribute; after normalization a stand-in interval holding 0 is the match
+  and one not holding it its negation;
+* its value rule takes the literals events have (no POINT or BOX; ``*`` only after a
+  comparison), and its messages use the language's words.
+
+Syntax and names are refused as they are read; a literal that does not fit its attribute
+is refused once the whole conjunct has been read (so a conjunct wrong in both ways is
+refused for its syntax or names first, as it always has been).
 
 Grammar of a conjunct (``ref`` is ``attr``, or ``alias.attr`` in form 2)::
 
@@ -25,15 +30,18 @@ Grammar of a conjunct (``ref`` is ``attr``, or ``alias.attr`` in form 2)::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-import matching
 from matching import ConstraintError, Interval, Type
+from matching.api import normalize_text
+from matching.intervals import WILDCARD
+from matching.lexer import TYPE_KEYWORDS, unquote
+from matching.model import Attribute
+from matching.parser import Parser, dated
 from matching.subjects import SubjectError, compile_pattern
-from matching.syntax import MAX_DEPTH
+from matching.syntax import Atom, Node, build
+from matching.values import Lit, number_lit
 
 from .closed_sets import CHECKING, closed_sets_check
 from .cursor import Cursor
@@ -43,21 +51,7 @@ from .model import AttrTest, Condition, SubjectTest, Test
 from .schema import END_TIME, START_TIME, check_attribute
 
 COMPARISONS = ("=", "!=", "<>", "<", "<=", ">", ">=")
-_TYPE_PREFIXES = frozenset(
-    {"int", "integer", "decimal", "numeric", "float", "double", "date", "timestamp", "string",
-     "text", "point", "box"}
-)  # fmt: skip
 _PLACEHOLDER = "_m{}"
-_PLACEHOLDER_RE = re.compile(r"_m\d+")
-
-
-@dataclass
-class _Scan:
-    """What reading one conjunct found: the aliases it names and the text to rewrite."""
-
-    aliases: set[str]
-    blanks: list[tuple[int, int]]  # spans to replace with spaces (form 2's "a.")
-    matches: list[tuple[int, int, str, str | None]]  # (start, end, pattern, alias)
 
 
 class ConditionReader:
@@ -71,197 +65,53 @@ class ConditionReader:
         self.cur = cur
         self.schema = schema
         self.aliases = aliases
-        self._depth = 0
-
-    # -- reading ----------------------------------------------------------------------------
 
     def conjunct(self) -> Condition:
         """One conjunct at the cursor (not ``start_time``/``end_time``), normalized."""
         cur = self.cur
         first = cur.peek
-        scan = _Scan(set(), [], [])
+        parser = _ConditionParser(self)
         if cur.is_op("("):
-            self._group(scan)
+            tree = parser.not_expr()
         elif cur.is_kw("not"):
             raise cur.error("NOT is allowed only inside parentheses: write (NOT ...) as a conjunct")
         else:
-            self._atom(scan)
+            tree = parser.predicate()
+        cur.i = parser.i
         end = cur.end_of(cur.tokens[cur.i - 1])
         if cur.is_kw("or"):
             raise cur.error(
                 "OR is allowed only inside parentheses: write (... OR ...) as one conjunct"
             )
-        if len(scan.aliases) > 1:
+        if len(parser.named) > 1:
             raise QueryError(
                 "a conjunct names one alias (join two aliases as a.attr op b.attr, "
                 "one comparison per conjunct)",
                 first.position,
             )
-        return self._normalize(first.position, end, scan)
-
-    def _group(self, scan: _Scan) -> None:
-        # Counted as it descends, with the constraint parser's limit and words, so that
-        # deep text is refused before it can exhaust Python's stack (issue 37).
-        cur = self.cur
-        open_ = cur._expect(OP, "(", what="'('")
-        self._depth += 1
-        if self._depth > MAX_DEPTH:
-            raise cur.error(
-                f"parentheses are nested more than {MAX_DEPTH} deep; simplify the constraint",
-                open_,
-                code="too_deep",
-            )
-        self._or(scan)
-        if not cur._match(OP, ")"):
-            raise cur.error(
-                f"expected ')' to close the '(' at character {open_.position + 1}, "
-                f"found {describe(cur.peek)}"
-            )
-        self._depth -= 1
-
-    def _or(self, scan: _Scan) -> None:
-        self._and(scan)
-        while self.cur._match(KW, "or"):
-            self._and(scan)
-
-    def _and(self, scan: _Scan) -> None:
-        self._not(scan)
-        while self.cur._match(KW, "and"):
-            self._not(scan)
-
-    def _not(self, scan: _Scan) -> None:
-        cur = self.cur
-        while cur._match(KW, "not"):
-            pass
-        if cur.is_op("("):
-            self._group(scan)
-        else:
-            self._atom(scan)
-
-    def _atom(self, scan: _Scan) -> None:
-        cur = self.cur
-        ref = cur.peek
-        alias, attribute = self.reference()
-        if attribute in (START_TIME, END_TIME):
-            raise QueryError(
-                f"{attribute} sets the time range: write it as its own conjunct, "
-                f"{attribute} = NOW - 1h (not inside parentheses or with another operator)",
-                ref.position,
-            )
-        if alias is not None:
-            scan.aliases.add(alias)
-            scan.blanks.append((ref.position, ref.position + len(alias) + 1))
-        if cur.is_kw("matches"):
-            cur.advance()
-            if attribute != "subject":
-                raise QueryError(
-                    f"MATCHES takes the subject, as in subject MATCHES 'office.>', not {attribute}",
-                    ref.position,
-                )
-            string = cur._expect(
-                STR, what="a quoted subject pattern after MATCHES, such as 'office.>'"
-            )
-            pattern = self.pattern(string)
-            scan.matches.append((ref.position, cur.end_of(string), pattern, alias))
-            return
-        op = cur.advance()
-        if op.kind == OP and op.text in COMPARISONS:
-            if cur.is_op("*"):
-                cur.advance()
-            else:
-                self._literal(op)
-        elif op.kind == KW and op.text == "between":
-            self._literal(op)
-            and_ = cur._expect(KW, "and", what=f"AND after {attribute} BETWEEN <value>")
-            self._literal(and_)
-        elif op.kind == KW and op.text == "in":
-            open_ = cur.advance()
-            if not (open_.kind == OP and open_.text in "[("):
-                raise cur.error(
-                    f"expected an interval after IN, such as {attribute} IN [1, 9), "
-                    f"found {describe(open_)}",
-                    open_,
-                )
-            self._literal(open_)
-            comma = cur._expect(OP, ",", what="',' between the two ends of the interval")
-            self._literal(comma)
-            cur._expect(OP, "]", ")", what="']' or ')' to end the interval")
-        elif op.kind == KW and op.text in ("within", "overlaps", "contains"):
-            raise cur.error(
-                f"{op.text.upper()} is for point and box attributes, and events have none",
-                op,
-                code="bad_operator",
-            )
-        else:
-            raise cur.error(
-                f"expected an operator after {attribute}: =, !=, <, <=, >, >=, BETWEEN, IN "
-                f"or MATCHES; found {describe(op)}",
-                op,
-            )
-
-    def _literal(self, after: Token) -> None:
-        cur = self.cur
-        tok = cur.advance()
-        if tok.kind in (NUM, STR):
-            return
-        if tok.kind == KW and tok.text in ("date", "timestamp") and cur._match(STR):
-            return
-        if tok.kind == KW and tok.text == "now":
-            raise cur.error(
-                "NOW is only for start_time and end_time; compare time with a "
-                "TIMESTAMP '...' literal, or set start_time = NOW - <d>",
-                tok,
-            )
-        raise cur.error(
-            f"expected a value after {describe(after)}, such as 5, 1.00, 'trade' or "
-            f"TIMESTAMP '2026-11-20T10:00:00Z'; found {describe(tok)}",
-            tok,
-        )
-
-    def reference(self) -> tuple[str | None, str]:
-        """``attr`` (form 1) or ``alias.attr`` (form 2), checked against the schema."""
-        cur = self.cur
-        tok = cur.peek
-        if tok.kind == KW:
-            if tok.text in _TYPE_PREFIXES:
-                raise cur.error(
-                    f"no type prefix here: the event schema gives every attribute its type "
-                    f"(drop {tok.text.upper()})"
-                )
-            raise cur.error(
-                f"expected an attribute, found {describe(tok)} (keywords are reserved; "
-                'a name that is a keyword is written in double quotes, as in "limit")'
-            )
-        if tok.kind == NAME:
-            alias, attribute = None, tok.text
-        elif tok.kind == QNAME:
-            alias, attribute = None, tok.text[1:-1].replace('""', '"')
-        elif tok.kind == DOTTED:
-            alias, _, attribute = tok.text.partition(".")
-        else:
-            raise cur.error(f"expected a condition such as price > 1.00, found {describe(tok)}")
-        if self.aliases is None and alias is not None:
-            raise cur.error(
-                f"{tok.text}: qualified names belong to composite subscriptions "
-                "(SELECT ... FROM a AND b WHERE ...); here write the attribute alone",
-                code="unknown_attribute",
-            )
-        if self.aliases is not None:
-            if alias is None:
-                raise cur.error(
-                    f"name the alias of {attribute}, as in {self.aliases[0]}.{attribute}",
-                    code="unknown_alias",
-                )
-            if alias not in self.aliases:
-                raise cur.error(
-                    f"{alias} is not an alias of this subscription (FROM "
-                    f"{' AND '.join(self.aliases)})",
-                    code="unknown_alias",
-                )
-        if attribute not in (START_TIME, END_TIME):
-            check_attribute(attribute, tok.position, self.schema)
-        cur.advance()
-        return alias, attribute
+        if parser.deferred is not None:
+            raise _located(parser.deferred, first.position)
+        try:
+            constraint = normalize_text(tree, first.position, end - first.position)
+        except ConstraintError as exc:
+            raise _located(exc, first.position) from None
+        alias = next(iter(parser.named), None)
+        disjuncts: list[tuple[Test, ...]] = []
+        for disjunct in constraint:
+            tests: list[Test] = []
+            for attr, pred in disjunct:
+                pattern = parser.matches.get(attr.name)
+                if pattern is not None:
+                    assert isinstance(pred, Interval)
+                    tests.append(SubjectTest(alias, pattern, negated=not _holds_zero(pred)))
+                else:
+                    tests.append(AttrTest(alias, attr.name, attr.type, pred))
+            if tuple(tests) not in disjuncts:
+                disjuncts.append(tuple(tests))
+        condition = Condition(tuple(disjuncts))
+        if CHECKING.get():
+            closed_sets_check(condition, cur.text, first.position)
+        return condition
 
     def pattern(self, string: Token) -> str:
         """The subject pattern written in ``string``, checked (errors at the bad character)."""
@@ -274,51 +124,221 @@ class ConditionReader:
             ) from None
         return text
 
-    # -- normalizing ------------------------------------------------------------------------
 
-    def _normalize(self, start: int, end: int, scan: _Scan) -> Condition:
-        text = list(self.cur.text[start:end])
-        schema = dict(self.schema)
-        placeholders: dict[str, tuple[str, str | None]] = {}
-        for s, e in scan.blanks:
-            text[s - start : e - start] = " " * (e - s)
-        for k, (s, e, pattern, alias) in enumerate(scan.matches):
-            name = _PLACEHOLDER.format(k)
-            stand_in = f"{name} >= 0".ljust(e - s)
-            assert len(stand_in) == e - s, "a MATCHES atom is longer than its placeholder"
-            text[s - start : e - start] = stand_in
-            schema[name] = Type.INT
-            placeholders[name] = (pattern, alias)
-        alias = next(iter(scan.aliases), None)
-        try:
-            constraint = matching.parse("".join(text), schema=schema)
-        except ConstraintError as exc:
-            message = _PLACEHOLDER_RE.sub(
-                lambda m: (
-                    f"subject MATCHES '{placeholders[m.group()][0]}'"
-                    if m.group() in placeholders
-                    else m.group()
-                ),
-                exc.message,
+class _ConditionParser(Parser):
+    """SPEC 2's parser on a query's tokens, extended at its name, atom and value rules.
+
+    A type error (a literal's, a comparison's or ``count``'s) is kept in ``deferred`` and the
+    reading goes on, so that a syntax error or a wrong name later in the conjunct is the
+    one refused; ``named`` holds the aliases the conjunct names, ``matches`` the subject
+    pattern of each stand-in attribute.
+    """
+
+    __slots__ = ("reader", "named", "matches", "deferred")
+
+    geometric: dict[str, str] = {}  # events have no points or boxes
+
+    def __init__(self, reader: ConditionReader) -> None:
+        super().__init__(reader.cur.tokens, reader.schema)
+        self.i = reader.cur.i
+        self.reader = reader
+        self.named: set[str] = set()
+        self.matches: dict[str, str] = {}
+        self.deferred: ConstraintError | None = None
+
+    # -- rules ------------------------------------------------------------------------------
+
+    def predicate(self) -> Node:
+        """``ref MATCHES string``, or a comparison on ``ref``."""
+        ref = self._curr
+        attribute = self.name(None)
+        if self._match(KW, "matches"):
+            return self._subject_match(ref, attribute)
+        # errors about the comparison point at the attribute, after any "alias."
+        start = (
+            ref.position + len(ref.text) - len(attribute) if ref.kind is DOTTED else ref.position
+        )
+        return self.comparison(attribute, None, start)
+
+    def name(self, prefix: Type | None) -> str:
+        """``attr`` (form 1) or ``alias.attr`` (form 2), checked against the schema."""
+        tok = self._curr
+        aliases = self.reader.aliases
+        if tok.kind is KW:
+            if tok.text in TYPE_KEYWORDS:
+                raise self.error(
+                    f"no type prefix here: the event schema gives every attribute its type "
+                    f"(drop {tok.text.upper()})",
+                    tok,
+                )
+            raise self.error(
+                f"expected an attribute, found {describe(tok)} (keywords are reserved; "
+                'a name that is a keyword is written in double quotes, as in "limit")',
+                tok,
             )
-            where = start if exc.position is None else start + exc.position
-            raise QueryError(message, where, code=exc.code) from None
-        disjuncts: list[tuple[Test, ...]] = []
-        for disjunct in constraint:
-            tests: list[Test] = []
-            for attr, pred in disjunct:
-                if attr.name in placeholders:
-                    pattern, test_alias = placeholders[attr.name]
-                    assert isinstance(pred, Interval)
-                    tests.append(SubjectTest(test_alias, pattern, negated=not _holds_zero(pred)))
-                else:
-                    tests.append(AttrTest(alias, attr.name, attr.type, pred))
-            if tuple(tests) not in disjuncts:
-                disjuncts.append(tuple(tests))
-        condition = Condition(tuple(disjuncts))
-        if CHECKING.get():
-            closed_sets_check(condition, self.cur.text, start)
-        return condition
+        alias: str | None
+        if tok.kind is NAME:
+            alias, attribute = None, tok.text
+        elif tok.kind is QNAME:
+            alias, attribute = None, tok.text[1:-1].replace('""', '"')
+        elif tok.kind is DOTTED:
+            alias, _, attribute = tok.text.partition(".")
+        else:
+            raise self.error(
+                f"expected a condition such as price > 1.00, found {describe(tok)}", tok
+            )
+        if aliases is None and alias is not None:
+            raise self.error(
+                f"{tok.text}: qualified names belong to composite subscriptions "
+                "(SELECT ... FROM a AND b WHERE ...); here write the attribute alone",
+                tok,
+                code="unknown_attribute",
+            )
+        if aliases is not None:
+            if alias is None:
+                raise self.error(
+                    f"name the alias of {attribute}, as in {aliases[0]}.{attribute}",
+                    tok,
+                    code="unknown_alias",
+                )
+            if alias not in aliases:
+                raise self.error(
+                    f"{alias} is not an alias of this subscription (FROM {' AND '.join(aliases)})",
+                    tok,
+                    code="unknown_alias",
+                )
+            self.named.add(alias)
+        if attribute in (START_TIME, END_TIME):
+            raise QueryError(
+                f"{attribute} sets the time range: write it as its own conjunct, "
+                f"{attribute} = NOW - 1h (not inside parentheses or with another operator)",
+                tok.position,
+            )
+        check_attribute(attribute, tok.position, self.reader.schema)
+        self.i += 1
+        return attribute
+
+    def _subject_match(self, ref: Token, attribute: str) -> Node:
+        # A stand-in predicate _m<k> >= 0, placed where "_m<k> >= 0" would be written.
+        if attribute != "subject":
+            raise QueryError(
+                f"MATCHES takes the subject, as in subject MATCHES 'office.>', not {attribute}",
+                ref.position,
+            )
+        string = self._expect(
+            self._match(STR),
+            lambda found: (
+                "expected a quoted subject pattern after MATCHES, such as 'office.>', "
+                f"found {describe(found)}"
+            ),
+        )
+        stand_in = _PLACEHOLDER.format(len(self.matches))
+        self.matches[stand_in] = self.reader.pattern(string)
+        start = ref.position
+        self.count(start)
+        op_loc = start + len(stand_in) + 1
+        return build(stand_in, Type.INT, ">=", op_loc, [number_lit("0", op_loc + 3)], "[]", start)
+
+    def value(self, after: Token) -> Lit:
+        """A number, a string, ``DATE '...'`` or ``TIMESTAMP '...'``; ``*`` after a comparison."""
+        tok = self._curr
+        kind, text, pos = tok
+        self.i += 1
+        if kind is NUM:
+            try:
+                return number_lit(text, pos)
+            except ConstraintError as exc:
+                return self._deferred_value(exc, pos)
+        if kind is STR:
+            return Lit(Type.STRING, unquote(tok), pos)
+        if kind is OP and text == "*" and after.kind is OP and after.text in COMPARISONS:
+            return Lit(None, "*", pos)
+        if kind is KW and text in ("date", "timestamp"):
+            quoted = self._match(STR)
+            if quoted is not None:
+                try:
+                    return dated(tok, quoted)
+                except ConstraintError as exc:
+                    return self._deferred_value(exc, pos)
+        if kind is KW and text == "now":
+            raise self.error(
+                "NOW is only for start_time and end_time; compare time with a "
+                "TIMESTAMP '...' literal, or set start_time = NOW - <d>",
+                tok,
+            )
+        raise self.error(
+            f"expected a value after {describe(after)}, such as 5, 1.00, 'trade' or "
+            f"TIMESTAMP '2026-11-20T10:00:00Z'; found {describe(tok)}",
+            tok,
+        )
+
+    # -- type errors, kept for the end of the conjunct -------------------------------------
+
+    def count(self, start: int) -> None:
+        try:
+            super().count(start)
+        except ConstraintError as exc:
+            self._defer(exc)
+
+    def comparison(self, name: str, prefix: Type | None, start: int) -> Node:
+        try:
+            return super().comparison(name, prefix, start)
+        except QueryError:
+            raise
+        except ConstraintError as exc:
+            # not the language's own error (those are QueryErrors): SPEC 2's type check of
+            # the comparison, whose tokens are all read by now
+            self._defer(exc)
+            return Atom(Attribute(name, Type.INT), WILDCARD, start, "*")
+
+    def _deferred_value(self, exc: ConstraintError, pos: int) -> Lit:
+        # a stand-in value the conjunct goes on with; it is refused at its end anyway
+        self._defer(exc)
+        return Lit(None, "*", pos)
+
+    def _defer(self, exc: ConstraintError) -> None:
+        if self.deferred is None:
+            self.deferred = exc
+
+    # -- the language's words ---------------------------------------------------------------
+
+    def describe(self, tok: Token) -> str:
+        return describe(tok)
+
+    def error(self, message: str, tok: Token, code: str = "syntax") -> QueryError:
+        return self.reader.cur.error(message, tok, code=code)
+
+    def _no_close(self, open_tok: Token, found: Token) -> str:
+        return (
+            f"expected ')' to close the '(' at character {open_tok.position + 1}, "
+            f"found {describe(found)}"
+        )
+
+    def _no_and(self, name: str, found: Token) -> str:
+        return f"expected AND after {name} BETWEEN <value>, found {describe(found)}"
+
+    def _no_interval(self, name: str, found: Token) -> str:
+        return f"expected an interval after IN, such as {name} IN [1, 9), found {describe(found)}"
+
+    def _not_an_operator(self, tok: Token, name: str) -> ConstraintError:
+        if tok.kind is KW and tok.text in ("within", "overlaps", "contains"):
+            return self.error(
+                f"{tok.text.upper()} is for point and box attributes, and events have none",
+                tok,
+                code="bad_operator",
+            )
+        return self.error(
+            f"expected an operator after {name}: =, !=, <, <=, >, >=, BETWEEN, IN "
+            f"or MATCHES; found {describe(tok)}",
+            tok,
+        )
+
+
+def _located(exc: ConstraintError, start: int) -> QueryError:
+    """A type error as the query's error (one about the whole conjunct at its start)."""
+    if isinstance(exc, QueryError):
+        return exc
+    return QueryError(exc.message, start if exc.position is None else exc.position, code=exc.code)
 
 
 def _holds_zero(iv: Interval) -> bool:

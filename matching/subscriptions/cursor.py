@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from matching.lexer import Kind
+
 from .closed_sets import nearest
 from .errors import QueryError
 from .lexer import END, KEYWORDS, KW, NAME, OP, Token, describe
@@ -36,7 +38,7 @@ class Cursor:
         tok = self.tokens[self.i]
         return tok.kind == OP and tok.text in ops
 
-    def _match(self, kind: str, *texts: str) -> Token | None:
+    def _match(self, kind: Kind, *texts: str) -> Token | None:
         """The next token if it has this kind (and one of these texts); it is consumed."""
         tok = self.tokens[self.i]
         if tok.kind == kind and (not texts or tok.text in texts):
@@ -44,7 +46,7 @@ class Cursor:
             return tok
         return None
 
-    def _expect(self, kind: str, *texts: str, what: str) -> Token:
+    def _expect(self, kind: Kind, *texts: str, what: str) -> Token:
         """Like ``_match``, but a missing token is an error saying ``what`` was expected."""
         tok = self._match(kind, *texts)
         if tok is None:

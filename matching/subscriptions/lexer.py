@@ -1,50 +1,48 @@
 """The tokenizer of the subscription language.
 
-A ``Token`` is ``(kind, text, position)`` with a 0-based ``position``. Keywords are
-case-insensitive and come out lower-cased as ``KW``; every keyword of the four forms
-is reserved now (SPEC 8.3: ``AS avg`` is an error), so that adding forms 3 and 4 never
-turns a valid query into an invalid one. Literal syntax follows SPEC 2 (numbers,
-``'strings'`` with ``''`` for a quote, ``"quoted names"``); on top of it come durations
-(``25m``), dotted names (``a.price``) and the punctuation of forms 3 and 4 (``{ } + - / %``),
-so that the parser can recognise their shapes and refuse them clearly.
+Its tokens are the constraint lexer's (``matching.lexer.Token``, whose ``kind`` is a
+``Kind``) so that the constraint parser reads a subscription's conditions directly, with
+a 0-based ``position``. Keywords are case-insensitive and come out lower-cased as ``KW``;
+the keyword table extends SPEC 2's (``matching.lexer.KEYWORDS``) with every keyword of
+the four forms, all reserved now (SPEC 8.3: ``AS avg`` is an error), so that adding forms
+3 and 4 never turns a valid query into an invalid one. Literal syntax follows SPEC 2
+(numbers, ``'strings'`` with ``''`` for a quote, ``"quoted names"``); on top of it come
+durations (``25m``), dotted names (``a.price``) and the punctuation of forms 3 and 4
+(``{ } + - / %``), so that the parser can recognise their shapes and refuse them clearly.
 """
 
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+
+from matching import lexer
+from matching.lexer import Kind, Token
 
 from .errors import QueryError
 
-NAME = "name"
-DOTTED = "dotted"
-QNAME = "qname"
-NUM = "number"
-DURATION = "duration"
-STR = "string"
-OP = "op"
-KW = "keyword"
-END = "end"
+NAME = Kind.NAME
+DOTTED = Kind.QUALIFIED_NAME
+QNAME = Kind.QUOTED_NAME
+NUM = Kind.NUMBER
+DURATION = Kind.DURATION
+STR = Kind.STRING
+OP = Kind.OPERATOR
+KW = Kind.KEYWORD
+END = Kind.END
 
-# SPEC 2's keywords (type prefixes included) and those of the four forms of SPEC 8.3.
-KEYWORDS = frozenset(
-    {
-        "and", "or", "not", "between", "in", "within", "overlaps", "contains",
-        "int", "integer", "decimal", "numeric", "float", "double", "date", "timestamp",
-        "string", "text", "point", "box",
-        "select", "from", "where", "group", "by", "having", "reset", "as", "matches", "now",
-        "avg", "min", "max", "sum", "count",
-        "next", "fold", "filter", "events", "union", "dur",
-        "notify", "when", "changed",
-    }
-)  # fmt: skip
+# SPEC 2's keywords and those of the four forms of SPEC 8.3.
+KEYWORDS = lexer.KEYWORDS | {
+    "select", "from", "where", "group", "by", "having", "reset", "as", "matches", "now",
+    "avg", "min", "max", "sum", "count",
+    "next", "fold", "filter", "events", "union", "dur",
+    "notify", "when", "changed",
+}  # fmt: skip
 
-
-class Token(NamedTuple):
-    kind: str
-    text: str
-    position: int
-
+# Token is the constraint lexer's, named here for the parsers of the language.
+__all__ = [
+    "DOTTED", "DURATION", "END", "KEYWORDS", "KW", "NAME", "NUM", "OP", "QNAME", "STR",
+    "Token", "describe", "tokenize",
+]  # fmt: skip
 
 _WORD_END = r"(?![A-Za-z0-9_.])"
 
