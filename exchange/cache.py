@@ -33,6 +33,7 @@ class SharedConnectionPool(redis.ConnectionPool):
     _pools: ClassVar[dict[tuple[str, str], redis.ConnectionPool]] = {}
     _shared_lock: ClassVar[threading.Lock] = threading.Lock()
 
+    # The stubs' from_url returns Self; ours returns the shared pool, made by the base class.
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> redis.ConnectionPool:  # type: ignore[override]
         key = (url, repr(sorted(kwargs.items(), key=lambda item: item[0])))
@@ -75,6 +76,7 @@ class RedisCache(DjangoRedisCache):
 
     def redis(self) -> Any:
         """This cache's client for writing (this process's one client for its pool)."""
+        # Django's client object, which the stubs leave out.
         return self._cache.get_client(write=True)  # type: ignore[attr-defined]
 
     def script(self, text: str) -> Any:
