@@ -221,6 +221,6 @@ class WatchQuery:
 
 
 # Form 3 lives in its own module, which takes ``Kind`` from this one (defined above).
-from .pattern_model import PatternQuery  # noqa: E402
+from .pattern_model import PatternQuery  # noqa: E402 - it imports Kind from above
 
 Query = AtomicQuery | CompositeQuery | PatternQuery | WatchQuery
