@@ -33,9 +33,8 @@ class SharedConnectionPool(redis.ConnectionPool):
     _pools: ClassVar[dict[tuple[str, str], redis.ConnectionPool]] = {}
     _shared_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    # The stubs' from_url returns Self; ours returns the shared pool, made by the base class.
     @classmethod
-    def from_url(cls, url: str, **kwargs: Any) -> redis.ConnectionPool:  # type: ignore[override]
+    def from_url(cls, url: str, **kwargs: Any) -> redis.ConnectionPool:  # type: ignore[override]  # a shared base-class pool, not Self
         key = (url, repr(sorted(kwargs.items(), key=lambda item: item[0])))
         with cls._shared_lock:
             pool = cls._pools.get(key)
@@ -57,7 +56,7 @@ class SharedClientCacheClient(RedisCacheClient):
         client = _clients.get(id(pool))
         if client is None or client.connection_pool is not pool:
             with _clients_lock:
-                client = _clients[id(pool)] = self._client(connection_pool=pool)  # type: ignore[attr-defined]
+                client = _clients[id(pool)] = self._client(connection_pool=pool)  # type: ignore[attr-defined]  # as above
         return client
 
 

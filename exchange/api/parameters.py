@@ -120,7 +120,7 @@ class KnownParameters:
             # The view's methods, which mypy does not see from a mixin (as in ``initial``).
             return super().perform_content_negotiation(request, force)  # type: ignore[misc]
         except Http404:
-            formats = ", ".join(r.format for r in self.get_renderers())  # type: ignore[attr-defined]
+            formats = ", ".join(r.format for r in self.get_renderers())  # type: ignore[attr-defined]  # as above
             raise InvalidInput(
                 "invalid_format",
                 f"format is {formats} here.",
