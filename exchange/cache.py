@@ -34,7 +34,7 @@ class SharedConnectionPool(redis.ConnectionPool):
     _shared_lock: ClassVar[threading.Lock] = threading.Lock()
 
     @classmethod
-    def from_url(cls, url: str, **kwargs: Any) -> redis.ConnectionPool:  # type: ignore[override]
+    def from_url(cls, url: str, **kwargs: Any) -> redis.ConnectionPool:  # type: ignore[override]  # a shared base-class pool, not Self
         key = (url, repr(sorted(kwargs.items(), key=lambda item: item[0])))
         with cls._shared_lock:
             pool = cls._pools.get(key)
@@ -56,7 +56,7 @@ class SharedClientCacheClient(RedisCacheClient):
         client = _clients.get(id(pool))
         if client is None or client.connection_pool is not pool:
             with _clients_lock:
-                client = _clients[id(pool)] = self._client(connection_pool=pool)  # type: ignore[attr-defined]
+                client = _clients[id(pool)] = self._client(connection_pool=pool)  # type: ignore[attr-defined]  # as above
         return client
 
 
@@ -75,6 +75,7 @@ class RedisCache(DjangoRedisCache):
 
     def redis(self) -> Any:
         """This cache's client for writing (this process's one client for its pool)."""
+        # Django's client object, which the stubs leave out.
         return self._cache.get_client(write=True)  # type: ignore[attr-defined]
 
     def script(self, text: str) -> Any:

@@ -39,7 +39,8 @@ log = logging.getLogger(__name__)
 
 def client_ident(request: HttpRequest) -> str:
     """The one identity of the client behind a request, for every throttle."""
-    # DRF's get_ident reads only ``request.META``, which a plain Django request has too.
+    # DRF's get_ident reads only ``request.META``, which a plain Django request has too
+    # (its stubs ask for a DRF Request).
     return str(BaseThrottle().get_ident(request) or "unknown")  # type: ignore[arg-type]
 
 
@@ -81,6 +82,7 @@ class OpenWhenRedisIsDown:
 
     def allow_request(self, request, view) -> bool:
         try:
+            # A mixin: super() is the DRF throttle after it in the MRO, unknown to mypy.
             return super().allow_request(request, view)  # type: ignore[misc]
         except (RedisError, OSError):
             log.warning("throttle cache unreachable; request let through", exc_info=True)

@@ -108,7 +108,7 @@ def _both(t: model.Type, p: model.Predicate, q: model.Predicate) -> tuple[model.
     if type(q) is model.Wildcard:
         return (p,)
     if t.ordered:
-        merged = intersect(p, q)  # type: ignore[arg-type]
+        merged = intersect(p, q)  # type: ignore[arg-type]  # an ordered type's predicates are intervals
         assert merged is not None
         return (merged,)
     if t is model.Type.POINT:
@@ -116,7 +116,7 @@ def _both(t: model.Type, p: model.Predicate, q: model.Predicate) -> tuple[model.
             return (p,)
         if type(q) is model.PointEq:
             return (q,)
-        return (model.PointWithin(_meet(p.box, q.box)),)  # type: ignore[union-attr]
+        return (model.PointWithin(_meet(p.box, q.box)),)  # type: ignore[union-attr]  # a POINT attribute's predicates are points or boxes
     return _boxes(p, q)
 
 
@@ -135,8 +135,8 @@ def _boxes(p: model.Predicate, q: model.Predicate) -> tuple[model.Predicate, ...
     if type(q) is model.BoxEq:
         return (q,)
     kinds = {type(p), type(q)}
-    a: model.Box = p.box  # type: ignore[union-attr]
-    b: model.Box = q.box  # type: ignore[union-attr]
+    a: model.Box = p.box  # type: ignore[union-attr]  # a BOX attribute's predicates
+    b: model.Box = q.box  # type: ignore[union-attr]  # a BOX attribute's predicates
     if kinds == {model.BoxWithin}:
         return (model.BoxWithin(_meet(a, b)),)
     if kinds == {model.BoxContains}:

@@ -370,7 +370,7 @@ def predicate_to_json(t: model.Type, pred: model.Predicate) -> dict[str, Any]:
     if kind is model.Wildcard:
         return {"any": True}
     if kind is model.Interval:
-        iv: model.Interval = pred  # type: ignore[assignment]
+        iv: model.Interval = pred  # type: ignore[assignment]  # kind is type(pred): mypy does not narrow through it
         lo = None if iv.lo is None else value_to_json(t, iv.lo)
         hi = None if iv.hi is None else value_to_json(t, iv.hi)
         if iv.lo is None:
@@ -384,14 +384,14 @@ def predicate_to_json(t: model.Type, pred: model.Predicate) -> dict[str, Any]:
         bounds = ("[" if iv.lo_closed else "(") + ("]" if iv.hi_closed else ")")
         return {"in": {"lo": lo, "hi": hi, "bounds": bounds}}
     if kind is model.PointEq:
-        point: model.Point = pred.point  # type: ignore[union-attr]
+        point: model.Point = pred.point  # type: ignore[union-attr]  # as above
         return {"eq": {"point": [point.x, point.y]}}
     if kind is model.PointWithin or kind is model.BoxWithin:
-        return {"within": _box(pred.box)}  # type: ignore[union-attr]
+        return {"within": _box(pred.box)}  # type: ignore[union-attr]  # as above
     if kind is model.BoxEq:
-        return {"eq": _box(pred.box)}  # type: ignore[union-attr]
+        return {"eq": _box(pred.box)}  # type: ignore[union-attr]  # as above
     if kind is model.BoxOverlaps:
-        return {"overlaps": _box(pred.box)}  # type: ignore[union-attr]
+        return {"overlaps": _box(pred.box)}  # type: ignore[union-attr]  # as above
     if kind is model.BoxContains:
-        return {"contains": _box(pred.box)}  # type: ignore[union-attr]
+        return {"contains": _box(pred.box)}  # type: ignore[union-attr]  # as above
     raise TypeError(f"not a predicate: {pred!r}")

@@ -25,9 +25,9 @@ def normalize(root: Node, root_loc: Loc) -> Constraint:
     kind = type(root)
     if kind is Atom:
         # The commonest constraint of all (x = 123): nothing to push, expand or merge.
-        return Constraint((Disjunct(((root.attr, root.pred),)),))  # type: ignore[union-attr]
-    if kind is And and all(type(c) is Atom for c in root.children):  # type: ignore[union-attr]
-        disjunct = _merge(root.children)  # type: ignore[union-attr,arg-type]
+        return Constraint((Disjunct(((root.attr, root.pred),)),))  # type: ignore[union-attr]  # kind is type(root): mypy does not narrow through it
+    if kind is And and all(type(c) is Atom for c in root.children):  # type: ignore[union-attr]  # as above
+        disjunct = _merge(root.children)  # type: ignore[union-attr,arg-type]  # as above
         if disjunct is None:
             raise _unsatisfiable(root_loc)
         return Constraint((disjunct,))
@@ -59,7 +59,7 @@ def _push_not(node: Node, negated: bool) -> tuple[Node, int]:
     if kind is Atom:
         if not negated:
             return node, 1
-        atom: Atom = node  # type: ignore[assignment]
+        atom: Atom = node  # type: ignore[assignment]  # kind is type(node), as above
         if type(atom.pred) is not Interval:
             raise error("cannot_negate", describe_negation(atom), atom.loc)
         parts = [
@@ -67,13 +67,13 @@ def _push_not(node: Node, negated: bool) -> tuple[Node, int]:
         ]
         if len(parts) == 1:
             return parts[0], 1
-        return Or(parts, atom.loc), len(parts)  # type: ignore[arg-type]
+        return Or(parts, atom.loc), len(parts)  # type: ignore[arg-type]  # list is invariant; atoms are Nodes
     if kind is Not:
-        return _push_not(node.child, not negated)  # type: ignore[union-attr]
+        return _push_not(node.child, not negated)  # type: ignore[union-attr]  # as above
     is_and = (kind is And) != negated
     children: list[Node] = []
     count = 1 if is_and else 0
-    for child in node.children:  # type: ignore[union-attr]
+    for child in node.children:  # type: ignore[union-attr]  # kind is And or Or here
         pushed, n = _push_not(child, negated)
         children.append(pushed)
         count = min(count * n if is_and else count + n, _CAP)
@@ -92,14 +92,14 @@ def _expand(node: Node) -> list[list[Atom]]:
     """The conjunctions of the DNF of a tree in negation normal form."""
     kind = type(node)
     if kind is Atom:
-        return [[node]]  # type: ignore[list-item]
+        return [[node]]  # type: ignore[list-item]  # as above
     if kind is Or:
         out: list[list[Atom]] = []
-        for child in node.children:  # type: ignore[union-attr]
+        for child in node.children:  # type: ignore[union-attr]  # as above
             out.extend(_expand(child))
         return out
     acc: list[list[Atom]] = [[]]
-    for child in node.children:  # type: ignore[union-attr]
+    for child in node.children:  # type: ignore[union-attr]  # kind is And here
         parts = _expand(child)
         acc = [a + p for a in acc for p in parts]
     return acc
@@ -123,7 +123,7 @@ def _merge(atoms: list[Atom]) -> Disjunct | None:
                 atom.loc,
             )
         if not empty:
-            merged = intersect(previous, atom.pred)  # type: ignore[arg-type]
+            merged = intersect(previous, atom.pred)  # type: ignore[arg-type]  # two atoms on one ordered attribute
             if merged is None:
                 empty = True
             else:

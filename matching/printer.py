@@ -56,16 +56,16 @@ def predicate_text(attr: model.Attribute, pred: model.Predicate) -> str:
     name = quote_name(attr.name)
     kind = type(pred)
     if kind is model.Interval:
-        return _interval_text(t, name, pred)  # type: ignore[arg-type]
+        return _interval_text(t, name, pred)  # type: ignore[arg-type]  # kind is type(pred): mypy does not narrow through it
     if kind is model.Wildcard:
         return f"{t.value} {name} = *"
     if kind is model.PointEq:
-        return f"{name} = {point_text(pred.point)}"  # type: ignore[union-attr]
+        return f"{name} = {point_text(pred.point)}"  # type: ignore[union-attr]  # as above
     if kind is model.PointWithin:
-        return f"point {name} WITHIN {box_text(pred.box)}"  # type: ignore[union-attr]
+        return f"point {name} WITHIN {box_text(pred.box)}"  # type: ignore[union-attr]  # as above
     operator = _BOX_OPERATORS.get(kind)
     if operator is not None:
-        return f"{name} {operator} {box_text(pred.box)}"  # type: ignore[union-attr]
+        return f"{name} {operator} {box_text(pred.box)}"  # type: ignore[union-attr]  # as above
     raise TypeError(f"not a predicate: {pred!r}")
 
 

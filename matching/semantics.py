@@ -17,7 +17,7 @@ def predicates_intersect(attr_type: model.Type, p: model.Predicate, q: model.Pre
     if type(p) is model.Wildcard or type(q) is model.Wildcard:
         return True
     if attr_type.ordered:
-        return overlaps(p, q)  # type: ignore[arg-type]
+        return overlaps(p, q)  # type: ignore[arg-type]  # an ordered type's predicates are intervals
     if attr_type is model.Type.POINT:
         return _points_intersect(p, q)
     return _boxes_intersect(p, q)
@@ -27,10 +27,10 @@ def _points_intersect(p: model.Predicate, q: model.Predicate) -> bool:
     if type(p) is model.PointEq:
         if type(q) is model.PointEq:
             return p.point == q.point
-        return q.box.contains_point(p.point)  # type: ignore[union-attr]
+        return q.box.contains_point(p.point)  # type: ignore[union-attr]  # a POINT attribute's predicates are points or boxes
     if type(q) is model.PointEq:
-        return p.box.contains_point(q.point)  # type: ignore[union-attr]
-    return p.box.intersects(q.box)  # type: ignore[union-attr]
+        return p.box.contains_point(q.point)  # type: ignore[union-attr]  # as above
+    return p.box.intersects(q.box)  # type: ignore[union-attr]  # as above
 
 
 # Box predicates in the order of the SPEC 3.2 table; the table is symmetric, so a
@@ -46,8 +46,8 @@ _BOX_RANK: dict[type[model.Predicate], int] = {
 def _boxes_intersect(p: model.Predicate, q: model.Predicate) -> bool:
     if _BOX_RANK[type(p)] > _BOX_RANK[type(q)]:
         p, q = q, p
-    a: model.Box = p.box  # type: ignore[union-attr]
-    b: model.Box = q.box  # type: ignore[union-attr]
+    a: model.Box = p.box  # type: ignore[union-attr]  # a BOX attribute's predicates
+    b: model.Box = q.box  # type: ignore[union-attr]  # as above
     kp, kq = type(p), type(q)
     if kp is model.BoxEq:
         if kq is model.BoxEq:

@@ -315,7 +315,7 @@ def _out_of_int8(lit: Lit, name: str) -> None:
 def _to_decimal(lit: Lit) -> Decimal:
     raw = lit.raw
     try:
-        value = raw if isinstance(raw, Decimal) else Decimal(raw)  # type: ignore[arg-type]
+        value = raw if isinstance(raw, Decimal) else Decimal(raw)  # type: ignore[arg-type]  # convert() gave a DECIMAL literal its text or number
     except (InvalidOperation, ValueError, TypeError):
         raise error("bad_literal", f"{shown(lit)} is not a number", lit.loc) from None
     if not value.is_finite():
@@ -401,7 +401,7 @@ def _to_float(lit: Lit, what: str) -> float:
     # out of range (subnormal numbers are fine).
     raw = lit.raw
     try:
-        value = float(raw)  # type: ignore[arg-type]
+        value = float(raw)  # type: ignore[arg-type]  # a FLOAT literal's raw text or number
     except (OverflowError, ValueError):
         value = math.inf
     if not math.isfinite(value):
@@ -453,7 +453,7 @@ def format_value(t: Type, value: Value) -> str:
         assert isinstance(value, Decimal)
         return format_decimal(value)
     if t is Type.FLOAT:
-        return repr(float(value))  # type: ignore[arg-type]
+        return repr(float(value))  # type: ignore[arg-type]  # a FLOAT value is a number
     if t is Type.STRING:
         assert isinstance(value, str)
         return quote_string(value)

@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from ops.benchmarks import machine  # noqa: E402
-from ops.benchmarks.live import checks, costs, load, provision, report  # noqa: E402
-from ops.stack import Stack  # noqa: E402
+from ops.benchmarks import machine
+from ops.benchmarks.live import checks, costs, load, provision, report
+from ops.stack import Stack
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

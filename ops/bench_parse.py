@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from matching import parse  # noqa: E402
+from matching import parse
 
 
 def fixed(rng: random.Random, n: int) -> list[str]:

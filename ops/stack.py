@@ -191,9 +191,6 @@ class Stack:
                 time.sleep(0.1)
         raise RuntimeError(f"{name} did not answer on {url}:\n{self.processes[name].tail()}")
 
-    def pids(self) -> dict[str, int]:
-        return {name: process.pid for name, process in self.processes.items()}
-
     def stop(self) -> None:
         for process in reversed(list(self.processes.values())):
             process.stop()

@@ -2,10 +2,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 
+import psycopg
 import pytest
+from django.conf import settings
+from django.core.management.color import no_style
+from django.db import connection, connections
+from django.test import TransactionTestCase
 
+from exchange.redis_clients import redis_client
+from exchange.services.matching import CYCLE_LOCK
 from tests.livestack import ROOT, LiveStack
 
 ARTIFACTS = ROOT / "test-artifacts"
@@ -15,9 +23,6 @@ ARTIFACTS = ROOT / "test-artifacts"
 def live_stack(django_db_setup, django_db_blocker) -> LiveStack:
     """uvicorn and the Celery workers (matching, other tasks), started as ops/run starts
     them, on the test database."""
-    from django.conf import settings
-    from django.db import connection
-
     with django_db_blocker.unblock():
         name = connection.settings_dict["NAME"]
     run = os.environ.get("INTERSECT_TEST_RUN", str(os.getpid()))
@@ -38,12 +43,6 @@ def live_stack(django_db_setup, django_db_blocker) -> LiveStack:
 
 def _wait_beats(stack: LiveStack, names: list[str]) -> None:
     """Until the engine processes ``names`` beat in Redis (``/healthz`` counts them up)."""
-    import time
-
-    from django.conf import settings
-
-    from exchange.redis_clients import redis_client
-
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         key = settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY
@@ -72,10 +71,6 @@ def _release_flush_guard() -> None:
 
 def hold_flush_guard() -> None:
     global _flush_guard
-    import psycopg
-    from django.db import connection
-
-    from exchange.services.matching import CYCLE_LOCK
 
     try:
         params = connection.get_connection_params()
@@ -83,7 +78,7 @@ def hold_flush_guard() -> None:
         params.pop("context", None)
         _flush_guard = psycopg.connect(**params, autocommit=True)
         _flush_guard.execute("SELECT pg_advisory_lock(%s)", [CYCLE_LOCK])
-    except Exception:  # noqa: BLE001 - without the guard the flush runs as before
+    except Exception:  # without the guard the flush runs as before
         _release_flush_guard()
 
 
@@ -113,10 +108,6 @@ def _flush_keeps_static_rows():
     emptied, so there is nothing to write again, and their ids stay the ones the live stack's
     processes have cached. Test cases with ``available_apps`` or a serialized rollback keep
     Django's own flush."""
-    from django.core.management.color import no_style
-    from django.db import connections
-    from django.test import TransactionTestCase
-
     django_flush = TransactionTestCase._fixture_teardown
 
     def flush(self) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import factory
 from django.contrib.auth import get_user_model
 
+from exchange.services.markets import market_create
+
 PENCILS_SCHEMA = [
     {
         "name": "lot",
@@ -44,8 +46,6 @@ class StaffFactory(UserFactory):
 def pencils_market(
     *, subject: str = "office.supplies.pencils", pricing: str = "first", tick: str = "0.01"
 ):
-    from exchange.services.markets import market_create
-
     return market_create(
         subject=subject, title="Pencils", schema=PENCILS_SCHEMA, tick=tick, pricing=pricing
     )

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+
 from ops.stack import ROOT, Process, Stack, free_port
 
 __all__ = ["ROOT", "LiveStack", "Process", "api_tokens", "free_port", "process_env"]
@@ -20,8 +22,6 @@ __all__ = ["ROOT", "LiveStack", "Process", "api_tokens", "free_port", "process_e
 
 def process_env(database_name: str) -> dict[str, str]:
     """The environment of a child process: the test settings, pointed at the test database."""
-    from django.conf import settings
-
     db = settings.DATABASES["default"]
     env = dict(os.environ)
     env["DJANGO_SETTINGS_MODULE"] = "exchange.settings.test"

@@ -3,16 +3,11 @@ imports it back (issue 38), but the known cycles it lists."""
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
 import sys
 
-from tests.livestack import ROOT
+from tests.ops_scripts import load, run
 
-_spec = importlib.util.spec_from_file_location("import_cycles", ROOT / "ops" / "import_cycles.py")
-assert _spec is not None and _spec.loader is not None
-import_cycles = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(import_cycles)
+import_cycles = load("import_cycles")
 
 
 def test_two_modules_that_import_each_other_are_a_cycle():
@@ -61,12 +56,7 @@ def test_a_known_pair_inside_a_larger_cycle_is_a_new_cycle():
 
 
 def test_this_checkout_has_only_the_known_cycles():
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "ops" / "import_cycles.py")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    done = run("import_cycles")
 
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == "no import cycles but the 3 known ones (ops/import_cycles.py)\n"

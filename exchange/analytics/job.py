@@ -136,6 +136,8 @@ def read_day(spark: SparkSession, source: JdbcSource, day: dt.date) -> dict[str,
 
 def compute(frames: Mapping[str, DataFrame], day: dt.date) -> DataFrame:
     """One row per market with the raw aggregates (see the module doc for their meaning)."""
+    # pyspark only when a job runs: it takes a quarter of a second to import, and the web
+    # and worker processes that import this module for its types never need it.
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from exchange.analytics.job import JdbcSource, market_day_metrics
 from exchange.models import BestOfferChange, Bid, Market, MarketDay, Offer, Trade
+from matching.spark import spark_session
 
 # Key of the advisory lock that serializes two runs for the same day (with the day's ordinal).
 ANALYTICS_LOCK = 0x5A4C
@@ -55,8 +56,6 @@ def market_days_refresh(*, day: dt.date) -> list[MarketDay]:
     written through the ORM rather than by Spark's JDBC writer, which cannot delete the
     day's old rows in the same transaction.
     """
-    from matching.spark import spark_session
-
     spark = spark_session(settings.SPARK_MASTER, app_name="intersect-analytics")
     metrics = market_day_metrics(spark, source=jdbc_source(), day=day)
     computed_at = timezone.now()

@@ -6,6 +6,8 @@ import datetime as dt
 
 from celery import shared_task
 
+from exchange.analytics.services import market_days_refresh, yesterday
+
 
 @shared_task(name="exchange.spark_analytics", ignore_result=True)
 def spark_analytics(day: str | None = None) -> int:
@@ -13,7 +15,5 @@ def spark_analytics(day: str | None = None) -> int:
 
     Spark runs inside the worker process and its session stays up for the next night.
     """
-    from exchange.analytics.services import market_days_refresh, yesterday
-
     rows = market_days_refresh(day=dt.date.fromisoformat(day) if day else yesterday())
     return len(rows)

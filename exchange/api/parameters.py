@@ -90,6 +90,7 @@ class KnownParameters:
     query_serializer: ClassVar[type[QueryParameters] | None] = None
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # A mixin: super() is the DRF view after it in the MRO, which mypy does not know.
         super().initial(request, *args, **kwargs)  # type: ignore[misc]
         if request.method not in CHECKED_METHODS:
             return
@@ -116,9 +117,10 @@ class KnownParameters:
         """DRF answers an unknown ``?format=`` with a 404, as if the resource were missing;
         it is bad input, so a 400 saying which formats there are."""
         try:
+            # The view's methods, which mypy does not see from a mixin (as in ``initial``).
             return super().perform_content_negotiation(request, force)  # type: ignore[misc]
         except Http404:
-            formats = ", ".join(r.format for r in self.get_renderers())  # type: ignore[attr-defined]
+            formats = ", ".join(r.format for r in self.get_renderers())  # type: ignore[attr-defined]  # as above
             raise InvalidInput(
                 "invalid_format",
                 f"format is {formats} here.",

@@ -69,7 +69,7 @@ def _engine(raw: bytes | memoryview | None) -> WatchEngine | None:
     if raw is None:
         return None
     # The rows are written by services.subscriptions only: the exchange's own data.
-    engine = pickle.loads(bytes(raw)).engine  # noqa: S301
+    engine = pickle.loads(bytes(raw)).engine
     return engine if isinstance(engine, WatchEngine) else None
 
 
@@ -213,7 +213,7 @@ def dissemination_round() -> bool:
         if ownership == "taken":
             _SHADOW = Shadow()  # start where the watches are, not where it stopped
         return _SHADOW.round()
-    except Exception:  # noqa: BLE001 - the shadow must never stop the deliveries
+    except Exception:  # the shadow must never stop the deliveries
         log.warning("the dissemination shadow failed; it starts afresh", exc_info=True)
         _SHADOW = Shadow()
         return False

@@ -1,3 +1,6 @@
+"""The exchange's tables, one module per subdomain, all importable from here. No business
+rules here (STYLE.md): the invariants are PostgreSQL constraints, the logic is in services."""
+
 from .adapters import ImportRef
 from .analytics import MarketDay
 from .events import Event, EventCounter

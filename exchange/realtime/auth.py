@@ -32,5 +32,5 @@ class TokenAuthMiddleware(BaseMiddleware):
         return await super().__call__(scope, receive, send)
 
 
-def TokenOrSessionAuthStack(inner):  # noqa: N802 - named like Channels' own stacks
+def TokenOrSessionAuthStack(inner):  # named like Channels' own stacks
     return AuthMiddlewareStack(TokenAuthMiddleware(inner))

@@ -129,6 +129,7 @@ def _member(*parts: str) -> str:
 async def _admit(kind: str, principal: str, member: str, cap: int) -> bool:
     alive_since = str(time.time() - settings.PRESENCE_TTL_SECONDS)
     keys = [_key(kind, principal), servers_key()]
+    # The stubs type eval for the sync and the asyncio client at once (str | Awaitable[str]).
     added = await _redis().eval(_ADMIT, 2, *keys, alive_since, SERVER_ID, str(cap), member)  # type: ignore[misc]
     return bool(added)
 

@@ -228,8 +228,8 @@ def pattern_instances(*, limit: int = PATTERNS_SHOWN) -> dict[str, Any]:
         try:
             assert raw is not None  # an active row has its state (a check constraint)
             # The rows are written by services.subscriptions only: the exchange's own data.
-            instances = pickle.loads(bytes(raw)).engine.kept_events  # noqa: S301
-        except Exception:  # noqa: BLE001 - one unreadable state must not hide the others
+            instances = pickle.loads(bytes(raw)).engine.kept_events
+        except Exception:  # one unreadable state must not hide the others
             log.warning("the stored state of subscription %s is unreadable", sub_id, exc_info=True)
         rows.append(
             {"id": sub_id, "owner": owner, "instances": instances, "state_bytes": state_bytes}

@@ -66,6 +66,6 @@ def status_report() -> dict[str, Any]:
     for name, check in checks.items():
         try:
             components[name] = check()
-        except Exception as exc:  # noqa: BLE001 - any failure of a dependency is a "down"
+        except Exception as exc:  # any failure of a dependency is a "down"
             components[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
     return {"ok": all(c["ok"] for c in components.values()), "components": components}

@@ -30,6 +30,7 @@ from exchange.market_rules import numeric_value
 from exchange.models import BestOfferChange, Bid, Market, Offer, Trade
 from exchange.models.events import EVENT_TABLE
 from exchange.numbers import number_text, price_text
+from exchange.realtime import streams as realtime
 from exchange.selectors.events import event_row_json
 from exchange.services.side_effects import after_commit
 from exchange.services.subscriptions import subscriptions_advance_request
@@ -259,9 +260,7 @@ def events_push(events: list[dict[str, Any]]) -> None:
     connections following ``events:<pattern>`` streams. Losing this push (Redis down) loses
     nothing: a connection that sees the next message skip ahead reads the gap from the log,
     and a client that reconnects resumes from the log (``realtime/consumers.py``)."""
-    from exchange.realtime.streams import events_messages, group_send_all
-
-    group_send_all(events_messages(events))
+    realtime.group_send_all(realtime.events_messages(events))
 
 
 def _attributes(event: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from exchange.engine.constraints import market_schema_of
 from exchange.market_rules import fixed_price
 from exchange.models import Bid, BidOutcome, Notification, Offer, OfferBidMatch, Trade
 from exchange.numbers import number_text, price_text
+from exchange.realtime import streams as realtime
 from exchange.services.best import Best
 from exchange.services.side_effects import after_commit
 
@@ -354,8 +355,6 @@ def _push(notes: list[Notification]) -> int:
     that match the market's subject, ``exchange/realtime/patterns.py``); personal rows wake the
     recipient's connections, which then read their notifications from the outbox.
     """
-    from exchange.realtime.streams import group_send_all, public_messages, wake_message
-
     messages = []
     woken: dict[int, int] = {}
     for note in notes:
@@ -364,13 +363,13 @@ def _push(notes: list[Notification]) -> int:
             if note.offer_id is not None:
                 streams.append(f"offer:{note.offer_id}")
             for stream in streams:
-                messages += public_messages(
+                messages += realtime.public_messages(
                     stream=stream, type=note.type, seq=note.pk, data=note.data
                 )
         else:
             woken[note.recipient_id] = max(woken.get(note.recipient_id, 0), note.pk)
-    messages += [wake_message(user_id=user_id, seq=seq) for user_id, seq in woken.items()]
-    group_send_all(messages)
+    messages += [realtime.wake_message(user_id=user_id, seq=seq) for user_id, seq in woken.items()]
+    realtime.group_send_all(messages)
     if notes:
         Notification.objects.filter(pk__in=[n.pk for n in notes], delivered_at=None).update(
             delivered_at=timezone.now()

@@ -20,7 +20,7 @@ def after_commit(what: str, effect: Callable[[], object]) -> None:
     def run() -> None:
         try:
             effect()
-        except Exception:  # noqa: BLE001 - see the module docstring
+        except Exception:  # see the module docstring
             log.warning("%s failed after commit; the sweep will retry", what, exc_info=True)
 
     transaction.on_commit(run)

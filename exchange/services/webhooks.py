@@ -247,12 +247,13 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
     """As ``_PinnedHTTP``, with TLS verified against the host name (SNI too)."""
 
     def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self.tls = ssl.create_default_context()
+        super().__init__(host, port, timeout=timeout, context=self.tls)
         self.address = address
 
     def connect(self) -> None:
         sock = socket.create_connection((self.address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
+        self.sock = self.tls.wrap_socket(sock, server_hostname=self.host)
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> str | None:

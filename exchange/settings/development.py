@@ -1,6 +1,6 @@
 """Developer machine: debug on, project-local services, no variables needed."""
 
-from .base import *  # noqa: F403
+from .base import *  # noqa: F403 - this environment's settings are base's, amended below
 from .base import env_bool
 
 DEBUG = env_bool("DJANGO_DEBUG", True)

@@ -6,7 +6,7 @@ passes ``manage.py check --deploy``.
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .base import *  # noqa: F403
+from .base import *  # noqa: F403 - this environment's settings are base's, amended below
 from .base import PROXIES_VARIABLE, env, env_bool, env_list
 
 DEBUG = False

@@ -13,7 +13,8 @@ os.environ.setdefault("REDIS_URL", ports.TEST_REDIS_URL)
 for _scope in ("ANON", "AUTH", "LOGIN_CLIENT", "LOGIN_ACCOUNT", "CHECK"):
     os.environ.setdefault(f"THROTTLE_{_scope}", "100000/min")
 
-from .base import *  # noqa: E402,F403
+from .base import *  # noqa: E402,F403 - base's settings, read after the variables above
+from .base import CACHES, CHANNEL_LAYERS, DATABASES, env  # noqa: E402 - the ones amended below
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -27,35 +28,35 @@ WHITENOISE_AUTOREFRESH = True
 
 # Connections opened by worker threads (database_sync_to_async) close after each use, so no
 # session lingers on the test database when the run ends.
-DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
-DATABASES["default"]["OPTIONS"].pop("pool", None)  # noqa: F405 - nor are they pooled
+DATABASES["default"]["CONN_MAX_AGE"] = 0
+DATABASES["default"]["OPTIONS"].pop("pool", None)  # nor are they pooled
 
 # Several test runs may share the test services (two terminals, parallel helpers): each run
 # gets its own test database, Celery queue and channel-layer prefix. The processes a run starts
 # (uvicorn, the Celery worker, beat) inherit the run id through the environment.
 TEST_RUN = os.environ.setdefault("INTERSECT_TEST_RUN", str(os.getpid()))
-DATABASES["default"]["TEST"] = {"NAME": f"test_intersect_{TEST_RUN}"}  # noqa: F405
+DATABASES["default"]["TEST"] = {"NAME": f"test_intersect_{TEST_RUN}"}
 # The replica copies the run's database from the primary, so it only takes its name; tests
 # read history from the primary (their rows are not committed) unless they ask for the
 # replica (tests/history/test_replica.py).
 HISTORY_DATABASE = "default"
-if "history" in DATABASES:  # noqa: F405
-    DATABASES["history"]["TEST"] = {"MIRROR": "default"}  # noqa: F405
-    DATABASES["history"]["CONN_MAX_AGE"] = 0  # noqa: F405
-    DATABASES["history"]["OPTIONS"].pop("pool", None)  # noqa: F405
+if "history" in DATABASES:
+    DATABASES["history"]["TEST"] = {"MIRROR": "default"}
+    DATABASES["history"]["CONN_MAX_AGE"] = 0
+    DATABASES["history"]["OPTIONS"].pop("pool", None)
 CELERY_TASK_DEFAULT_QUEUE = f"intersect-{TEST_RUN}"
 MATCHING_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}.matching"
 CELERY_TASK_ROUTES = {"exchange.matching_cycle": {"queue": MATCHING_QUEUE}}
-CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"intersect-{TEST_RUN}"  # noqa: F405
+CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"intersect-{TEST_RUN}"
 PRESENCE_PREFIX = f"intersect-{TEST_RUN}:presence"
 # Tests share one server id (the test process) and many leave sockets open: the per-user
 # caps are out of the way except where a test sets them (tests/realtime/test_caps.py).
-WS_MAX_CONNECTIONS_PER_USER = int(env("WS_MAX_CONNECTIONS_PER_USER", "100000"))  # noqa: F405
-WS_MAX_STREAMS_PER_USER = int(env("WS_MAX_STREAMS_PER_USER", "100000"))  # noqa: F405
+WS_MAX_CONNECTIONS_PER_USER = int(env("WS_MAX_CONNECTIONS_PER_USER", "100000"))
+WS_MAX_STREAMS_PER_USER = int(env("WS_MAX_STREAMS_PER_USER", "100000"))
 CYCLE_PENDING_KEY = f"intersect-{TEST_RUN}:cycle-pending"
 WORKER_HEARTBEAT_KEY = f"intersect-{TEST_RUN}:worker-heartbeat"
 MATCHING_HEARTBEAT_KEY = f"intersect-{TEST_RUN}:matching-heartbeat"
-CACHES["default"]["KEY_PREFIX"] = f"intersect-{TEST_RUN}"  # noqa: F405
+CACHES["default"]["KEY_PREFIX"] = f"intersect-{TEST_RUN}"
 
 # The webhook tests run their receiver on 127.0.0.1.
 WEBHOOK_ALLOW_LOOPBACK = True

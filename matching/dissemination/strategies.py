@@ -73,7 +73,7 @@ def decode_answer(raw: list[Any] | None) -> Answer | None:
 
 
 def encode_entry(e: Entry | None) -> list[Any] | None:
-    return None if e is None else [_num(e.key), *encode_answer(e.answer)]  # type: ignore[misc]
+    return None if e is None else [_num(e.key), *encode_answer(e.answer)]  # type: ignore[misc]  # an entry always has its answer
 
 
 def decode_entry(raw: list[Any] | None, func: str) -> Entry | None:
@@ -102,8 +102,8 @@ def decode_delta(raw: list[Any]) -> Delta:
     if raw[2] is not None:
         at, lo, hi, left, right = raw[2]
         loss = Loss(_dec(at), _dec(lo), _dec(hi),
-                    tuple(decode_entry(e, name.func) for e in left),  # type: ignore[misc]
-                    tuple(decode_entry(e, name.func) for e in right))  # type: ignore[misc]  # fmt: skip
+                    tuple(decode_entry(e, name.func) for e in left),  # type: ignore[misc]  # a loss's entries are never None
+                    tuple(decode_entry(e, name.func) for e in right))  # type: ignore[misc]  # as above  # fmt: skip
     if raw[3] is not None:
         entry = decode_entry(raw[3][0], name.func)
         assert entry is not None

@@ -304,7 +304,7 @@ class MatchingIndex:
     def rebuild(self, order: Sequence[str]) -> None:
         """The same subscriptions in a tree whose levels follow ``order``."""
         entries = self._entries
-        self.__init__(order)  # type: ignore[misc]
+        self.__init__(order)  # type: ignore[misc]  # no subclass: rebuilt in place
         for sub_id, e in entries.items():
             self.add(sub_id, subject=e.subject, tests=e.tests, residual=e.residual)
 
@@ -483,7 +483,7 @@ class MatchingIndex:
                 if bounds.inner:
                     extend(bounds.nodes[:i])
                 elif i:  # no inner child: these are all leaves
-                    add_all(*bounds.nodes[:i])  # type: ignore[arg-type]
+                    add_all(*bounds.nodes[:i])  # type: ignore[arg-type]  # leaves: sets of entries
                     visited += i
             bounds = node.upper
             if bounds is not None:
@@ -494,7 +494,7 @@ class MatchingIndex:
                 if bounds.inner:
                     extend(bounds.nodes[i:])
                 elif i < len(keys):  # no inner child: these are all leaves
-                    add_all(*bounds.nodes[i:])  # type: ignore[arg-type]
+                    add_all(*bounds.nodes[i:])  # type: ignore[arg-type]  # as above
                     visited += len(keys) - i
             bounds = node.both
             if bounds is not None:

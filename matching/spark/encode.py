@@ -125,17 +125,17 @@ def decimal_key(value: Decimal) -> bytes:
 def value_key(t: model.Type, value: model.Value) -> bytes:
     """The order-preserving key of a value of the ordered type ``t``."""
     if t is model.Type.INT:
-        return int_key(value)  # type: ignore[arg-type]
+        return int_key(value)  # type: ignore[arg-type]  # t says which kind of value it is
     if t is model.Type.DECIMAL:
-        return decimal_key(value)  # type: ignore[arg-type]
+        return decimal_key(value)  # type: ignore[arg-type]  # as above
     if t is model.Type.FLOAT:
-        return float_key(float(value))  # type: ignore[arg-type]
+        return float_key(float(value))  # type: ignore[arg-type]  # as above
     if t is model.Type.DATE:
-        return date_key(value)  # type: ignore[arg-type]
+        return date_key(value)  # type: ignore[arg-type]  # as above
     if t is model.Type.TIMESTAMP:
-        return timestamp_key(value)  # type: ignore[arg-type]
+        return timestamp_key(value)  # type: ignore[arg-type]  # as above
     if t is model.Type.STRING:
-        return string_key(value)  # type: ignore[arg-type]
+        return string_key(value)  # type: ignore[arg-type]  # as above
     raise TypeError(f"{t} has no ordered values")
 
 
@@ -147,9 +147,9 @@ def region(pred: model.Predicate) -> Region:
     """The region of box space that a point or box predicate allows (see the module doc)."""
     kind = type(pred)
     if kind is model.PointEq:
-        x, y = pred.point.x, pred.point.y  # type: ignore[union-attr]
+        x, y = pred.point.x, pred.point.y  # type: ignore[union-attr]  # kind is type(pred): mypy does not narrow through it
         return (x, y, x, y, x, y, x, y)
-    b = pred.box  # type: ignore[union-attr]
+    b = pred.box  # type: ignore[union-attr]  # the other point and box predicates all have one
     if kind is model.PointWithin or kind is model.BoxWithin:
         return (b.x1, b.y1, b.x1, b.y1, b.x2, b.y2, b.x2, b.y2)
     if kind is model.BoxEq:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from matching.model import Constraint
 
 from . import encode as enc
+from .session import spark_session
 
 if TYPE_CHECKING:
     from pyspark import RDD
@@ -78,6 +79,7 @@ class Encoded:
 
 
 def _schemas() -> dict[str, Any]:
+    # pyspark when called: importing matching.spark must not load it (a quarter second).
     from pyspark.sql import types as T
 
     predicate_fields = [
@@ -165,6 +167,7 @@ def _local_frame(spark: SparkSession, rows: list[tuple[Any, ...]], schema: Any) 
     format too), as ``createDataFrame`` itself does after that step. Where these
     internals are missing (Spark Connect) it falls back to ``createDataFrame``.
     """
+    # pyspark when called: importing matching.spark must not load it (a quarter second).
     from py4j.protocol import Py4JError
     from pyspark.sql import DataFrame
 
@@ -188,6 +191,7 @@ def encode_texts(frame: DataFrame, *, id_col: str = "id", text_col: str = "const
     """
 
     def parse(row: Any) -> Item:
+        # Imported where the closure runs, in a Spark executor (cloudpickle ships it by value).
         from matching.api import parse as parse_text
 
         return int(row[id_col]), parse_text(row[text_col])
@@ -199,6 +203,7 @@ def encode_texts(frame: DataFrame, *, id_col: str = "id", text_col: str = "const
 
 
 def _subset(a: Column, b: Column) -> Column:
+    # pyspark when called: importing matching.spark must not load it (a quarter second).
     from pyspark.sql import functions as F
 
     return F.size(F.array_except(a, b)) == 0
@@ -206,6 +211,7 @@ def _subset(a: Column, b: Column) -> Column:
 
 def _bucketed(preds: DataFrame, bounds: DataFrame | None) -> DataFrame:
     """Each predicate row once per bucket its x-range reaches, with ``blo`` (its first bucket)."""
+    # pyspark when called: importing matching.spark must not load it (a quarter second).
     from pyspark.sql import functions as F
 
     if bounds is None:
@@ -231,6 +237,7 @@ def _bounds(pubs: DataFrame, subs: DataFrame, buckets: int | None) -> DataFrame 
     ``None`` when there is nothing to bucket; ``buckets=None`` chooses ``DEFAULT_BUCKETS``
     or, for small inputs, none.
     """
+    # pyspark when called: importing matching.spark must not load it (a quarter second).
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -268,6 +275,7 @@ def _bounds(pubs: DataFrame, subs: DataFrame, buckets: int | None) -> DataFrame 
 
 def _intersect(p: str, s: str) -> Column:
     """The exact SPEC 3.2 test between predicate rows aliased ``p`` and ``s`` (one field)."""
+    # pyspark when called: importing matching.spark must not load it (a quarter second).
     from pyspark.sql import functions as F
 
     def c(alias: str, name: str) -> Column:
@@ -303,6 +311,7 @@ def _intersect(p: str, s: str) -> Column:
 
 def match_disjuncts(pubs: Encoded, subs: Encoded, *, buckets: int | None = None) -> DataFrame:
     """Every matching disjunct pair: ``pub_id, pub_dj, sub_id, sub_dj`` (each once)."""
+    # pyspark when called: importing matching.spark must not load it (a quarter second).
     from pyspark.sql import functions as F
 
     bounds = _bounds(pubs.predicates, subs.predicates, buckets)
@@ -417,8 +426,6 @@ def match_parsed(
     buckets: int | None = None,
 ) -> set[tuple[str, str]]:
     """``match_files --strategy spark``: constraints under text ids, on ``master``."""
-    from .session import spark_session
-
     spark = spark_session(master)
     pairs = match_items(
         spark,

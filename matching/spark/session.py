@@ -76,6 +76,7 @@ def _create(master: str, app_name: str) -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
+    # pyspark once a session is wanted: importing this module must not load it.
     from pyspark.sql import SparkSession
 
     local = master.startswith("local")

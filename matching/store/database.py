@@ -213,7 +213,7 @@ class DatabaseStore(ConstraintStore):
         """
         with self.atomic() as cur:
             cur.execute("SELECT current_setting('maintenance_work_mem')")
-            previous = cur.fetchone()[0]  # type: ignore[index]
+            previous = cur.fetchone()[0]  # type: ignore[index]  # current_setting returns one row
             cur.execute("SELECT set_config('maintenance_work_mem', %s, true)", [BUILD_MEMORY])
             loads: tuple[tuple[Side, Iterable[Item]], ...] = (
                 ("pub", publications),
@@ -222,7 +222,7 @@ class DatabaseStore(ConstraintStore):
             for side, items in loads:
                 cur.execute(f"SELECT NOT EXISTS (SELECT FROM {self.master(side)})")
                 rebuild = [i for i in self._indexes() if i.side == side]
-                if not cur.fetchone()[0]:  # type: ignore[index]
+                if not cur.fetchone()[0]:  # type: ignore[index]  # NOT EXISTS returns one row
                     rebuild = []
                 for index in rebuild:
                     cur.execute(f"DROP INDEX {self.q(index.name)}")

@@ -95,7 +95,7 @@ def operator(pred: model.Predicate) -> str:
     """The stored operator of any predicate."""
     kind = type(pred)
     if kind is model.Interval:
-        return interval_op(pred)  # type: ignore[arg-type]
+        return interval_op(pred)  # type: ignore[arg-type]  # kind is type(pred): mypy does not narrow through it
     if kind is model.Wildcard:
         return WILDCARD_OP
     return GEOMETRIC_OPS[kind]
@@ -108,7 +108,7 @@ def value_text(t: model.Type, value: model.Value) -> str:
     if t is model.Type.DECIMAL:
         return str(value)  # scientific notation (1E+3) is valid numeric input
     if t is model.Type.FLOAT:
-        return repr(float(value))  # type: ignore[arg-type]
+        return repr(float(value))  # type: ignore[arg-type]  # a FLOAT value is a number
     if t is model.Type.DATE or t is model.Type.TIMESTAMP:
         assert isinstance(value, dt.date)
         return value.isoformat()
@@ -135,7 +135,7 @@ def value_key(t: model.Type, value: model.Value) -> str:
         # No Decimal context is involved, so no digit is ever rounded away.
         return ("-" if sign else "") + "".join(map(str, digits[:end])) + f"e{exponent}"
     if t is model.Type.FLOAT:
-        number = float(value)  # type: ignore[arg-type]
+        number = float(value)  # type: ignore[arg-type]  # as above
         return repr(number) if number else "0.0"
     if t is model.Type.TIMESTAMP:
         assert isinstance(value, dt.datetime)

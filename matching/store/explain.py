@@ -62,7 +62,7 @@ from .rules import intermediate_query
 def plan_of(cur: psycopg.Cursor[Any], sql: str, params: Any = None) -> dict[str, Any]:
     """The executed plan of one statement, as PostgreSQL's JSON (the statement runs)."""
     cur.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
-    document = cur.fetchone()[0]  # type: ignore[index]
+    document = cur.fetchone()[0]  # type: ignore[index]  # EXPLAIN returns one row
     if isinstance(document, str):
         document = json.loads(document)
     plan: dict[str, Any] = document[0]["Plan"]

@@ -156,7 +156,7 @@ def kinds_sql(namespace: str) -> str:
 
 
 def _parse_kinds(kinds: str) -> list[tuple[str, str, str]]:
-    return [tuple(item.split(" ")) for item in kinds.split(",") if item]  # type: ignore[misc]
+    return [tuple(item.split(" ")) for item in kinds.split(",") if item]  # type: ignore[misc]  # each item is three words (kinds_sql)
 
 
 def combinations_of(kinds: str) -> Combinations:

@@ -457,7 +457,7 @@ class RangeStore(DatabaseStore):
 
     def _kinds(self, cur: psycopg.Cursor[Any]) -> str:
         cur.execute(kinds_sql(self.namespace))
-        return str(cur.fetchone()[0])  # type: ignore[index]
+        return str(cur.fetchone()[0])  # type: ignore[index]  # an aggregate returns one row
 
     def match_sql(self, cur: psycopg.Cursor[Any], scope: Scope) -> str:
         """The one statement that matches a scope (ids in the ``%(ids)s`` parameter)."""

@@ -160,7 +160,7 @@ class _Compiler:
         if isinstance(e, Dur):
             if self.current is None:
                 return lambda inst, cand: _seconds(inst.bound[-1].time - inst.bound[0].time)
-            return lambda inst, cand: _seconds(cand.time - inst.bound[0].time)  # type: ignore[union-attr]
+            return lambda inst, cand: _seconds(cand.time - inst.bound[0].time)  # type: ignore[union-attr]  # current is set: a candidate is tried
         assert isinstance(e, Arithmetic)
         left, right = self.expr(e.left), self.expr(e.right)
         op = ARITHMETIC.get(e.op)
@@ -182,14 +182,14 @@ class _Compiler:
     def ref(self, r: Ref) -> Getter:
         attr = r.attribute
         if r.alias is None:  # a FILTER's bare attribute: the candidate's own
-            return lambda inst, cand: cand.values.get(attr)  # type: ignore[union-attr]
+            return lambda inst, cand: cand.values.get(attr)  # type: ignore[union-attr]  # as above
         i = self.index[r.alias]
         if r.last:
             if i == self.current:  # the instance's latest binding is the candidate's .last
                 return lambda inst, cand: inst.bound[i].values.get(attr)
             return lambda inst, cand: _get(inst.last[i], attr)
         if i == self.current:
-            return lambda inst, cand: cand.values.get(attr)  # type: ignore[union-attr]
+            return lambda inst, cand: cand.values.get(attr)  # type: ignore[union-attr]  # as above
         return lambda inst, cand: inst.bound[i].values.get(attr)
 
     def cond(self, c: Cond) -> Test:
@@ -334,7 +334,7 @@ class Automaton:
         if isinstance(expr, Ref):
             if expr.last:
                 i, attr = final.index[expr.alias or ""], expr.attribute
-                return lambda inst: None if inst.last[i] is None else inst.last[i].raw.get(attr)  # type: ignore[union-attr]
+                return lambda inst: None if inst.last[i] is None else inst.last[i].raw.get(attr)  # type: ignore[union-attr]  # checked for None just before (an index: no narrowing)
             i, attr = final.index[expr.alias or ""], expr.attribute
             return lambda inst: inst.bound[i].raw.get(attr)
         getter = final.expr(expr)

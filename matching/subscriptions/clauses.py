@@ -125,7 +125,7 @@ class ClauseReader(Cursor):
         value = self.literal(result, f"{aggregate.func}({aggregate.attribute}, {aggregate.n})")
         reset = self._match(KW, "reset") is not None
         op = "!=" if op_tok.text == "<>" else op_tok.text
-        return Having(aggregate, op, value, reset)  # type: ignore[arg-type]
+        return Having(aggregate, op, value, reset)  # type: ignore[arg-type]  # value parsed for the aggregate's type
 
     def literal(self, t: Type, what: str) -> object:
         """One literal of type ``t``, converted by the constraint language's own rules."""

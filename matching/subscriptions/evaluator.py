@@ -123,7 +123,7 @@ class Subscription:
         elif isinstance(query, CompositeQuery):
             self.engine = CompositeEngine(query, now)
             ends = [resolve(query.range_of(a), now)[1] for a in query.aliases]
-            self.end = None if any(x is None for x in ends) else max(ends)  # type: ignore[type-var]
+            self.end = None if any(x is None for x in ends) else max(ends)  # type: ignore[type-var]  # max() only when no end is None
         else:
             self.engine = AtomicEngine(query, now)
             self.end = self.engine.end
@@ -286,7 +286,7 @@ def deliver_all(
             else:
                 sub.n = n
                 continue
-        except Exception as exc:  # noqa: BLE001 - that one fails, the others go on
+        except Exception as exc:  # that one fails, the others go on
             del out[start:]
             failed(key, exc)
             continue

@@ -59,7 +59,7 @@ class Limits:
 LIMITS = Limits()
 
 
-class LimitPassed(Exception):  # noqa: N818 - not an error: the subscription's end
+class LimitPassed(Exception):  # not an error: the subscription's end
     """An engine passed ``limit`` (``"work"`` or ``"outputs"``) in the middle of an event;
     the ``Subscription`` suspends itself (its engine is left half-way and never used
     again)."""
@@ -69,7 +69,7 @@ class LimitPassed(Exception):  # noqa: N818 - not an error: the subscription's e
         self.limit = limit
 
 
-class Interrupted(Exception):  # noqa: N818 - not an error: the caller asked to stop
+class Interrupted(Exception):  # not an error: the caller asked to stop
     """The caller's ``interrupt`` answered true: the evaluation stops where it is. The
     subscription is left finished (its engine is half-way through an event)."""
 

@@ -357,7 +357,7 @@ class _Shared:
             assert isinstance(engine, PatternEngine)
             try:
                 mine = engine.sides[0].passing(mine)
-            except Exception as exc:  # noqa: BLE001 - it fails alone too, on one it holds
+            except Exception as exc:  # it fails alone too, on one it holds
                 failed[held] = exc
                 continue
             del failed[held]
@@ -646,7 +646,7 @@ class SubscriptionSet:
             before = _touched(held)
             try:
                 outputs = held.sub.push(e, live=True)
-            except Exception as exc:  # noqa: BLE001 - the others go on (module docstring)
+            except Exception as exc:  # the others go on (module docstring)
                 self.remove(held.sub_id)
                 out.append((held.sub_id, Failed(e.seq, exc)))
                 return
@@ -672,7 +672,7 @@ class SubscriptionSet:
             sub = held.sub
             try:
                 sub.deliver_to(held.sub_id, e.seq, map(data, mine), kept, out)
-            except Exception as exc:  # noqa: BLE001 - alone, it fails on this event
+            except Exception as exc:  # alone, it fails on this event
                 fail(held, exc)
                 return
             if sub.finished:
@@ -720,7 +720,7 @@ class SubscriptionSet:
             before = automaton.touched
             try:
                 completed = automaton.advance(e, passed.get(0, _NONE).__contains__)
-            except Exception as exc:  # noqa: BLE001 - each member would have raised alone
+            except Exception as exc:  # each member would have raised alone
                 for member in list(shared.members):
                     self.remove(member.sub_id)
                     out.append((member.sub_id, Failed(e.seq, exc)))
@@ -775,7 +775,7 @@ class SubscriptionSet:
                 if member.where:
                     try:
                         mine = member.automaton.passing(mine)
-                    except Exception as exc:  # noqa: BLE001 - alone, its WHERE fails it here
+                    except Exception as exc:  # alone, its WHERE fails it here
                         fail(held, exc)
                         continue
                 if mine:
@@ -838,7 +838,7 @@ class SubscriptionSet:
         routes: dict[Hashable, tuple[_Held, dict[int, set[int]]]] = {}
         residual = self.index.residual
         for source_id in found:
-            source = self._sources[source_id]  # type: ignore[index]
+            source = self._sources[source_id]  # type: ignore[index]  # the index holds this set's int source ids
             held = source.held
             if not sees(held.sub_id):
                 continue
@@ -879,11 +879,6 @@ class SubscriptionSet:
         for f in fields(Counts):
             setattr(self.total, f.name, getattr(self.total, f.name) + getattr(counts, f.name))
         return out
-
-    def push_all(
-        self, events: Iterable[Event | Mapping[str, Any]]
-    ) -> list[tuple[Hashable, Output | Failed]]:
-        return [pair for e in events for pair in self.push(e)]
 
     @property
     def instances(self) -> int:
@@ -1042,7 +1037,7 @@ def advance_members(
     def guarded(m: Member, step: Callable[[], list[Output]], at: int | None) -> None:
         try:
             m.outputs.extend(step())
-        except Exception as exc:  # noqa: BLE001 - the others go on (module docstring)
+        except Exception as exc:  # the others go on (module docstring)
             m.failed = Failed(at if at is not None else m.cursor, exc)
 
     for owner, raw in events:

@@ -90,7 +90,7 @@ class WhereIndex:
         for payload, automaton in self._others.items():
             try:
                 mine = automaton.passing(completed)
-            except Exception as exc:  # noqa: BLE001 - that member fails, the others go on
+            except Exception as exc:  # that member fails, the others go on
                 failed[payload] = exc
                 continue
             if mine:
@@ -101,7 +101,7 @@ class WhereIndex:
             for c in completed:
                 try:
                     v = bucket.expr(c[1], None)
-                except Exception as exc:  # noqa: BLE001 - every member of the bucket raises
+                except Exception as exc:  # every member of the bucket raises
                     failed.update(dict.fromkeys(bucket.members, exc))
                     break
                 if v is None:

@@ -17,6 +17,7 @@ from matching.values import format_value
 from . import model
 from .clauses import UNITS, result_type
 from .lexer import KEYWORDS
+from .pattern_model import PatternQuery
 from .schema import END_TIME, START_TIME
 
 _IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -24,10 +25,8 @@ _IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def to_text(query: model.Query) -> str:
     """The canonical text of ``query``."""
-    from .pattern_model import PatternQuery
-
     if isinstance(query, PatternQuery):
-        from .pattern_printer import pattern_text  # it builds on this module's helpers
+        from .pattern_printer import pattern_text  # a cycle: it builds on this module's helpers
 
         return pattern_text(query)
     if isinstance(query, model.CompositeQuery):

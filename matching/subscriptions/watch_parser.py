@@ -271,12 +271,12 @@ class WatchReader(ClauseReader):
                 f"expected the threshold, a number such as 0.05 or 5%; found {describe(tok)}"
             )
         amount = self.literal(Type.DECIMAL, "the threshold")
-        if amount < 0:  # type: ignore[operator]
+        if amount < 0:  # type: ignore[operator]  # a DECIMAL literal is a Decimal
             raise QueryError(
                 "the threshold is a change size, 0 or more", tok.position, code="bad_threshold"
             )
         percent = self._match(OP, "%") is not None
-        return Threshold(amount, percent)  # type: ignore[arg-type]
+        return Threshold(amount, percent)  # type: ignore[arg-type]  # as above
 
 
 def _is_subject(test: AttrTest | SubjectTest) -> bool:

@@ -120,7 +120,7 @@ class WatchEngine:
         if row is None or not self.qualifies(row):
             return
         value = row.values[self.q.attribute]
-        rank = (value if self.q.func == "MIN" else -value, offer)  # type: ignore[operator]
+        rank = (value if self.q.func == "MIN" else -value, offer)  # type: ignore[operator]  # MIN and MAX watch numbers
         self.rank_of[offer] = rank
         self.ranked.add(rank)
 

@@ -69,6 +69,7 @@ def partitions(rows: int) -> int:
 
 def _hash(w: Workload, side: str, term: int | Column) -> Column:
     """A 64-bit hash of (seed, kind, side, id, term): the row's random draw ``term``."""
+    # pyspark when called: reading and loading a workload start no JVM (package docstring).
     from pyspark.sql import functions as F
 
     term_col = F.lit(term) if isinstance(term, int) else term
@@ -77,6 +78,7 @@ def _hash(w: Workload, side: str, term: int | Column) -> Column:
 
 def _uniform(w: Workload, side: str, term: int, low: int, high: int) -> Column:
     """An integer uniform in ``low .. high`` (the modulo bias is below 2**-30)."""
+    # pyspark when called: reading and loading a workload start no JVM (package docstring).
     from pyspark.sql import functions as F
 
     return F.pmod(_hash(w, side, term), F.lit(high - low + 1)) + F.lit(low)
@@ -84,6 +86,7 @@ def _uniform(w: Workload, side: str, term: int, low: int, high: int) -> Column:
 
 def _decimal(units: Column) -> Column:
     """``units/GRID`` as an exact decimal text (``0.000012345``)."""
+    # pyspark when called: reading and loading a workload start no JVM (package docstring).
     from pyspark.sql import functions as F
 
     whole = F.floor(units / F.lit(GRID)).cast("long").cast("string")
@@ -93,6 +96,7 @@ def _decimal(units: Column) -> Column:
 
 def _frame(spark: SparkSession, w: Workload, side: str) -> DataFrame:
     """The rows of one side: ``id``, ``constraint`` and the kind's drawn values."""
+    # pyspark when called: reading and loading a workload start no JVM (package docstring).
     from pyspark.sql import functions as F
 
     rows = w.pubs if side == "pubs" else w.subs
@@ -180,6 +184,7 @@ def _write_side(spark: SparkSession, w: Workload, side: str, out: Path) -> None:
 
 def _line() -> Column:
     """``<id><TAB><constraint>``, one line of the text file."""
+    # pyspark when called: reading and loading a workload start no JVM (package docstring).
     from pyspark.sql import functions as F
 
     return F.concat(F.col("id").cast("string"), F.lit("\t"), F.col("constraint")).alias("value")

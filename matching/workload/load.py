@@ -73,7 +73,7 @@ def timed_bulk_load(
     def timed_write(cur: psycopg.Cursor[Any], side: str, items: Iterable[Item]) -> int:
         started = time.perf_counter()
         try:
-            return write(cur, side, items)  # type: ignore[arg-type]
+            return write(cur, side, items)  # type: ignore[arg-type]  # side is pub or sub: the store calls it
         finally:
             spent[f"write_{side}"] += time.perf_counter() - started
 
@@ -85,8 +85,8 @@ def timed_bulk_load(
             spent["statistics"] += time.perf_counter() - started
 
     # Instance attributes shadow the methods for this one call only.
-    store._write = timed_write  # type: ignore[method-assign]
-    store.analyze = timed_analyze  # type: ignore[method-assign]
+    store._write = timed_write  # type: ignore[method-assign]  # timed for this load only, see above
+    store.analyze = timed_analyze  # type: ignore[method-assign]  # as above
     started = time.perf_counter()
     try:
         store.bulk_load(publications=sources["pub"], subscriptions=sources["sub"])
@@ -136,7 +136,7 @@ def load_workload(
             counts = {}
             for side in ("pub", "sub"):
                 cur.execute(f"SELECT count(DISTINCT id) FROM {store.master(side)}")
-                counts[f"{side}s"] = int(cur.fetchone()[0])  # type: ignore[index]
+                counts[f"{side}s"] = int(cur.fetchone()[0])  # type: ignore[index]  # count() returns one row
     finally:
         store.close()
     return Loaded(w, strategy, namespace, counts, seconds)

@@ -43,11 +43,15 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from matching import Interval  # noqa: E402
-from matching.dissemination import STRATEGIES, Optimizer, Producer  # noqa: E402
-from matching.subscriptions import parse_query  # noqa: E402
-from matching.subscriptions.events import event_from_dict  # noqa: E402
-from matching.subscriptions.model import AttrTest, WatchQuery  # noqa: E402
+from exchange.dissemination.processes import Cluster
+from exchange.settings import ports
+from matching import Interval
+from matching.dissemination import STRATEGIES, Optimizer, Producer
+from matching.subscriptions import parse_query
+from matching.subscriptions.events import event_from_dict
+from matching.subscriptions.model import AttrTest, WatchQuery
+from ops.benchmarks import machine
+from ops.benchmarks.machine import load_average
 
 SUBJECT = "office.supplies.pencils"
 KEY_MAX = 100_000
@@ -57,8 +61,6 @@ RUNS = (*STRATEGIES, "optimizer")
 
 
 def redis_url() -> str:
-    from exchange.settings import ports
-
     return os.environ.get("BENCH_REDIS_URL") or os.environ.get("REDIS_URL") or ports.DEV_REDIS_URL
 
 
@@ -142,9 +144,6 @@ WORKLOADS = {"few": (0.0, 0.0), "many": (1.0, 1.0), "mix": (0.5, 0.1)}  # wide, 
 async def run_workload(
     name: str, size: dict[str, int], hosts: list[str], seed: int
 ) -> dict[str, Any]:
-    from exchange.dissemination.processes import Cluster
-    from ops.benchmarks.machine import load_average
-
     wide, global_share = WORKLOADS[name]
     rng = random.Random(seed)
     book = Book(rng, size["offers"])
@@ -284,8 +283,6 @@ def _summary(per_change: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def measure(*, quick: bool, watches: int | None = None) -> dict[str, Any]:
-    from ops.benchmarks import machine
-
     size = dict(QUICK if quick else FULL)
     if watches:
         size["watches"] = watches

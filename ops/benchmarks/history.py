@@ -24,16 +24,31 @@ the load average is recorded before and after each measurement.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
+import random
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import django
+import httpx
+import psycopg
+from psycopg import sql
+from websockets.sync.client import connect
+from websockets.typing import Origin
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from ops.benchmarks import machine
+from ops.benchmarks.live import provision
+from ops.stack import Stack
 
 # BENCH_HISTORY_DATABASE: another name, so that two runs on one cluster keep apart.
 DATABASE = os.environ.get("BENCH_HISTORY_DATABASE") or "intersect_bench_history"
@@ -61,20 +76,11 @@ FROM generate_series(1, %(events)s) AS g
 
 
 def _env(database_url: str) -> dict[str, str]:
-    from ops.benchmarks.live import provision
-
     return provision.env() | {"DATABASE_URL": database_url}
 
 
 def fresh_database(database: str) -> str:
     """The bench database ``database`` dropped, created again and migrated; its URL."""
-    import subprocess
-
-    import psycopg
-    from psycopg import sql
-
-    from ops.benchmarks.live import provision
-
     url = provision._with_path(provision.SERVER_URL, database)
     with psycopg.connect(provision.SERVER_URL, autocommit=True) as conn:
         name = sql.Identifier(database)
@@ -88,8 +94,6 @@ def fresh_database(database: str) -> str:
 
 def load_bench_book(url: str, *, offers: int, bids: int) -> None:
     """The bench book (``manage.py bench_book``, seed 1) loaded into the database at ``url``."""
-    import subprocess
-
     subprocess.run(
         [sys.executable, "manage.py", "bench_book", "--offers", str(offers)]
         + ["--bids", str(bids), "--seed", "1"],
@@ -101,10 +105,6 @@ def load_bench_book(url: str, *, offers: int, bids: int) -> None:
 
 def provision_log(size: dict[str, int]) -> str:
     """A fresh bench database with the log of ``size``; returns its URL."""
-    import subprocess
-
-    import psycopg
-
     url = fresh_database(DATABASE)
     env = _env(url)
     days = (
@@ -130,8 +130,6 @@ def _load() -> float:
 
 def read_jsonl(base_url: str, query: str) -> dict[str, Any]:
     """One streamed read over HTTP, counted as it arrives (nothing kept)."""
-    import httpx
-
     load = _load()
     lines = size = 0
     started = time.perf_counter()
@@ -165,15 +163,13 @@ def read_resume(
     """``stream`` (``events:office.>``, or a ``sub:<id>``) resumed from its start over one
     WebSocket, resuming again after each ``replay_limit`` (20,000 items a request), until
     ``events`` items have arrived; with ``batch``, in ``batch`` frames."""
-    from websockets.sync.client import connect
-
     single, position = ("event", "seq") if stream.startswith("events:") else ("notification", "n")
     items = "data" if single == "event" else "notifications"
     load = _load()
     got = frames = 0
     after = 0
     started = time.perf_counter()
-    with connect(ws_url, origin=origin, max_size=None) as ws:  # type: ignore[arg-type]
+    with connect(ws_url, origin=Origin(origin), max_size=None) as ws:
         while got < events:
             resume = {"action": "resume", "stream": stream, "after": after, "batch": batch}
             ws.send(json.dumps(resume))
@@ -227,8 +223,6 @@ print(json.dumps({"stream": f"sub:{sub.pk}", "token": token_issue(user=owner).ke
 
 def outbox(url: str, notifications: int) -> dict[str, str]:
     """The ``sub:`` stream and token of a subscription with ``notifications`` in its outbox."""
-    import subprocess
-
     done = subprocess.run(
         [
             sys.executable,
@@ -249,8 +243,6 @@ def outbox(url: str, notifications: int) -> dict[str, str]:
 def outbox_drop(url: str) -> None:
     """Remove ``outbox``'s user (its token, subscription and notifications go with it):
     ``bench_book`` wants a database without users."""
-    import subprocess
-
     drop = (
         "from django.contrib.auth.models import User; "
         'User.objects.filter(username="bench-outbox").delete()'
@@ -262,9 +254,7 @@ def outbox_drop(url: str) -> None:
 
 def one_day_plan(database_url: str, size: dict[str, int]) -> dict[str, Any]:
     """EXPLAIN ANALYZE of the first page of a read naming the second day."""
-    import datetime as dt
-
-    import psycopg
+    # Django's: this runs in the --plan subprocess, after django.setup() (main)
     from django.contrib.auth.models import AnonymousUser
 
     from exchange.selectors.history import PAGE_ROWS, HistoryWhere, history_sql
@@ -290,9 +280,7 @@ def cycle_cost(cycles: int) -> dict[str, Any]:
     """Matching cycles on the bench book, each over 40 bids and 10 offers placed through the
     services, the log's writer (``events_append``) switched off in every other cycle;
     milliseconds per cycle with and without it. Runs in the bench database's settings."""
-    import random
-    import statistics
-
+    # Django's: this runs in the --cycles subprocess, after django.setup() (main)
     from django.contrib.auth.models import User
     from django.db import connection
 
@@ -362,11 +350,6 @@ def _cycle_cpu(backend: int) -> float:
 
 
 def measure(quick: bool = False) -> dict[str, Any]:
-    import subprocess
-
-    from ops.benchmarks import machine
-    from ops.stack import Stack
-
     size = QUICK if quick else FULL
     started = time.perf_counter()
     url = provision_log(size)
@@ -440,7 +423,6 @@ def main() -> int:
     args = ap.parse_args()
     if not (args.plan or args.cycles):
         return 2
-    import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "exchange.settings.development")
     django.setup()

@@ -19,9 +19,13 @@ import threading
 import time
 from pathlib import Path
 
+from channels_redis.core import RedisChannelLayer
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from exchange.settings.ports import DEV_REDIS_URL
 
 
 def _burn(stop: threading.Event) -> None:
@@ -33,10 +37,6 @@ def _burn(stop: threading.Event) -> None:
 
 
 async def _receive_ms(count: int, repeats: int, *, busy: bool, batched: bool) -> float:
-    from channels_redis.core import RedisChannelLayer
-
-    from exchange.settings.ports import DEV_REDIS_URL
-
     url = DEV_REDIS_URL.rsplit("/", 1)[0] + "/5"
     layer = RedisChannelLayer(hosts=[url], prefix=f"layer-receive-{time.time_ns()}")
     channel = await layer.new_channel()

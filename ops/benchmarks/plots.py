@@ -13,9 +13,11 @@ NAMES = {"paper": "paper strategy", "range": "range strategy", "paper (2006)": "
 
 
 def _pyplot() -> Any:
+    # matplotlib only when a plot is drawn (two seconds to import), its backend chosen first
     import matplotlib
 
     matplotlib.use("Agg")
+    # pyplot after the backend is chosen
     import matplotlib.pyplot as plt
 
     return plt

@@ -47,6 +47,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -54,17 +55,37 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import psycopg  # noqa: E402
 
-from exchange.settings.ports import DEV_DATABASE_URL  # noqa: E402
-from matching.workload import KINDS, Workload, generate, terms  # noqa: E402
-from ops.benchmarks import machine, timing  # noqa: E402
-from ops.benchmarks.experiments import Context, run_experiment  # noqa: E402
-from ops.benchmarks.spark_matcher import DEFAULT_MAX_SUBS, spark_budget, spark_plan  # noqa: E402
+from exchange.settings.ports import DEV_DATABASE_URL
+from matching.spark import spark_session
+from matching.spark.session import default_master
+from matching.workload import KINDS, Workload, generate, terms
+from ops.benchmarks import machine, timing
+from ops.benchmarks.dissemination import measure as measure_dissemination
+from ops.benchmarks.experiments import Context, run_experiment
+from ops.benchmarks.history import measure as measure_history
+from ops.benchmarks.index import measure as measure_index
+from ops.benchmarks.patterns import measure as measure_patterns
+from ops.benchmarks.report import write_report
+from ops.benchmarks.report.dissemination import PLOT as DISSEMINATION_PLOT
+from ops.benchmarks.report.dissemination import plot as plot_dissemination
+from ops.benchmarks.report.dissemination import splice as splice_dissemination
+from ops.benchmarks.report.history import splice as splice_history
+from ops.benchmarks.report.index import plot as plot_index
+from ops.benchmarks.report.index import splice as splice_index
+from ops.benchmarks.report.live_alone import splice as splice_live
+from ops.benchmarks.report.patterns import PLOT as PATTERNS_PLOT
+from ops.benchmarks.report.patterns import plot as plot_patterns
+from ops.benchmarks.report.patterns import splice as splice_patterns
+from ops.benchmarks.report.subscriptions import splice as splice_subscriptions
+from ops.benchmarks.spark_matcher import DEFAULT_MAX_SUBS, spark_budget, spark_plan
+from ops.benchmarks.subscriptions import measure as measure_subscriptions
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -276,9 +297,6 @@ def intermediate_rows(kind: str, subs: int, batch: int) -> int:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    from matching.spark import spark_session
-    from matching.spark.session import default_master
-
     started = time.perf_counter()
     log_lines: list[str] = []
 
@@ -293,7 +311,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"mode": "quick" if args.quick else "full", "experiments": []}
     with psycopg.connect(url, autocommit=True) as conn:
-        server = str(conn.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]
+        server = str(conn.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]  # SHOW returns one row
         results["machine"] = machine.describe(server, default_master())
         results["settings"] = {
             "sizes": list(args.sizes),
@@ -382,8 +400,6 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 def measure_live() -> dict[str, Any]:
     """SPEC 9's end-to-end benchmark with its defaults (its own database; see the script)."""
-    import subprocess
-
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "live.json"
         done = subprocess.run(
@@ -411,34 +427,27 @@ def _alone(args: argparse.Namespace, key: str, measure: Any) -> tuple[Path, Path
 def index_only(args: argparse.Namespace) -> int:
     """The matching-index benchmark alone (or, with ``--from-json``, the ``index`` entry of
     an earlier result), its section spliced into the existing report."""
-    from ops.benchmarks.index import measure as measure_index
-    from ops.benchmarks.report.index import plot, splice
-
     out, raw, results = _alone(args, "index", measure_index)
-    plot(results, out / "img" / "bench-index.png")
-    print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['index'])}")
+    plot_index(results, out / "img" / "bench-index.png")
+    report = splice_index(out / "benchmarks.md", results["index"])
+    print(f"raw results: {raw}\nreport: {report}")
     return 0
 
 
 def history_only(args: argparse.Namespace) -> int:
     """The historic-read benchmark alone (ops/benchmarks/history.py), its section spliced
     into the existing report."""
-    from ops.benchmarks.history import measure as measure_history
-    from ops.benchmarks.report.history import splice
-
     out, raw, results = _alone(args, "history", measure_history)
-    print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['history'])}")
+    report = splice_history(out / "benchmarks.md", results["history"])
+    print(f"raw results: {raw}\nreport: {report}")
     return 0
 
 
 def subscriptions_only(args: argparse.Namespace) -> int:
     """The live-subscriptions benchmark alone (ops/benchmarks/subscriptions.py), its
     section spliced into the existing report."""
-    from ops.benchmarks.report.subscriptions import splice
-    from ops.benchmarks.subscriptions import measure as measure_subscriptions
-
     out, raw, results = _alone(args, "subscriptions", measure_subscriptions)
-    report = splice(out / "benchmarks.md", results["subscriptions"])
+    report = splice_subscriptions(out / "benchmarks.md", results["subscriptions"])
     print(f"raw results: {raw}\nreport: {report}")
     return 0
 
@@ -446,33 +455,28 @@ def subscriptions_only(args: argparse.Namespace) -> int:
 def patterns_only(args: argparse.Namespace) -> int:
     """The patterns benchmark alone (``ops/benchmarks/patterns.py``), its plot written and
     its section spliced into the existing report."""
-    from ops.benchmarks.patterns import measure as measure_patterns
-    from ops.benchmarks.report.patterns import PLOT, plot, splice
-
     out, raw, results = _alone(args, "patterns", measure_patterns)
-    plot(results, out / PLOT)
-    print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['patterns'])}")
+    plot_patterns(results, out / PATTERNS_PLOT)
+    report = splice_patterns(out / "benchmarks.md", results["patterns"])
+    print(f"raw results: {raw}\nreport: {report}")
     return 0
 
 
 def dissemination_only(args: argparse.Namespace) -> int:
     """The dissemination benchmark alone, its section spliced into the existing report."""
-    from ops.benchmarks.dissemination import measure as measure_dissemination
-    from ops.benchmarks.report.dissemination import PLOT, plot, splice
 
     def measure(*, quick: bool) -> Any:
         return measure_dissemination(quick=quick, watches=args.watches)
 
     out, raw, results = _alone(args, "dissemination", measure)
-    plot(results, out / PLOT)
-    print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results['dissemination'])}")
+    plot_dissemination(results, out / DISSEMINATION_PLOT)
+    report = splice_dissemination(out / "benchmarks.md", results["dissemination"])
+    print(f"raw results: {raw}\nreport: {report}")
     return 0
 
 
 def live_only(args: argparse.Namespace) -> int:
     """The end-to-end benchmark alone, its parts spliced into the existing report."""
-    from ops.benchmarks.report.live_alone import splice
-
     out = args.out or ROOT / "docs"
     if not (out / "benchmarks.md").exists():
         raise SystemExit(f"no report at {out / 'benchmarks.md'} to put the run into: run ops/bench")
@@ -483,14 +487,12 @@ def live_only(args: argparse.Namespace) -> int:
     raw = ROOT / "test-artifacts" / "bench" / "live.json"
     raw.parent.mkdir(parents=True, exist_ok=True)
     raw.write_text(json.dumps(results, indent=1) + "\n")
-    print(f"raw results: {raw}\nreport: {splice(out / 'benchmarks.md', results)}")
+    print(f"raw results: {raw}\nreport: {splice_live(out / 'benchmarks.md', results)}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from ops.benchmarks.report import write_report
-
     if args.command is not None:
         alone: dict[str, Callable[[argparse.Namespace], int]] = {
             "index": index_only,
@@ -503,12 +505,8 @@ def main(argv: list[str] | None = None) -> int:
         return alone[args.command](args)
     results = json.loads(args.from_json.read_text()) if args.from_json else measure(args)
     if args.index and not args.from_json:
-        from ops.benchmarks.index import measure as measure_index
-
         results["index"] = measure_index(quick=args.quick)
     if args.patterns and not args.from_json:
-        from ops.benchmarks.patterns import measure as measure_patterns
-
         results["patterns"] = measure_patterns(quick=args.quick)
     if args.live_json:
         results["live"] = json.loads(args.live_json.read_text())

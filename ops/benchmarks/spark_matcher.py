@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from matching.spark import Encoded, encode_rdd, match
 from matching.workload.files import decoder, distinct_texts, read_manifest, workload_of
 
 from .timing import Budget, Pair, Repeats, repeat
@@ -60,8 +61,6 @@ class SparkRun:
 
 def _encoded_side(spark: Any, directory: Path, side: str) -> Any:
     """One side of the workload as the matcher's cached rows (``matching.spark.Encoded``)."""
-    from matching.spark import encode_rdd
-
     w = workload_of(read_manifest(directory))
     fast = decoder(w)
     rows = w.pubs if side == "pubs" else w.subs
@@ -69,6 +68,7 @@ def _encoded_side(spark: Any, directory: Path, side: str) -> Any:
     memoize = distinct is not None and distinct < rows
 
     def decode(part: Any) -> Any:
+        # imported where this runs, in a Spark executor (cloudpickle ships the closure by value)
         import matching
 
         memo: dict[str, Any] = {}
@@ -103,9 +103,8 @@ def spark_match_batches(
     log: Any,
 ) -> SparkRun:
     """Time the Spark matcher on every batch; ``reference`` holds ``range``'s pairs."""
+    # pyspark when called, as in matching.spark: importing this module must not load it
     from pyspark.sql import functions as F
-
-    from matching.spark import Encoded, match
 
     run = SparkRun()
     sides = {}

@@ -24,15 +24,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import django
+
+from matching.subscriptions import Subscription as Evaluator
+from matching.subscriptions import parse_query, to_text
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from ops.benchmarks.history import _env, fresh_database
 
 DATABASE = "intersect_bench_engine"
 SUBJECTS = [f"bench.engine.m{i:03d}" for i in range(100)]
@@ -59,6 +67,7 @@ def _rss_kb() -> int:
 
 
 def _append(rng: Any, count: int) -> None:
+    # Django's: this runs in the --run process, after django.setup() (main)
     from django.db import transaction
 
     from exchange.services.events import events_append
@@ -92,12 +101,11 @@ def _provision(owners: list[Any], queries: list[str], first: int) -> None:
     """``queries[first:]`` as active subscriptions registered together, in bulk: the rows
     ``subscription_create`` writes for a query without history (one evaluator state per
     distinct query)."""
+    # Django's: this runs in the --run process, after django.setup() (main)
     from django.db import transaction
 
     from exchange.models import Subscription
     from exchange.services import subscriptions as service
-    from matching.subscriptions import Subscription as Evaluator
-    from matching.subscriptions import parse_query, to_text
 
     with transaction.atomic():
         seam, now = service._seam_locked()
@@ -132,6 +140,7 @@ def _wait_joined(rng: Any, subscriptions: int) -> None:
     """Until the engine process has every subscription in its live set (a joiner joins
     with the first event after it: one is appended every second meanwhile) and has caught
     up with the log (its heartbeat says both)."""
+    # Django's: this runs in the --run process, after django.setup() (main)
     from exchange.models import SubscriptionEngineProcess
 
     deadline = time.monotonic() + 600
@@ -147,8 +156,7 @@ def _wait_joined(rng: Any, subscriptions: int) -> None:
 def run(
     subscriptions: int, events: int, rate: float, seconds: float, watches: bool
 ) -> dict[str, Any]:
-    import random
-
+    # Django's: this runs in the --run process, after django.setup() (main)
     from django.conf import settings
     from django.contrib.auth.models import User
     from django.db import connection
@@ -196,7 +204,7 @@ def run(
     try:
         _wait_joined(rng, subscriptions)  # every subscription read and in its set before timing
         if PROFILE:
-            subprocess.Popen(  # noqa: S603 - py-spy beside the engine, while it is timed
+            subprocess.Popen(  # py-spy beside the engine, while it is timed
                 [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw"]
                 + ["-d", str(int(seconds)), "-o", PROFILE, "--pid", str(process.pid)],
                 stdout=subprocess.DEVNULL,
@@ -255,12 +263,9 @@ def main() -> int:
     args = ap.parse_args()
     sizes = (args.subscriptions, args.events, args.rate, args.seconds, not args.without_watches)
     if args.run:
-        import django
-
         django.setup()
         print(json.dumps(run(*sizes)))
         return 0
-    from ops.benchmarks.history import _env, fresh_database
 
     url = fresh_database(DATABASE)
     argv = [sys.executable, __file__, "--run", "--subscriptions", str(args.subscriptions)]

@@ -25,14 +25,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import django
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from ops.benchmarks import machine
+from ops.benchmarks.history import _env, fresh_database, load_bench_book
 
 DATABASE = "intersect_bench_subscriptions"
 FULL = {"subscriptions": 10_000, "cycles": 6, "offers": 2_000, "bids": 6_000}
@@ -53,8 +61,6 @@ def _load() -> float:
 
 def provision_book(size: dict[str, int]) -> str:
     """A fresh bench database holding the bench book; returns its URL."""
-    from ops.benchmarks.history import fresh_database, load_bench_book
-
     url = fresh_database(DATABASE)
     load_bench_book(url, offers=size["offers"], bids=size["bids"])
     return url
@@ -84,9 +90,7 @@ class Timed:
 def run(size: dict[str, int]) -> dict[str, Any]:
     """Register the subscriptions, then the cycles and passes (in the bench database's
     settings, this process)."""
-    import random
-    import statistics
-
+    # Django's: this runs in main()'s subprocess, after django.setup()
     from django.contrib.auth.models import User
     from django.db import connection
 
@@ -174,6 +178,7 @@ def _orders(
     orders: Any, market: Any, seller: Any, buyer: Any, rng: Any, offers: int, n: int
 ) -> None:
     """Cycle ``n``'s orders: 10 offers (each its own hundred of lots) and 40 bids."""
+    # Django's: this runs in main()'s subprocess, after django.setup()
     from exchange.management.commands.bench_book import bid_text, offer_text
 
     for i in range(10):
@@ -196,6 +201,7 @@ def _single_steps(
 ) -> dict[str, Any]:
     """One more cycle, then ``SINGLE_SAMPLE`` subscriptions fed it one by one with the
     single step (``subscription_advance``), as the task did before the pass."""
+    # Django's: this runs in main()'s subprocess, after django.setup()
     from exchange.models import Subscription
     from exchange.services import matching, orders
     from exchange.services.subscriptions import subscription_advance
@@ -218,11 +224,6 @@ def _single_steps(
 
 
 def measure(quick: bool = False) -> dict[str, Any]:
-    import subprocess
-
-    from ops.benchmarks import machine
-    from ops.benchmarks.history import _env
-
     size = QUICK if quick else FULL
     started = time.perf_counter()
     url = provision_book(size)
@@ -249,7 +250,6 @@ def main() -> int:
     args = ap.parse_args()
     if not args.run:
         return 2
-    import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "exchange.settings.development")
     django.setup()

@@ -34,7 +34,7 @@ class Reference(SimpleRateThrottle):
 
 
 def _at(throttle: SimpleRateThrottle, now: float) -> SimpleRateThrottle:
-    throttle.timer = lambda: now  # type: ignore[method-assign]
+    throttle.timer = lambda: now  # type: ignore[method-assign]  # a fixed clock for this throttle
     return throttle
 
 

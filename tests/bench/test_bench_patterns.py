@@ -72,7 +72,7 @@ def test_the_workload_is_the_four_examples_on_random_markets() -> None:
     texts = pattern_texts(8)
     queries = [parse_query(t) for t in texts]  # every text parses
     # the four kinds in turn: NEXT, NEXT with WITHIN, FOLD, FOLD over best offers with WITHIN
-    shapes = [(q.sides[0].steps[0].kind, q.sides[0].within is not None) for q in queries]  # type: ignore[union-attr]
+    shapes = [(q.sides[0].steps[0].kind, q.sides[0].within is not None) for q in queries]  # type: ignore[union-attr]  # these texts are all pattern queries
     assert shapes == [("next", False), ("next", True), ("fold", False), ("fold", True)] * 2
     assert all("subject = 'bench.m" in t for t in texts)
     assert len(KINDS) == 4

@@ -17,14 +17,14 @@ from typing import Any
 import psycopg
 import pytest
 
+from exchange.management.commands.match_files import database_conninfo
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def bench_conninfo(django_db_setup: Any, django_db_blocker: Any) -> str:
     """The run's test database on the test cluster, as a libpq conninfo string."""
-    from exchange.management.commands.match_files import database_conninfo
-
     with django_db_blocker.unblock():
         return database_conninfo()
 

@@ -8,6 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from django.db import connection
+from playwright.sync_api import expect, sync_playwright
 
 from tests.conftest import ARTIFACTS
 from tests.livestack import ROOT
@@ -35,8 +37,6 @@ def browser():
     this thread, which Django's async-safety check takes for async code; the test's own ORM
     calls between browser steps are plain synchronous code, so the check is lifted while the
     module runs, and the loop ends with it (other suites keep the check)."""
-    from playwright.sync_api import sync_playwright
-
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (ops/test installs it)")
     before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
@@ -61,8 +61,6 @@ def new_page(browser, live_stack):
     Uncaught page errors and Content-Security-Policy violations (Chromium reports them on
     the console), htmx's refusals to evaluate an expression under the CSP among them, are
     collected in ``new_page.errors``."""
-    from playwright.sync_api import expect
-
     expect.set_options(timeout=WAIT_MS)
     contexts = []
     errors: list[str] = []
@@ -101,7 +99,6 @@ def off_loop(fn, /, *args, **kwargs):
     """Run ``fn`` in a thread of its own and return its result: services push to Channels
     with async_to_sync after commit, which refuses a thread with a running event loop (and
     Playwright's sync API runs one in the test's thread)."""
-    from django.db import connection
 
     def call():
         try:

@@ -4,7 +4,7 @@ splice that replaces the section and leaves the rest of the report as it was."""
 from __future__ import annotations
 
 from ops.benchmarks.dissemination import _median_records
-from ops.benchmarks.report.dissemination import TITLE, splice
+from ops.benchmarks.report.dissemination import PLOT, TITLE, plot, splice
 
 
 def results(totals: dict[str, dict[str, float]]) -> dict:
@@ -64,8 +64,6 @@ def test_each_change_counts_with_its_median_round():
 
 
 def test_the_plot_is_a_png_with_a_bar_group_per_workload(tmp_path):
-    from ops.benchmarks.report.dissemination import PLOT, plot
-
     r = results({
         "few": {"enumerate": 1.0, "relax": 3.0, "reformulate": 2.0, "optimizer": 1.1},
         "mix": {"enumerate": 2.0, "relax": 3.0, "reformulate": 2.0, "optimizer": 2.0},

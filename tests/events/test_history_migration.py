@@ -6,6 +6,7 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
+from django.contrib.auth.models import User as CurrentUser
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
@@ -244,7 +245,6 @@ def test_the_writer_continues_after_the_migrated_events(old_apps):
         constraint_json={},
     )
     MigrationExecutor(connection).migrate(AFTER)
-    from django.contrib.auth.models import User as CurrentUser
 
     offer_withdraw(seller=CurrentUser.objects.get(pk=seller.pk), offer_id=old.pk)
     matching_cycle_run()

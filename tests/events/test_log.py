@@ -13,6 +13,7 @@ from django.utils import timezone
 from exchange.models import Event, EventCounter, OrderChange
 from exchange.selectors.events import event_json, events_visible
 from exchange.services.closing import offer_close
+from exchange.services.markets import market_create
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import (
     bid_amend,
@@ -220,8 +221,6 @@ def test_every_event_type_with_exactly_its_attributes():
 
 
 def test_decimal_quantities_travel_as_strings_and_open_sides_are_absent():
-    from exchange.services.markets import market_create
-
     market = market_create(
         subject="bulk.flour",
         title="Flour",

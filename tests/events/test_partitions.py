@@ -10,6 +10,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import connection
 from django.utils import timezone
 
+from exchange.event_tasks import event_partitions
 from exchange.models import Event
 from exchange.selectors.events import events_visible
 from exchange.services.event_partitions import DAYS_AHEAD, event_partitions_ensure, partition_name
@@ -101,7 +102,6 @@ def test_rows_of_a_day_without_partition_wait_in_the_default_one_and_move_later(
 def test_beat_creates_the_partitions_ahead():
     entry = CELERY_BEAT_SCHEDULE["event-partitions"]
     assert entry["task"] == "exchange.event_partitions"
-    from exchange.event_tasks import event_partitions
 
     with connection.cursor() as cursor:
         cursor.execute(

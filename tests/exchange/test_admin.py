@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
 
 import pytest
+from django.utils import timezone
 
 from exchange.models import Market, Offer, Trade
 from exchange.services.matching import matching_cycle_run
@@ -200,10 +202,6 @@ def test_adding_an_attribute_widens_active_bids(staff_client):
 
 
 def test_dashboard_shows_cycle_health_and_winner_to_be(staff_client):
-    import datetime as dt
-
-    from django.utils import timezone
-
     market = pencils_market()
     offer_publish(
         seller=UserFactory(),

@@ -37,7 +37,7 @@ def test_the_service_refuses_what_the_rule_refuses_with_its_message_and_position
 
 def test_a_subject_that_is_not_text_is_refused_and_nothing_is_written():
     with pytest.raises(InvalidInput) as info:
-        market_create(subject=["office"], title="Pens", schema=PENCILS_SCHEMA)  # type: ignore[arg-type]
+        market_create(subject=["office"], title="Pens", schema=PENCILS_SCHEMA)  # type: ignore[arg-type]  # a list where text belongs: the error under test
     assert info.value.code == "invalid_subject"
     assert info.value.field == "subject"
     assert Market.objects.count() == 0

@@ -6,6 +6,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.db import IntegrityError, transaction
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -17,6 +19,8 @@ from exchange.services.markets import market_create, market_update
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_amend, bid_place, offer_publish
 from exchange.services.verification import best_offers_verify
+from matching.store.paper import PaperStore
+from matching.store.ranges import RangeStore
 from tests.factories import StaffFactory, UserFactory, pencils_market
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("strategy")]
@@ -199,9 +203,6 @@ def test_a_set_aside_bid_comes_back_when_its_owner_amends_it():
 
 
 def test_setting_aside_needs_a_reason_in_the_database():
-    from django.db import IntegrityError, transaction
-    from django.utils import timezone
-
     market = pencils_market()
     bid = bid_place(buyer=UserFactory(), market=market, constraint="price <= 1.00")
     with pytest.raises(IntegrityError), transaction.atomic():
@@ -360,9 +361,6 @@ def refuse_in_store(monkeypatch, bid_ids):
     """Make the store's database raise a real error (division by zero: a DataError, which
     aborts the transaction as a value out of a column's range would) whenever a write of
     bids includes one of ``bid_ids``."""
-    from matching.store.paper import PaperStore
-    from matching.store.ranges import RangeStore
-
     for cls in (PaperStore, RangeStore):
         real = cls._write
 
@@ -407,8 +405,6 @@ def test_a_database_error_that_is_no_orders_fault_still_fails_the_cycle(monkeypa
     # table that is not there: SQLSTATE class 42, not class 22's data exceptions)
     market, *_ = settled_book()
     bid = bid_place(buyer=UserFactory(), market=market, constraint="lot = 10 AND price <= 5.00")
-    from matching.store.paper import PaperStore
-    from matching.store.ranges import RangeStore
 
     def broken(self, cur, side, items):
         cur.execute("SELECT * FROM no_such_table")

@@ -16,6 +16,8 @@ from django.utils.html import escape
 from rest_framework.test import APIClient
 
 from exchange.models import Subscription
+from exchange.selectors.ui import alerts_page
+from exchange.services.orders import offer_publish
 from exchange.services.subscriptions import subscription_create, subscription_pause
 from frontend.alert_notes import data_items
 from frontend.views.alerts import GALLERY, gallery
@@ -94,8 +96,6 @@ def test_the_gallery_has_one_example_per_form_and_each_parses():
 
 
 def test_the_offer_example_names_the_users_newest_open_offer():
-    from exchange.services.orders import offer_publish
-
     market = pencils_market(subject="office.supplies.pens")
     seller = UserFactory()
     offer_publish(seller=seller, market=market, constraint="lot BETWEEN 1 AND 9 AND price >= 1")
@@ -184,8 +184,6 @@ def _feed(html: str, sid: int) -> list[int]:
 def test_the_list_shows_each_state_and_the_newest_notifications_of_each_feed(
     client, alice, monkeypatch
 ):
-    from exchange.selectors.ui import alerts_page
-
     monkeypatch.setattr(alerts_page, "FEED_SHOWN", 3)
     # Given an active subscription that sent five, a paused one, a deleted one, a suspended one
     active = subscription_create(owner=alice, query=QUERY, name="five")

@@ -18,6 +18,7 @@ from psycopg.pq import TransactionStatus
 from exchange.models import Event
 from exchange.selectors import history
 from exchange.selectors.history import HistoryWhere, history_events, history_lines
+from matching.subjects import SubjectError
 from matching.subscriptions.schema import EVENT_SCHEMA, EVENT_TYPES, OWNER_AND_STAFF
 from matching.values import format_timestamp_body
 from tests.factories import StaffFactory, UserFactory
@@ -218,8 +219,6 @@ def test_closing_a_read_early_cancels_it_and_the_connection_goes_on(people):
 
 
 def test_a_bad_subject_pattern_fails_before_reading(people):
-    from matching.subjects import SubjectError
-
     with pytest.raises(SubjectError) as caught:
         history_lines(user=people["staff"], after=0, upto=5, where=HistoryWhere(subject="office."))
     assert caught.value.position == 7

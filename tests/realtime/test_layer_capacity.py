@@ -10,7 +10,19 @@ import asyncio
 import json
 
 import pytest
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
+
+from exchange.realtime import streams
+from exchange.realtime.streams import (
+    BATCH_TYPE,
+    group_send_all,
+    public_messages,
+    run_sends,
+    sending_layer,
+)
+from tests.factories import pencils_market
+from tests.realtime.client import ask, connect
 
 
 def test_a_consumer_that_reads_late_gets_every_group_message_in_order():
@@ -32,8 +44,6 @@ def test_a_consumer_that_reads_late_gets_every_group_message_in_order():
 
 
 def test_group_send_all_sends_each_group_its_messages_in_order_in_one_message():
-    from exchange.realtime.streams import BATCH_TYPE, group_send_all
-
     layer = get_channel_layer()
 
     async def join() -> tuple[str, str, str]:
@@ -72,8 +82,6 @@ def test_group_send_all_sends_each_group_its_messages_in_order_in_one_message():
 
 
 def test_group_send_all_sends_the_other_groups_when_one_fails(monkeypatch):
-    from exchange.realtime import streams
-
     sent: list[tuple[str, int]] = []
 
     class Layer:
@@ -92,10 +100,6 @@ def test_group_send_all_sends_the_other_groups_when_one_fails(monkeypatch):
 def test_sends_outside_the_server_run_on_one_kept_loop_per_process():
     """Outside a request's thread (a worker process, a command) every ``run_sends`` call
     runs on the same loop, kept running in a thread of its own; a failure is raised."""
-    from asgiref.sync import async_to_sync, sync_to_async
-
-    from exchange.realtime.streams import run_sends
-
     loops = []
 
     async def note() -> None:
@@ -121,10 +125,6 @@ def test_sends_outside_the_server_run_on_one_kept_loop_per_process():
 def test_sends_from_a_request_thread_run_on_the_servers_loop():
     """In sync code run for an event loop by asgiref (a request under uvicorn), the sends run
     on that loop, as ``async_to_sync`` would run them."""
-    from asgiref.sync import sync_to_async
-
-    from exchange.realtime.streams import run_sends
-
     seen = []
 
     async def note() -> None:
@@ -142,8 +142,6 @@ def test_the_shared_layer_can_be_flushed_after_sends_on_the_kept_loop():
     """The kept loop sends through a private copy of the Redis layer, so closing the shared
     layer's connections on another loop never reaches the kept loop's (asyncio would refuse:
     a future attached to a different loop)."""
-    from exchange.realtime.streams import group_send_all, run_sends, sending_layer
-
     group_send_all([("flush-test", {"type": "stream.frame", "n": 1})])
     used = []
 
@@ -158,8 +156,6 @@ def test_the_shared_layer_can_be_flushed_after_sends_on_the_kept_loop():
 
 
 def test_a_changed_channel_layer_setting_gives_the_kept_loop_a_new_copy(settings):
-    from exchange.realtime.streams import run_sends, sending_layer
-
     used = []
 
     async def note() -> None:
@@ -177,10 +173,6 @@ def test_a_changed_channel_layer_setting_gives_the_kept_loop_a_new_copy(settings
 
 @pytest.mark.django_db(transaction=True)
 def test_a_socket_gets_each_frame_of_a_batch_in_order_with_other_groups_beside_it():
-    from exchange.realtime.streams import group_send_all, public_messages
-    from tests.factories import pencils_market
-    from tests.realtime.client import ask, connect
-
     pencils, spades = "market:office.supplies.pencils", "market:garden.tools.spades"
     pencils_market()
     pencils_market(subject="garden.tools.spades")

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from matching.spark import spark_session, stop_spark_session
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    from matching.spark import spark_session, stop_spark_session
-
     session = spark_session("local[2]", app_name="intersect-tests")
     yield session
     stop_spark_session()

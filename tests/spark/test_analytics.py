@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
+from exchange.analytics.tasks import spark_analytics
 from exchange.models import BestOfferChange, Bid, Market, MarketDay, Offer, Trade
 from tests.factories import UserFactory, pencils_market
 from tests.spark.market_days import QUIET
@@ -233,7 +235,6 @@ def test_a_hand_made_day_and_its_rerun(transactional_db: Any) -> None:
     d = built["d"]
     offer = d.offer(built["erasers"], at(0, 9), state="closed", updated=at(0, 10))
     d.trade(offer, d.bid(built["erasers"], at(0, 9, 30), state="filled"), "2.00", None, at(0, 10))
-    from exchange.analytics.tasks import spark_analytics
 
     assert spark_analytics.run(DAY.isoformat()) == 2
 
@@ -260,7 +261,5 @@ def test_a_hand_made_day_and_its_rerun(transactional_db: Any) -> None:
 
 
 def test_a_bad_date_is_refused_before_spark_starts(db: Any) -> None:
-    from django.core.management.base import CommandError
-
     with pytest.raises(CommandError, match="--date takes a date such as 2026-11-20"):
         call_command("spark_analytics", "--date", "10/03/2026")

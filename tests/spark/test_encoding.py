@@ -29,7 +29,7 @@ from matching.spark import encode as enc
 
 
 def _cmp(a: object, b: object) -> int:
-    return (a > b) - (a < b)  # type: ignore[operator]
+    return (a > b) - (a < b)  # type: ignore[operator]  # a and b are keys of one comparable type
 
 
 def _same_order(key, a, b) -> None:

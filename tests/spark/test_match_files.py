@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management import call_command
 
+import matching.spark
 from tests.store.test_match_files import EXPECTED, PUBS, SUBS
 
 
@@ -35,8 +36,6 @@ def test_exact_output_for_a_small_file_pair(spark: Any, tmp_path: Path) -> None:
 
 
 def test_bad_lines_are_reported_before_spark_is_asked(tmp_path: Path, monkeypatch: Any) -> None:
-    import matching.spark
-
     def fail(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("Spark must not run when a line is bad")
 
@@ -54,8 +53,6 @@ def test_bad_lines_are_reported_before_spark_is_asked(tmp_path: Path, monkeypatc
 def test_the_spark_master_comes_from_the_settings(
     tmp_path: Path, monkeypatch: Any, settings: Any
 ) -> None:
-    import matching.spark
-
     seen: dict[str, Any] = {}
 
     def fake(pubs: Any, subs: Any, *, master: str) -> set[tuple[str, str]]:

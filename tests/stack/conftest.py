@@ -1,5 +1,7 @@
 import pytest
+from django.db import transaction
 
+from exchange import engine
 from tests.conftest import hold_flush_guard
 
 
@@ -7,9 +9,6 @@ from tests.conftest import hold_flush_guard
 def clean_engine(transactional_db):
     """Committed tests share the engine's stores: empty them before each such test (Django's
     flush only truncates Django's own tables)."""
-    from django.db import transaction
-
-    from exchange import engine
 
     def empty():
         with transaction.atomic():

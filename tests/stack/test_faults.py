@@ -17,6 +17,7 @@ import pytest
 import websockets
 from django.conf import settings
 from django.db import connection
+from rest_framework.authtoken.models import Token
 
 from exchange.models import BestOffer, Bid, Notification, OrderChange
 from exchange.services.matching import CYCLE_LOCK
@@ -67,8 +68,6 @@ async def resume_all(url: str, token: str, count: int) -> list[dict]:
 
 
 def token(user) -> str:
-    from rest_framework.authtoken.models import Token
-
     return Token.objects.get_or_create(user=user)[0].key
 
 

@@ -12,6 +12,7 @@ import signal
 import time
 
 import pytest
+from django.db import connection
 
 from exchange.models import SubscriptionPartition
 from exchange.selectors.events import events_log_end
@@ -30,8 +31,6 @@ DEADLINE = 180
 
 @pytest.fixture
 def engines(settings):
-    from django.db import connection
-
     settings.SUBSCRIPTION_ENGINE = True  # this process's appends and registrations wake them
     settings.SUBSCRIPTION_ENGINE_PARTITIONS = PARTITIONS
     stack = LiveStack(
@@ -67,7 +66,7 @@ def test_two_engines_and_a_kill_leave_every_outbox_equal_to_run_offline(engines)
     log.add(30)
     subs = register(users, rng, 60)
     first, second = engines.start_subscription_engines(2)
-    held = lambda: SubscriptionPartition.objects.exclude(owner="").count()  # noqa: E731
+    held = lambda: SubscriptionPartition.objects.exclude(owner="").count()  # noqa: E731 - read again at each wait, named for the asserts
     wait_for(lambda: held() == PARTITIONS, "the partitions being claimed", engines)
     for _ in range(4):
         log.add(10)

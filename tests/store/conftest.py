@@ -14,14 +14,13 @@ from typing import Any
 import psycopg
 import pytest
 
+from exchange.management.commands.match_files import database_conninfo
 from matching.store import DatabaseStore, open_store
 
 
 @pytest.fixture(scope="session")
 def store_conninfo(django_db_setup: Any, django_db_blocker: Any) -> str:
     """The test database (created by pytest-django) as a libpq conninfo string."""
-    from exchange.management.commands.match_files import database_conninfo
-
     with django_db_blocker.unblock():
         return database_conninfo()
 

@@ -10,13 +10,12 @@ from typing import Any
 
 import pytest
 
+from exchange.management.commands.match_files import database_conninfo
 from tests.spark.conftest import spark  # noqa: F401  (re-exported fixture)
 
 
 @pytest.fixture(scope="session")
 def workload_conninfo(django_db_setup: Any, django_db_blocker: Any) -> str:
     """The test database (created by pytest-django) as a libpq conninfo string."""
-    from exchange.management.commands.match_files import database_conninfo
-
     with django_db_blocker.unblock():
         return database_conninfo()

@@ -15,6 +15,7 @@ from matching.workload import (
     EPSILON_UNITS,
     GRID,
     Workload,
+    WorkloadError,
     fixed_top,
     generate,
     iter_items,
@@ -172,8 +173,6 @@ def test_generating_over_a_previous_workload_replaces_it(spark: Any, tmp_path: P
 
 
 def test_a_directory_with_other_files_is_refused(spark: Any, tmp_path: Path) -> None:
-    from matching.workload import WorkloadError
-
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(WorkloadError, match="other files"):
         generate(spark, Workload("fixed", 10, 1, 1), tmp_path)

@@ -29,6 +29,7 @@ from exchange.analytics.backtest import (
 from exchange.analytics.services import jdbc_source
 from exchange.models.events import EVENT_TABLE
 from exchange.selectors.history import LINE_SQL
+from matching.spark import spark_session
 from matching.subscriptions import EventError, QueryError, parse_query, parse_timestamp
 from matching.subscriptions.pattern_model import PatternQuery
 
@@ -77,8 +78,6 @@ class Command(BaseCommand):
                 viewer = "TRUE"
             else:
                 viewer = f"(e.owner_id IS NULL OR e.owner_id = {int(user.pk)})"
-        from matching.spark import spark_session
-
         spark = spark_session(settings.SPARK_MASTER, app_name="intersect-backtest")
         events = events_sql(
             table=EVENT_TABLE, line_sql=LINE_SQL, since=since, until=until, viewer=viewer

@@ -27,9 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from django.conf import settings
+from django.db import connections
 from psycopg.conninfo import make_conninfo
 
 import matching
+import matching.spark
 from exchange.management.offline import OfflineCommand
 from matching.model import Constraint
 from matching.store import StoreLimitError, check_storable, open_store
@@ -54,8 +57,6 @@ _DJANGO_OPTIONS = {
 
 def database_conninfo() -> str:
     """A libpq conninfo for Django's default database (the test database under pytest)."""
-    from django.db import connections
-
     settings_dict = connections["default"].settings_dict
     params: dict[str, Any] = {
         "dbname": settings_dict["NAME"],
@@ -110,11 +111,7 @@ def memory_matcher(pubs: Parsed, subs: Parsed) -> set[tuple[str, str]]:
 
 def spark_matcher(pubs: Parsed, subs: Parsed) -> set[tuple[str, str]]:
     """The Spark batch matcher (SPEC 7) on ``SPARK_MASTER``; no database."""
-    from django.conf import settings
-
-    from matching.spark import match_parsed
-
-    return match_parsed(pubs, subs, master=settings.SPARK_MASTER)
+    return matching.spark.match_parsed(pubs, subs, master=settings.SPARK_MASTER)
 
 
 MATCHERS: dict[str, Matcher] = {

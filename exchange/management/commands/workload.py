@@ -19,6 +19,7 @@ from django.core.management.base import CommandError
 
 from exchange.management.commands.match_files import database_conninfo
 from exchange.management.offline import OfflineCommand
+from matching.spark import spark_session
 from matching.store import StoreError
 from matching.workload import KINDS, Workload, WorkloadError, generate, load_workload
 
@@ -52,8 +53,6 @@ class Command(OfflineCommand):
             raise CommandError(str(exc)) from None
 
     def _generate(self, options: dict[str, Any]) -> None:
-        from matching.spark import spark_session
-
         w = Workload(options["kind"], options["subs"], options["pubs"], options["seed"])
         started = time.perf_counter()
         spark = spark_session()

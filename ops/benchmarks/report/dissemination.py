@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ops.benchmarks.plots import _pyplot
 from ops.benchmarks.report.doc import splice_section
 
 TITLE = "## Dissemination of range watches (SPEC 8.3, SPEC 9)"
@@ -93,8 +94,6 @@ def plot(results: dict[str, Any], path: Path) -> bool:
     """Bars of the mean time to the last subscriber's update per change, one group per
     workload, one bar per run (a logarithmic axis: enumerate on *many* is a hundred times
     the others)."""
-    from ops.benchmarks.plots import _pyplot
-
     r = results.get("dissemination")
     if not r:
         return False

@@ -112,6 +112,6 @@ def test_or_not_and_second_tests_go_to_the_residual_and_the_answer_stays_exact()
         values = event_from_dict(raw).values
         # The tree returns the candidate on price and subject alone; the residual decides.
         assert index.candidates(values)[0] == {"q"}
-        assert index.residual("q")(values) == bool(expected)  # type: ignore[misc]
+        assert index.residual("q")(values) == bool(expected)  # type: ignore[misc]  # this entry has a residual (the query's NOT and OR)
         assert index.match(values) == expected, extra
         assert evaluator_matches(query, raw) == bool(expected)

@@ -218,7 +218,7 @@ def test_bad_additions_are_refused_and_change_nothing() -> None:
     with pytest.raises(IndexEntryError, match="a is tested twice"):
         index.add(2, tests=[("a", eq(1)), ("a", eq(2))])
     with pytest.raises(IndexEntryError, match="the test on a is a str"):
-        index.add(3, tests=[("a", "1")])  # type: ignore[list-item]
+        index.add(3, tests=[("a", "1")])  # type: ignore[list-item]  # a str where a test belongs: the error under test
     with pytest.raises(KeyError):
         index.remove(4)
     assert len(index) == 1 and index.node_count() == before

@@ -74,7 +74,7 @@ def test_a_join_without_equality_is_suspended_before_it_examines_more_than_its_w
         spent.append(meter)
         return real(e, meter)
 
-    engine.event = metered  # type: ignore[method-assign]
+    engine.event = metered  # type: ignore[method-assign]  # metered for this test only
 
     # When trades arrive until it stops
     outputs = []

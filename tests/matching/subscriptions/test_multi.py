@@ -31,7 +31,7 @@ def _stamp(t: dt.datetime) -> str:
 
 def _filter(text: str) -> Any:
     query = parse_query(f"SELECT a.seq FROM FILTER{{{text}}}(EVENTS) AS a")
-    return query.sides[0].first.filter  # type: ignore[union-attr]
+    return query.sides[0].first.filter  # type: ignore[union-attr]  # a FILTER side's first step has its filter
 
 
 def _eq(v: Any) -> Interval:
@@ -563,7 +563,7 @@ def test_patterns_that_differ_only_in_where_share_one_automaton() -> None:
         assert {d for d, _ in got} == set(met)
         # the patterns' outputs of one instance share its data, built once (never changed
         # by a consumer): as many data objects as distinct data
-        assert len({id(o.data) for _, o in got}) == len({repr(o.data) for _, o in got})  # type: ignore[union-attr]
+        assert len({id(o.data) for _, o in got}) == len({repr(o.data) for _, o in got})  # type: ignore[union-attr]  # no failure here: every item is an Output
         assert (multi.last.instances, multi.last.evaluated) == (k - 2, 1 + len(met))
         assert multi.instances == 20 * (k - 1)
     # When one is taken out, it goes on alone with the instances it had in the set

@@ -109,7 +109,7 @@ def _stack() -> list[object]:
     frame = sys._getframe()
     while frame is not None:
         frames.append(frame)
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back  # type: ignore[assignment]  # None ends the loop
     return frames
 
 

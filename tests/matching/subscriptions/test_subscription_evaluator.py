@@ -297,7 +297,7 @@ class _PickledBeforeSlots:
     def __init__(self, state: dict) -> None:
         self.state = state
 
-    @property  # type: ignore[misc]
+    @property  # type: ignore[misc]  # a property over object.__class__, as the pickler reads it
     def __class__(self) -> type:  # what the pickler checks the new object's class against
         return Subscription
 
