@@ -338,7 +338,7 @@ def test_the_staff_engine_panel_on_a_phone(new_page, live_stack, axe_source):
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
     assert table.evaluate("(t) => t.scrollWidth > t.clientWidth")  # its columns scroll
     table.scroll_into_view_if_needed()
-    screenshot(page, "staff-engine-processes-390", full_page=False)
+    screenshot(page, "staff-engine-processes-390", docs="staff-engine-phone", full_page=False)
     assert new_page.errors == []
 
 
