@@ -162,6 +162,7 @@ class PostingForm:
             "constraint", "Constraint", "textarea", self.data.get("constraint", "")
         )
         self.error: str | None = None  # what the services refused, for the whole form
+        self.error_code: str | None = None  # its code (over_limit, ...), for scripts and tests
         self.error_position: int | None = None
         self.error_text: str | None = None  # the text the error position points into
 

@@ -41,6 +41,7 @@ from exchange.selectors.subscriptions import (
     subscription_list,
     subscription_notifications,
     subscription_query_parsed,
+    subscription_query_warnings,
 )
 from exchange.selectors.webhooks import webhook_secret_created
 from exchange.services.subscriptions import (
@@ -149,6 +150,31 @@ BacktestResponse = inline_serializer(
         "end": serializers.BooleanField(),
         "truncated": serializers.BooleanField(),
         "events_read": serializers.IntegerField(),
+    },
+)
+
+
+class SubscriptionCheckRequest(serializers.Serializer):
+    query = serializers.CharField(trim_whitespace=False)
+
+
+SubscriptionCheckResponse = inline_serializer(
+    "SubscriptionCheck",
+    {
+        "query": serializers.CharField(help_text="the canonical text it would be saved as"),
+        "kind": serializers.CharField(help_text="events, composite, pattern or state"),
+        "warnings": inline_serializer(
+            "SubscriptionWarning",
+            {
+                "code": serializers.CharField(help_text="no_market"),
+                "message": serializers.CharField(),
+                "position": serializers.IntegerField(
+                    required=False, help_text="0-based, where the quoted subject is"
+                ),
+            },
+            many=True,
+            help_text="what is doubtful but allowed: a subject pattern no market matches yet",
+        ),
     },
 )
 
@@ -337,6 +363,29 @@ class SubscriptionNotifications(KnownParameters, APIView):
             query["after"] = str(page[-1]["n"])
             following = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
         return Response({"results": page, "next": following})
+
+
+class SubscriptionCheck(KnownParameters, APIView):
+    """Check a query without registering it: its canonical text and form, and warnings
+    (``no_market``: a subject or pattern it requires that no market matches yet; it may be
+    registered all the same), or the error registering it would get. Nothing is written."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(
+        request=SubscriptionCheckRequest,
+        responses=SubscriptionCheckResponse,
+        description="Check a query without registering it: its canonical text and form, "
+        "and warnings (no_market: a subject or pattern it requires that no market matches "
+        "yet; it may be registered all the same), or the error registering it would get.",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = SubscriptionCheckRequest(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        text = serializer.validated_data["query"]
+        query = subscription_query_parsed(text=text)
+        warnings = subscription_query_warnings(query=query, text=text)
+        return Response({"query": to_text(query), "kind": query.kind.value, "warnings": warnings})
 
 
 def _time(data: dict, name: str, default: dt.datetime | None = None) -> dt.datetime:

@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from . import events, imports, views
 from .subscriptions import (
     SubscriptionBacktest,
+    SubscriptionCheck,
     SubscriptionDetail,
     SubscriptionList,
     SubscriptionNotifications,
@@ -52,6 +53,7 @@ urlpatterns = [
     path("events/types/", events.EventTypes.as_view(), name="event-types"),
     path("subscriptions/", SubscriptionList.as_view(), name="subscriptions"),
     path("subscriptions/test/", SubscriptionBacktest.as_view(), name="subscription-backtest"),
+    path("subscriptions/check/", SubscriptionCheck.as_view(), name="subscription-check"),
     path("subscriptions/<str:subscription_id>/", include(_subscription)),
     path("webhook-secret/", WebhookSecretView.as_view(), name="webhook-secret"),
     path("schema/", SpectacularAPIView.as_view(api_version="v1"), name="schema"),

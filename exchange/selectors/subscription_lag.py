@@ -22,7 +22,12 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from exchange.models import EventCounter, Subscription, SubscriptionPartition
+from exchange.models import (
+    EventCounter,
+    Subscription,
+    SubscriptionEngineProcess,
+    SubscriptionPartition,
+)
 from exchange.models.events import EVENT_TABLE
 
 # The most lagging subscriptions the dashboard lists (the worst first).
@@ -168,3 +173,48 @@ def engine_partitions_lag(*, now: dt.datetime) -> list[dict[str, Any]]:
             }
             for n, owner, cur, events, secs, age in cursor.fetchall()
         ]
+
+
+# The most engine processes the dashboard lists (the live ones first).
+PROCESSES_SHOWN = 20
+
+
+def engine_processes_lag(
+    *, now: dt.datetime, partitions: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Each subscription engine process from its heartbeat row, the live ones (beaten
+    within ``SUBSCRIPTION_ENGINE_LEASE_SECONDS`` of ``now``) first by name, then those that
+    stopped beating, the latest first; at most ``PROCESSES_SHOWN``. ``partitions`` is
+    ``engine_partitions_lag(now=now)``: a process's ``partitions`` are those whose lease it
+    holds there, its ``behind_events``/``behind_seconds`` the most any of them is behind
+    (the heartbeat's own ``lag`` when it holds none) and ``checkpoint_age`` the age of its
+    latest checkpoint (None: none yet). Also ``name``, ``live``, ``heartbeat_age`` (s),
+    ``started_at`` and ``subscriptions`` (its live set at its last beat). One query."""
+    lease = dt.timedelta(seconds=settings.SUBSCRIPTION_ENGINE_LEASE_SECONDS)
+    held: dict[str, list[dict[str, Any]]] = {}
+    for p in partitions:
+        if p["owner"]:
+            held.setdefault(p["owner"], []).append(p)
+    rows = []
+    # The live ones beat last, so the latest beats are the ones to list
+    for process in SubscriptionEngineProcess.objects.order_by("-heartbeat_at", "name")[
+        :PROCESSES_SHOWN
+    ]:
+        own = held.get(process.name, [])
+        ages = [p["checkpoint_age"] for p in own if p["checkpoint_age"] is not None]
+        rows.append(
+            {
+                "name": process.name,
+                "live": process.heartbeat_at > now - lease,
+                "heartbeat_age": max((now - process.heartbeat_at).total_seconds(), 0.0),
+                "started_at": process.started_at,
+                "subscriptions": process.subscriptions,
+                "partitions": [p["partition"] for p in own],
+                "behind_events": max((p["behind_events"] for p in own), default=process.lag),
+                "behind_seconds": max((p["behind_seconds"] for p in own), default=None),
+                "checkpoint_age": min(ages, default=None),
+            }
+        )
+    # The live by name, then the stopped, the latest to stop first
+    rows.sort(key=lambda r: (not r["live"], 0.0 if r["live"] else r["heartbeat_age"], r["name"]))
+    return rows

@@ -13,15 +13,19 @@ from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
 from exchange.errors import InvalidInput
-from exchange.models import Event, Subscription, SubscriptionNotification
+from exchange.models import Event, Market, Subscription, SubscriptionNotification
 from exchange.selectors.events import events_log_end
 from exchange.selectors.history import history_events
+from exchange.selectors.subjects import subject_matching
+from matching.subjects import SubjectError, compile_pattern
 from matching.subscriptions import Query, QueryError, run_offline
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions.atomic import AtomicEngine
 from matching.subscriptions.automaton import PatternEngine
 from matching.subscriptions.checked import parse_query_checked
+from matching.subscriptions.closed_sets import nearest
 from matching.subscriptions.composite import CompositeEngine
+from matching.subscriptions.subject_patterns import query_subject_patterns
 
 # A backtest reads at most this many log events, spends at most this many seconds and
 # returns at most this many notifications (SPEC 8.3: "bounded in events and time"); it
@@ -42,6 +46,47 @@ def subscription_query_parsed(*, text: str) -> Query:
         return parse_query_checked(text)
     except QueryError as exc:
         raise InvalidInput(exc.code, exc.message, field="query", position=exc.position) from None
+
+
+# Market subjects read at most for a "did you mean" (the nearest is looked for among them).
+NEAREST_SUBJECTS = 10_000
+
+
+def subscription_query_warnings(*, query: Query, text: str) -> list[dict[str, Any]]:
+    """What is doubtful in a well-formed query, to show before it is saved (issue 39): each
+    subject or subject pattern it requires (``query_subject_patterns``) that no market's
+    subject matches now, as ``{"code": "no_market", "message", "position"}`` (``position``
+    0-based: where the pattern is quoted in ``text``, if it is). A warning, not an error:
+    the subscription may fire once such a market is created. One query per pattern, one
+    more for a "did you mean" on a plain subject."""
+    warnings: list[dict[str, Any]] = []
+    for pattern in query_subject_patterns(query):
+        try:
+            compiled = compile_pattern(pattern)
+        except SubjectError:
+            message = (
+                f"'{pattern}' is not a market subject (lowercase letters and digits in "
+                "tokens separated by '.'), so no market will ever match it."
+            )
+        else:
+            where = subject_matching(field="subject", pattern=pattern, parameter="query")
+            if Market.objects.filter(where).exists():
+                continue
+            what = "market's subject matches" if not compiled.is_literal else "market has subject"
+            message = (
+                f"No {what} '{pattern}' yet: this subscription notifies nothing until one does."
+            )
+            if compiled.is_literal:
+                subjects = Market.objects.order_by("subject").values_list("subject", flat=True)
+                guess = nearest(pattern, subjects[:NEAREST_SUBJECTS], cutoff=0.8)
+                if guess is not None:
+                    message += f" Did you mean '{guess}'?"
+        quoted = text.find("'" + pattern.replace("'", "''") + "'")
+        warning: dict[str, Any] = {"code": "no_market", "message": message}
+        if quoted >= 0:
+            warning["position"] = quoted
+        warnings.append(warning)
+    return warnings
 
 
 def subscription_list(*, owner: User) -> QuerySet[Subscription]:

@@ -1,6 +1,7 @@
 """The staff dashboard at ``/staff/``: cycle health, orders set aside, every open auction
 with its winner-to-be, and SPEC 8's event log, replica, subscriptions and dissemination."""
 
+import datetime as dt
 import logging
 from typing import Any
 
@@ -11,7 +12,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from redis.exceptions import RedisError
 
-from exchange.numbers import counted, grouped_text
+from exchange.numbers import MISSING, counted, grouped_text
 from exchange.selectors import log_status, subscription_lag
 from exchange.selectors.dashboard import cycle_health, open_auctions, orders_set_aside
 from exchange.selectors.dissemination import dissemination_recent
@@ -66,25 +67,55 @@ def _seconds(value: float | None) -> str | None:
     return None if value is None else f"{grouped_text(f'{value:.1f}')} s"
 
 
+def _processes(now: dt.datetime, partitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The subscription engine's processes (issue 35), written for people."""
+    return [
+        {
+            "name": p["name"],
+            "live": p["live"],
+            "heartbeat": _seconds(p["heartbeat_age"]),
+            "partitions": (
+                f"{counted(len(p['partitions']), 'partition')}: "
+                + ", ".join(str(n) for n in p["partitions"])
+                if p["partitions"]
+                else "none"
+            ),
+            "subscriptions": grouped_text(p["subscriptions"]),
+            "behind_events": counted(p["behind_events"], "event"),
+            # None: it holds no partition, so no event of the log waits on it
+            "behind_seconds": _seconds(p["behind_seconds"]) or MISSING,
+            "checkpoint": (
+                MISSING
+                if not p["partitions"]
+                else "never"
+                if p["checkpoint_age"] is None
+                else f"{_seconds(p['checkpoint_age'])} ago"
+            ),
+        }
+        for p in subscription_lag.engine_processes_lag(now=now, partitions=partitions)
+    ]
+
+
 def _lag() -> dict[str, Any]:
-    """The subscriptions lagging behind the log and, with the subscription engine on, its
-    partitions' lag (issue 39), written for people."""
+    """The subscriptions lagging behind the log, and the subscription engine's processes
+    and partitions with their lag (issues 39 and 35), written for people. The engine's are
+    shown whether or not ``SUBSCRIPTION_ENGINE`` is set: with it off they say that no
+    process beats (or show one started by hand)."""
     now = timezone.now()
     forms = dict(log_status.FORMS)
     lagging = subscription_lag.subscriptions_lagging(now=now)
-    partitions = None
-    if settings.SUBSCRIPTION_ENGINE:
-        partitions = [
-            {
-                "partition": p["partition"],
-                "owner": p["owner"],
-                "cursor": grouped_text(p["cursor"]),
-                "behind_events": counted(p["behind_events"], "event"),
-                "behind_seconds": _seconds(p["behind_seconds"]),
-                "checkpoint_age": _seconds(p["checkpoint_age"]),
-            }
-            for p in subscription_lag.engine_partitions_lag(now=now)
-        ]
+    by_partition = subscription_lag.engine_partitions_lag(now=now)
+    partitions = [
+        {
+            "partition": p["partition"],
+            "owner": p["owner"],
+            "cursor": grouped_text(p["cursor"]),
+            "behind_events": counted(p["behind_events"], "event"),
+            "behind_seconds": _seconds(p["behind_seconds"]),
+            "checkpoint_age": _seconds(p["checkpoint_age"]),
+        }
+        for p in by_partition
+    ]
     return {
         "seconds": grouped_text(f"{settings.SUBSCRIPTION_LAG_SECONDS:g}"),
         "total": lagging["total"],
@@ -99,6 +130,8 @@ def _lag() -> dict[str, Any]:
             }
             for r in lagging["rows"]
         ],
+        "engine_on": settings.SUBSCRIPTION_ENGINE,
+        "processes": _processes(now, by_partition),
         "partitions": partitions,
     }
 

@@ -36,6 +36,7 @@ from exchange.selectors.subscriptions import (
     subscription_backtest,
     subscription_list,
     subscription_query_parsed,
+    subscription_query_warnings,
 )
 from exchange.selectors.webhooks import webhook_secret_created
 from exchange.services.subscriptions import (
@@ -216,7 +217,9 @@ def alerts(request: AuthenticatedRequest) -> HttpResponse:
 @login_required
 def alerts_check(request: AuthenticatedRequest) -> JsonResponse:
     """Check a query without saving it (the editor calls this as you type): ``{"query":
-    canonical text, "kind"}``, or ``{"error": {"code", "message", "position"?}}`` with status
+    canonical text, "kind", "warnings": [{"code", "message", "position"?}]}`` (warnings:
+    ``subscription_query_warnings``, such as a subject pattern no market matches yet; the
+    query may still be saved), or ``{"error": {"code", "message", "position"?}}`` with status
     400 (``position`` 0-based, as the API gives it; the page shows it 1-based), 429 past the
     ``check`` rate per client, as the constraint box's check."""
     throttled = check_throttled(request)
@@ -229,7 +232,8 @@ def alerts_check(request: AuthenticatedRequest) -> JsonResponse:
         parsed = subscription_query_parsed(text=body["query"])
     except ExchangeError as exc:
         return JsonResponse({"error": exc.as_dict()}, status=exc.status)
-    return JsonResponse({"query": to_text(parsed), "kind": parsed.kind.value})
+    warnings = subscription_query_warnings(query=parsed, text=body["query"])
+    return JsonResponse({"query": to_text(parsed), "kind": parsed.kind.value, "warnings": warnings})
 
 
 ACTIONS = {

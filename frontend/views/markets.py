@@ -206,6 +206,7 @@ def market_post(request: AuthenticatedRequest, subject: str) -> HttpResponse:
             return redirect(reverse("frontend:account") + f"#bid-{bid.pk}")
         except ExchangeError as exc:
             form.error = exc.message
+            form.error_code = exc.code
             form.error_position = exc.position
             form.error_text = source
     context = _post_context(request, market, form)

@@ -127,6 +127,56 @@ def test_an_error_is_marked_as_you_type_and_a_gallery_example_is_saved(new_page,
     expect(item.locator("[data-feed-empty]")).to_be_visible()
 
 
+@pytest.mark.parametrize("width", [390, 1366])
+def test_a_subject_no_market_matches_is_a_warning_as_you_type_and_may_be_saved(
+    new_page, live_stack, width
+):
+    # Given the pencils market and no other
+    off_loop(pencils)
+    UserFactory(username="alice")
+    page = new_page(width=width, height=900)
+    login(page, "alice")
+    page.goto("/alerts/")
+    box = page.get_by_label("Query")
+    status = page.locator("#alert-query-status")
+
+    # When a subject is misspelt: valid, but warned of where it is, with the nearest subject
+    box.fill("SELECT price WHERE type = 'trade',\n  subject = 'office.supplies.pencls'")
+    expect(status.locator(".check-ok")).to_contain_text("Valid (events)")
+    warning = status.locator(".check-warn")
+    expect(warning).to_have_text(
+        "Warning: No market has subject 'office.supplies.pencls' yet: this subscription "
+        "notifies nothing until one does. Did you mean 'office.supplies.pencils'? "
+        "(line 2, column 13)"
+    )
+    expect(warning).to_have_attribute("data-warning-code", "no_market")
+    expect(box).not_to_have_attribute("aria-invalid", "true")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    assert page.evaluate(OVERFLOW_JS) == []
+    docs_shot(page, "#editor", f"alerts-warning-{width}")
+
+    # Corrected: no warning
+    box.fill("SELECT price WHERE type = 'trade', subject = 'office.supplies.pencils'")
+    expect(status.locator("pre")).to_have_text(
+        "SELECT price WHERE type = 'trade', subject = 'office.supplies.pencils'"
+    )
+    expect(status.locator(".check-warn")).to_have_count(0)
+
+    # A pattern for markets still to come is warned of, and saved all the same
+    box.fill("SELECT price WHERE type = 'trade', subject MATCHES 'office.furniture.>'")
+    expect(status.locator(".check-warn")).to_contain_text(
+        "No market's subject matches 'office.furniture.>' yet"
+    )
+    page.get_by_role("button", name="Save").click()
+    page.wait_for_url(re.compile(r"/alerts/#sub-\d+$"))
+    row = off_loop(Subscription.objects.get)
+    assert (row.query, row.state) == (
+        "SELECT price WHERE type = 'trade', subject MATCHES 'office.furniture.>'",
+        "active",
+    )
+    assert new_page.errors == []
+
+
 def test_the_feed_is_live_and_resumes_after_a_reload_with_no_gap_and_no_repeat(
     new_page, live_stack
 ):

@@ -14,6 +14,7 @@ from django.utils.html import escape
 
 from exchange.models import Bid, Offer, OrderChange, SpendingLimit
 from exchange.selectors import ui
+from exchange.selectors.limits import buyer_room
 from exchange.selectors.markets import market_schema
 from exchange.services.orders import bid_amend, bid_place, bid_withdraw, offer_publish
 from tests.factories import UserFactory, pencils_market
@@ -188,32 +189,43 @@ def test_bid_on_this_fills_the_bid_form_from_the_chosen_tier(book, client):
     assert "side=bid&amp;offer=" not in client.get(f"/offers/{offer.pk}/").content.decode()
 
 
-def test_exposure_sums_the_largest_fill_of_each_active_bid(book, client):
+def test_exposure_sums_the_largest_award_each_active_bid_commits(book, client):
     market, _seller, buyer, _offer, bid = book
     # room for the 900,000.00 bid that is placed and withdrawn below
     SpendingLimit.objects.create(user=buyer, amount=Decimal("1000000"))
-    # 5,000 x 1.10 = 5,500.00; then max(2,000 x 1.05, 8,000 x 0.95) = 7,600.00
+    # 5,000 x 1.10 = 5,500.00; then max(2,000 x 1.05, 8,000 x 0.95) = 7,600.00; with no
+    # upper lot, the offer's largest (10,000) at 2.00 = 20,000.00: the limit's own rule
     bid_place(
         buyer=buyer,
         market=market,
         constraint="(lot = 2000 AND price <= 1.05) OR (lot = 8000 AND price <= 0.95)",
     )
     open_ended = bid_place(buyer=buyer, market=market, constraint="lot >= 100 AND price <= 2.00")
+    assert open_ended.largest_award == Decimal("20000.00")
     gone = bid_place(buyer=buyer, market=market, constraint="lot = 100000 AND price <= 9.00")
     bid_withdraw(buyer=buyer, bid_id=gone.pk)
     [exposure] = ui.user_exposure(user=buyer)
-    assert (exposure.market, exposure.total, exposure.unit, exposure.bids, exposure.unbounded) == (
+    assert (exposure.market, exposure.total, exposure.unit, exposure.bids, exposure.uncounted) == (
         market,
-        "13100.00",
+        "33100.00",
         "EUR",
         3,
-        [open_ended.pk],
+        [],
     )
+    # One source of truth: what the table sums is what the spending limit counts
+    assert buyer_room(buyer_id=buyer.pk).committed == Decimal("33100.00")
     client.force_login(buyer)
     page = client.get("/account/").content.decode()
-    assert "<span data-exposure-total>13,100.00</span> EUR" in page
-    assert f"plus bid #{open_ended.pk} with no upper quantity" in page
+    assert "<span data-exposure-total>33,100.00</span> EUR" in page
+    assert '<span class="num" data-committed>33,100</span>' in page
     assert f"Withdraw all my bids in {market.title}" in page
+    # A bid placed before limits existed has no largest award: it commits nothing, said so
+    Bid.objects.filter(pk=bid.pk).update(largest_award=None)
+    [exposure] = ui.user_exposure(user=buyer)
+    assert (exposure.total, exposure.bids, exposure.uncounted) == ("27600.00", 3, [bid.pk])
+    assert buyer_room(buyer_id=buyer.pk).committed == Decimal("27600.00")
+    page = client.get("/account/").content.decode()
+    assert (f"and bid #{bid.pk}, placed before spending limits, counted as nothing") in page
 
 
 def test_withdraw_all_bids_in_a_market_one_transaction_each(book, client):

@@ -13,7 +13,12 @@ import types
 import pytest
 
 import exchange.views.dashboard as dashboard_view
-from exchange.models import EventCounter, Subscription, SubscriptionPartition
+from exchange.models import (
+    EventCounter,
+    Subscription,
+    SubscriptionEngineProcess,
+    SubscriptionPartition,
+)
 from tests.factories import StaffFactory, UserFactory
 from tests.subscriptions.log import append_at, trade
 
@@ -60,7 +65,7 @@ def _rows(page: str, table_id: str) -> list[list[str]]:
     assert body is not None
     return [
         [html.unescape(re.sub(r"<[^>]+>", "", cell)) for cell in re.findall(r"<td>(.*?)</td>", row)]
-        for row in re.findall(r"<tr>(.*?)</tr>", body.group(1), re.S)
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body.group(1), re.S)
     ]
 
 
@@ -83,8 +88,13 @@ def test_the_pass_mode_lists_the_subscriptions_behind_by_more_than_the_setting(
     ]
     text = _text(page)
     assert "first unread event is more than 5 s old" in text
-    # the engine's partitions are not shown without the engine
-    assert 'id="engine-partitions"' not in page
+    # the engine's panel is shown without the engine too: no process, every partition free
+    assert (
+        "No subscription engine process has beaten: the subscriptions are advanced by the "
+        "Celery pass (SUBSCRIPTION_ENGINE is off)."
+    ) in text
+    assert len(_rows(page, "engine-partitions")) == settings.SUBSCRIPTION_ENGINE_PARTITIONS
+    assert {row[1] for row in _rows(page, "engine-partitions")} == {"none (lease free)"}
     # the setting moves the threshold
     settings.SUBSCRIPTION_LAG_SECONDS = 15
     assert _rows(_page(client, monkeypatch, _at(32)), "lagging") == [
@@ -143,19 +153,88 @@ def test_the_engine_mode_shows_each_partition_and_where_its_subscriptions_stand(
     ]
 
 
-@pytest.mark.parametrize(("engine", "queries"), [(False, 1), (True, 2)])
-def test_the_lag_reads_in_one_query_and_one_more_for_the_engine_however_many_rows(
-    settings, monkeypatch, log, engine, queries, django_assert_num_queries
+@pytest.mark.parametrize("engine", [False, True])
+def test_the_lag_reads_in_three_queries_however_many_rows(
+    settings, monkeypatch, log, engine, django_assert_num_queries
 ):
     settings.SUBSCRIPTION_ENGINE = engine
     owners = [UserFactory() for _ in range(3)]
     for i in range(80):
         _sub(owners[i % 3], "events", i % 4)
     monkeypatch.setattr(dashboard_view, "timezone", types.SimpleNamespace(now=lambda: _at(34)))
-    with django_assert_num_queries(queries):
+    # the lagging subscriptions, the engine's partitions, its processes
+    for i in range(30):
+        SubscriptionEngineProcess.objects.create(
+            name=f"eng-{i}", heartbeat_at=_at(33), started_at=T0, partitions=0
+        )
+    with django_assert_num_queries(3):
         lag = dashboard_view._lag()
     # 60 behind by more than 5 s (cursors 0, 1 and 2), the 50 longest shown, longest first
     assert (lag["total"], len(lag["rows"])) == (60, 50)
     assert [r["behind_seconds"] for r in lag["rows"]] == ["34.0 s"] * 20 + ["24.0 s"] * 20 + [
         "14.0 s"
     ] * 10
+
+
+@pytest.mark.parametrize("engine", [False, True])
+def test_each_engine_process_with_its_partitions_lag_and_checkpoint_in_either_mode(
+    client, monkeypatch, settings, log, engine
+):
+    # Given the engine's rows as its processes leave them, whether or not this deployment
+    # sets SUBSCRIPTION_ENGINE (the panel reads the rows, not the setting)
+    settings.SUBSCRIPTION_ENGINE = engine
+    settings.SUBSCRIPTION_ENGINE_PARTITIONS = 4
+    settings.SUBSCRIPTION_ENGINE_LEASE_SECONDS = 5
+    now = _at(32)
+
+    def ago(seconds: float) -> dt.datetime:
+        return now - dt.timedelta(seconds=seconds)
+
+    # eng-a holds 0 (at seq 3, checkpointed 40 s ago) and 1 (at 2, 10 s ago); eng-b holds 2
+    # at the log's end, never checkpointed; eng-c stopped a minute ago, its lease on 3 ran out
+    for partition, owner, expires, cursor, checkpointed in (
+        (0, "eng-a", 4, 3, ago(40)),
+        (1, "eng-a", 4, 2, ago(10)),
+        (2, "eng-b", 3, 4, None),
+        (3, "eng-c", -1, 1, ago(70)),
+    ):
+        SubscriptionPartition.objects.create(
+            partition=partition, owner=owner, expires_at=now + dt.timedelta(seconds=expires),
+            cursor=cursor, checkpoint_cursor=cursor, checkpointed_at=checkpointed,
+        )  # fmt: skip
+    for name, beat, subscriptions, lag in (
+        ("eng-c", 60, 10, 7),
+        ("eng-b", 0.5, 3, 0),
+        ("eng-a", 1.5, 1234, 9),
+    ):
+        SubscriptionEngineProcess.objects.create(
+            name=name, heartbeat_at=ago(beat), started_at=T0, partitions=2,
+            subscriptions=subscriptions, lag=lag,
+        )  # fmt: skip
+    # When staff open the dashboard
+    page = _page(client, monkeypatch, now)
+    # Then each process: the live by name, then the stopped; lag as its furthest partition's
+    # (events and the age of the first unread event), its latest checkpoint's age; a
+    # stopped one holding nothing shows the lag of its last beat
+    assert _rows(page, "engine-processes") == [
+        ["eng-a", "1.5 s ago", "2 partitions: 0, 1", "1,234", "2 events", "12.0 s", "10.0 s ago"],
+        ["eng-b", "0.5 s ago", "1 partition: 2", "3", "0 events", "0.0 s", "never"],
+        ["eng-c", "stopped: 60.0 s ago", "none", "10", "7 events", "—", "—"],
+    ]
+    assert '<tr class="stopped"><td>eng-c</td>' in page
+    assert _rows(page, "engine-partitions") == [
+        ["0", "eng-a", "3", "1 event", "2.0 s", "40.0 s ago"],
+        ["1", "eng-a", "2", "2 events", "12.0 s", "10.0 s ago"],
+        ["2", "eng-b", "4", "0 events", "0.0 s", "never"],
+        ["3", "none (lease free)", "1", "3 events", "22.0 s", "70.0 s ago"],
+    ]
+
+
+def test_no_process_with_the_engine_on_says_nothing_advances(client, monkeypatch, settings, log):
+    settings.SUBSCRIPTION_ENGINE = True
+    page = _page(client, monkeypatch, _at(32))
+    assert 'aria-labelledby="engine-processes"' not in page
+    assert (
+        "No subscription engine process has beaten: none is running, so no live subscription "
+        "advances."
+    ) in _text(page)

@@ -120,8 +120,44 @@ def test_check_answers_the_canonical_query_and_its_kind(client, alice):
         CHECK, {"query": "select price where type='trade'"}, content_type="application/json"
     )
     assert response.status_code == 200
-    assert response.json() == {"query": QUERY, "kind": "events"}
+    assert response.json() == {"query": QUERY, "kind": "events", "warnings": []}
     assert Subscription.objects.count() == 0
+
+
+def test_check_warns_of_a_subject_pattern_no_market_matches_yet(client, alice):
+    # Given the pencils market and no other
+    pencils_market()
+    query = (
+        "SELECT price WHERE type = 'trade', subject MATCHES 'ofice.>', "
+        "(subject = 'office.supplies.pencls' OR subject = 'office.supplies.pencils')"
+    )
+    # When the editor checks a query naming a pattern and a subject that match no market
+    response = client.post(CHECK, {"query": query}, content_type="application/json")
+    # Then it is valid (it may be saved: such markets may be created) and warned of, each
+    # where it is quoted, with the nearest subject for a misspelt one; the one that matches
+    # is not
+    assert response.status_code == 200
+    assert response.json()["warnings"] == [
+        {
+            "code": "no_market",
+            "message": "No market's subject matches 'ofice.>' yet: this subscription notifies "
+            "nothing until one does.",
+            "position": query.index("'ofice.>'"),
+        },
+        {
+            "code": "no_market",
+            "message": "No market has subject 'office.supplies.pencls' yet: this subscription "
+            "notifies nothing until one does. Did you mean 'office.supplies.pencils'?",
+            "position": query.index("'office.supplies.pencls'"),
+        },
+    ]
+    assert Subscription.objects.count() == 0
+    # Once a market matches, the warning goes
+    pencils_market(subject="ofice.pens")
+    response = client.post(CHECK, {"query": query}, content_type="application/json")
+    assert [w["position"] for w in response.json()["warnings"]] == [
+        query.index("'office.supplies.pencls'")
+    ]
 
 
 @pytest.mark.parametrize(

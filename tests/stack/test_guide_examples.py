@@ -108,10 +108,12 @@ def test_the_guides_examples_run_as_written(live_stack):
             address = re.search(r"https?://\S+", body.replace(DOC_ADDRESS, live_stack.url))
             assert address is not None
             ran[address.group(0)] = got
-    # Section 1's token works; section 9 registered a subscription and made a secret
+    # Section 1's token works; section 9 registered a subscription, checked one (a warning)
+    # and made a secret
     assert sorted(ran) == [
         f"{live_stack.url}/api/v1/auth/token/",
         f"{live_stack.url}/api/v1/subscriptions/",
+        f"{live_stack.url}/api/v1/subscriptions/check/",
         f"{live_stack.url}/api/v1/webhook-secret/",
     ]
     login = ran[f"{live_stack.url}/api/v1/auth/token/"]["token"]

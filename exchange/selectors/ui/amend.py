@@ -1,5 +1,5 @@
 """Reads behind amending from the web UI: a raised bid's text, a bid pre-filled from an
-offer, and a buyer's open exposure.
+offer, and a buyer's open exposure (its bids' stored largest awards).
 
 Nothing here writes: the pages hand what these return to ``bid_amend`` and ``bid_place``,
 which apply the market's rules again (the tick, the price bounds) as for any other text.
@@ -155,62 +155,43 @@ def offer_bid_prefill(
 
 @dataclass(frozen=True)
 class Exposure:
-    """A buyer's open exposure in one market: the sum over its active bids of the most each
-    could cost if it filled (its largest quantity times its limit), in the price's unit."""
+    """A buyer's open exposure in one market: the sum of its active bids' largest awards
+    (``Bid.largest_award``, what each commits of the spending limit: the one rule of
+    ``exchange.services.limits``), in the price's unit. ``uncounted`` lists the bids placed
+    before limits existed, which have no largest award and commit nothing."""
 
     market: Market
     total: str
     unit: str
     bids: int
-    unbounded: list[int]  # bids with no upper quantity, left out of the total
-
-
-def _bid_most(constraint: Constraint, schema: MarketSchema) -> Decimal | None:
-    """The most a bid could pay: over its tiers, the largest quantity times the limit there
-    (the limit alone in a market without a quantity); None when a tier bounds no quantity."""
-    quantity = schema.by_role("quantity")
-    most = Decimal(0)
-    for disjunct in constraint:
-        price = _price_interval(disjunct, schema.price)
-        if price is None or price.hi is None:
-            return None
-        amount = Decimal(1)
-        if quantity is not None:
-            bound = _price_interval(disjunct, quantity)
-            if bound is None or bound.hi is None:
-                return None
-            amount = numeric_value(bound.hi)
-        most = max(most, amount * numeric_value(price.hi))
-    return most
+    uncounted: list[int]
 
 
 def user_exposure(*, user: User) -> list[Exposure]:
-    """Open exposure per market over the user's active bids, markets by subject."""
-    bids = Bid.objects.filter(buyer=user, state=Bid.State.ACTIVE).select_related("market")
-    per_market: dict[int, tuple[Market, MarketSchema, list[Bid]]] = {}
-    for bid in bids.order_by("market__subject", "id"):
-        if bid.market_id not in per_market:
-            per_market[bid.market_id] = (bid.market, market_schema(market=bid.market), [])
-        per_market[bid.market_id][2].append(bid)
+    """Open exposure per market over the user's active bids, markets by subject: two
+    queries (the bids' stored awards, then their markets) however many bids."""
+    rows = (
+        Bid.objects.filter(buyer=user, state=Bid.State.ACTIVE)
+        .order_by("market_id", "id")
+        .values_list("market_id", "id", "largest_award")
+    )
+    per_market: dict[int, tuple[Decimal, int, list[int]]] = {}
+    for market_id, bid_id, award in rows:
+        total, count, uncounted = per_market.get(market_id, (Decimal(0), 0, []))
+        if award is None:
+            uncounted.append(bid_id)
+        per_market[market_id] = (total + (award or 0), count + 1, uncounted)
+    markets = Market.objects.filter(pk__in=per_market).order_by("subject")
     out = []
-    for market, schema, market_bids in per_market.values():
-        total, unbounded = Decimal(0), []
-        for bid in market_bids:
-            try:
-                most = _bid_most(constraint_parsed(text=bid.constraint_text, schema=schema), schema)
-            except matching.ConstraintError:
-                most = None  # a stored text the schema no longer reads: counted as unknown
-            if most is None:
-                unbounded.append(bid.pk)
-            else:
-                total += most
+    for market in markets:
+        total, count, uncounted = per_market[market.pk]
         out.append(
             Exposure(
                 market=market,
                 total=price_text(total, market.tick) or "0",
-                unit=schema.price.unit,
-                bids=len(market_bids),
-                unbounded=unbounded,
+                unit=market_schema(market=market).price.unit,
+                bids=count,
+                uncounted=uncounted,
             )
         )
     return out

@@ -10,12 +10,31 @@
 // remembers the last n the user has seen per subscription, to mark what is new since.
 
 import { Live } from "intersect/live";
-import { checkAsYouType, escapeHtml, postJson } from "intersect/posting";
+import { checkAsYouType, escapeHtml, lineColumn, postJson } from "intersect/posting";
 
 const FEED_MAX = 200; // items one feed keeps on the page
 const SEEN_KEY = "intersect:alerts:seen:";
 
 // -- the editor --------------------------------------------------------------------------
+
+// What the check warns of in a valid query (a subject pattern no market matches yet): shown
+// under it, each with its line and column; the query may still be saved.
+function warningsHtml(warnings, text) {
+  return warnings
+    .map((warning) => {
+      let where = "";
+      if (typeof warning.position === "number") {
+        const { line, column } = lineColumn(text, warning.position);
+        where = ` <span class="where">(line ${line}, column ${column})</span>`;
+      }
+      return (
+        `<p class="check-warn" data-warning-code="${escapeHtml(String(warning.code || ""))}"` +
+        (typeof warning.position === "number" ? ` data-warning-position="${warning.position}"` : "") +
+        `><strong>Warning:</strong> ${escapeHtml(warning.message)}${where}</p>`
+      );
+    })
+    .join("");
+}
 
 function setupEditor() {
   const form = document.querySelector("form.alert-editor");
@@ -30,7 +49,8 @@ function setupEditor() {
     request: (text, signal) => postJson(url, { query: text }, signal),
     okHtml: (body) =>
       `<p class="check-ok"><span aria-hidden="true">✓</span> Valid (${escapeHtml(body.kind)}). It saves as:</p>` +
-      `<pre class="constraint-preview">${escapeHtml(body.query)}</pre>`,
+      `<pre class="constraint-preview">${escapeHtml(body.query)}</pre>` +
+      warningsHtml(body.warnings || [], area.value),
     invalidText: "This query is not valid.",
     unknownText: "Could not check right now; the server checks again when you save.",
   });

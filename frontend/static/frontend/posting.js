@@ -136,7 +136,7 @@ export function escapeHtml(text) {
   return text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 }
 
-function lineColumn(text, position) {
+export function lineColumn(text, position) {
   const before = text.slice(0, position);
   const line = before.split("\n").length;
   return { line, column: position - (before.lastIndexOf("\n") + 1) + 1 };
