@@ -35,15 +35,29 @@ database connection goes back to the pool before the response goes out, not afte
 only sends the bytes. py-spy ``--gil`` on ``ops/bench_live.py --request-costs``: the event
 loop's share of a ``POST /api/v1/bids/`` was 64% of the process's samples (issue 36). A
 streamed response is sent and closed as Django does.
+
+The trip itself is a plain ``run_in_executor`` on the lane, in a copy of the request's
+context, with the one thing asgiref's ``sync_to_async`` sets up on the thread that the
+request's code uses (the server's loop, for ``async_to_sync``'s channel-layer sends): py-spy
+``--gil`` on ``--request-costs`` put ``SyncToAsync.__call__``, ``ThreadSensitiveContext``'s
+entry and exit and ``_restore_context`` (its executor lookup, shield, and copying every
+context variable to the thread and back) at about a fifth of a bid's samples and more of a
+404's. A body that came whole in one message (``AdmissionGate`` reads ahead) is read into
+memory rather than Django's spooled temporary file.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import io
+import os
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import aclosing
-from typing import IO, Any
+from contextlib import aclosing, asynccontextmanager
+from typing import IO, Any, TypeVar
 
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
 from django.core import signals
 from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
@@ -51,6 +65,7 @@ from django.http import FileResponse, HttpRequest, HttpResponseBase
 from django.urls import set_script_prefix
 
 Headers = list[tuple[bytes, bytes]]
+_T = TypeVar("_T")
 
 
 class SyncChainHandler(ASGIHandler):
@@ -75,24 +90,30 @@ class SyncChainHandler(ASGIHandler):
             return
         lane = self.lanes_free.pop()
         try:
-            async with ThreadSensitiveContext(executor=lane):
-                await self.handle(scope, receive, send)
+            await self.handle(scope, receive, send, lane)
         finally:
             self.lanes_free.append(lane)
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
 
-    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def handle(
+        self, scope: dict[str, Any], receive: Any, send: Any, lane: ThreadPoolExecutor | None = None
+    ) -> None:
         try:
             body_file = await self.read_body(receive)
         except RequestAborted:
             return
-        set_script_prefix(get_script_prefix(scope))
         try:
-            # thread_sensitive: the request's lane (see get_response_async).
-            serve: Any = sync_to_async(self._serve, thread_sensitive=True)
-            response, status, headers, content = await serve(scope, body_file)
+            if lane is None:
+                set_script_prefix(get_script_prefix(scope))
+                # thread_sensitive: the request's thread (see get_response_async).
+                serve: Any = sync_to_async(self._serve, thread_sensitive=True)
+                response, status, headers, content = await serve(scope, body_file)
+            else:
+                response, status, headers, content = await _on_lane(
+                    lane, self._serve_prefixed, scope, body_file
+                )
         finally:
             body_file.close()
         await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -100,10 +121,35 @@ class SyncChainHandler(ASGIHandler):
             for chunk, last in self.chunk_bytes(content):
                 await send({"type": "http.response.body", "body": chunk, "more_body": not last})
             return
-        try:
-            await self._send_streamed(response, send)
-        finally:
-            await sync_to_async(response.close)()
+        # A streamed response's parts (a sync iterator's included) and its close run on the
+        # request's lane, as under Django's ThreadSensitiveContext.
+        async with ThreadSensitiveContext(executor=lane) if lane else _nothing():
+            try:
+                await self._send_streamed(response, send)
+            finally:
+                await sync_to_async(response.close)()
+
+    async def read_body(self, receive: Any) -> IO[bytes]:
+        """The request's body: Django's spooled file, or for a body that came whole in its
+        first message (every order and query: ``AdmissionGate`` reads ahead), that message's
+        bytes in memory."""
+        message = await receive()
+        if message["type"] == "http.request" and not message.get("more_body", False):
+            return io.BytesIO(message.get("body", b""))
+        first = [message]
+
+        async def receive_again() -> dict[str, Any]:
+            return first.pop() if first else await receive()
+
+        body: IO[bytes] = await super().read_body(receive_again)
+        return body
+
+    def _serve_prefixed(
+        self, scope: dict[str, Any], body_file: IO[bytes]
+    ) -> tuple[HttpResponseBase | None, int, Headers, bytes]:
+        # asgiref's Local (the script prefix's) shows a thread only what that thread set.
+        set_script_prefix(get_script_prefix(scope))
+        return self._serve(scope, body_file)
 
     def _serve(
         self, scope: dict[str, Any], body_file: IO[bytes]
@@ -141,6 +187,30 @@ class SyncChainHandler(ASGIHandler):
         get_response: Any = sync_to_async(self.get_response, thread_sensitive=True)
         response: HttpResponseBase = await get_response(request)
         return response
+
+
+async def _on_lane(lane: ThreadPoolExecutor, fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)`` on ``lane``'s thread in a copy of the caller's context, with what
+    asgiref's ``sync_to_async`` sets up there for ``async_to_sync`` (the server's loop, so that
+    channel-layer sends from the request go out on it) and nothing else: no executor lookup,
+    no shield and no copying of the context back (the handler takes everything it needs
+    from ``fn``'s result)."""
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    return await loop.run_in_executor(lane, context.run, _lane_call, loop, fn, args)
+
+
+def _lane_call(loop: asyncio.AbstractEventLoop, fn: Callable[..., _T], args: tuple[Any, ...]) -> _T:
+    threadlocal = SyncToAsync.threadlocal
+    threadlocal.main_event_loop = loop
+    threadlocal.main_event_loop_pid = os.getpid()
+    threadlocal.task_context = []
+    return fn(*args)
+
+
+@asynccontextmanager
+async def _nothing() -> AsyncIterator[None]:
+    yield
 
 
 def _headers(response: HttpResponseBase) -> Headers:
