@@ -186,12 +186,14 @@ class PostingForm(forms.Form):
     value, the tiers or the price, the closing time of an offer); each ``Input`` is how one
     of them is drawn (``_input.html``), with the field's first error once it is checked.
     Coordinates are checked in ``clean``, only where their attribute's mode uses them.
+    A template reads ``form.x`` as the bound field ``form["x"]`` first, so no attribute is
+    named as a field is (hence ``price_attribute`` and ``closes_at_input``).
     """
 
     def __init__(self, *, market: Market, schema: MarketSchema, side: Side, data: Any = None):
         super().__init__(data=data)
         self.market, self.schema, self.side = market, schema, side
-        self.price = schema.price
+        self.price_attribute = schema.price
         quantity = schema.by_role("quantity")
         # Offers price by quantity tiers; a market without a quantity attribute has one price.
         self.tiered = side == "offer" and quantity is not None
@@ -221,11 +223,11 @@ class PostingForm(forms.Form):
             "text",
             self.data.get("price", ""),
             inputmode="decimal",
-            context=self.price.label,
+            context=self.price_attribute.label,
         )
         if not self.tiered:
-            self.fields["price"] = LiteralField(self.price)
-        self.closes_at = Input(
+            self.fields["price"] = LiteralField(self.price_attribute)
+        self.closes_at_input = Input(
             "closes_at",
             "Closes at (UTC, optional)",
             "datetime-local",
@@ -296,7 +298,7 @@ class PostingForm(forms.Form):
                 inputs.append(item)
         price = Input(p + "price", "price", "text", data.get(p + "price", ""), inputmode="decimal")
         price.context = context
-        self.fields[price.name] = LiteralField(self.price)
+        self.fields[price.name] = LiteralField(self.price_attribute)
         inputs.append(price)
         return Tier(index, inputs)
 
@@ -366,11 +368,11 @@ class PostingForm(forms.Form):
         if not self.is_bound:
             self.error = NOTHING
             return None
-        self._mark([i for i in self.inputs if i is not self.closes_at])
+        self._mark([i for i in self.inputs if i is not self.closes_at_input])
         if self.has_errors:
             return None
         common = [p for f in self.attribute_fields for p in self._predicates(f)]
-        price = self.price.name
+        price = self.price_attribute.name
         disjuncts: list[list[str]] = []
         if self.side == "bid":
             value = self.cleaned_data["price"]
@@ -404,7 +406,7 @@ class PostingForm(forms.Form):
     def inputs(self) -> list[Input]:
         out = [i for f in self.attribute_fields for i in f.inputs]
         out += [i for t in self.tiers for i in t.inputs]
-        return [*out, self.price_input, self.closes_at]
+        return [*out, self.price_input, self.closes_at_input]
 
     @property
     def has_errors(self) -> bool:
@@ -440,5 +442,5 @@ class PostingForm(forms.Form):
         """The optional closing time (entered in UTC), or None after marking an error."""
         if self.side != "offer":
             return None
-        self._mark([self.closes_at])
+        self._mark([self.closes_at_input])
         return self.cleaned_data.get("closes_at")

@@ -134,7 +134,7 @@ def test_the_inputs_take_exactly_the_literals_the_language_takes():
 
     # Then each input says what the language says of it, and nothing is built
     assert (text, closes_at) == (None, None)
-    assert offer.closes_at.error == "Enter a date and time such as 2026-12-01T09:30."
+    assert offer.closes_at_input.error == "Enter a date and time such as 2026-12-01T09:30."
     assert {i.name: i.error for i in f.inputs if i.error} == {
         "pallets__max": "9223372036854775808 is out of range for the int attribute pallets: "
         "ints go from -9223372036854775808 to 9223372036854775807.",
