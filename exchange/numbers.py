@@ -10,9 +10,8 @@ forms:
 * *grouped* text, what people read: the plain text with thousands separated by commas
   (``8,000``, ``9,440.00``).
 
-The pages' script groups the plain text it receives live with ``groupedText`` in
-``frontend/static/frontend/notes.js``, which follows the same rule with the same regular
-expressions; ``tests/frontend/test_numbers.py`` runs one table of cases through both.
+The pages' script groups no numbers itself: what arrives live in a sentence was written here
+(``exchange/notification_texts.py`` renders the ``me`` frames' sentences).
 
 Only the standard library is imported here, so every layer may import this module.
 """

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 
 from celery import shared_task
 from django.conf import settings
 
-from exchange.redis_clients import redis_client
+# Imported to register their tasks with Celery, which finds only this module by itself
+# (``autodiscover_tasks``): the event log's partitions, the lagging subscriptions, the live
+# subscriptions, the webhooks and the nightly analytics.
+from exchange import event_tasks as _event_tasks  # noqa: F401 (imported to register)
+from exchange import subscription_lag_tasks as _subscription_lag_tasks  # noqa: F401 (ditto)
+from exchange import subscription_tasks as _subscription_tasks  # noqa: F401 (ditto)
+from exchange import webhook_tasks as _webhook_tasks  # noqa: F401 (ditto)
+from exchange.analytics import tasks as _analytics_tasks  # noqa: F401 (ditto)
+from exchange.pending import pending_clear, pending_renew, request_once
 from exchange.selectors.dashboard import changes_stale
 from exchange.services.closing import offers_close_due
 from exchange.services.market_counts import market_counts_compact
@@ -33,10 +40,6 @@ def _pending_key() -> str:
     return settings.CYCLE_PENDING_KEY
 
 
-# Seconds the key lives without a cycle renewing it.
-PENDING_TTL = 10
-
-
 def matching_cycle_request() -> None:
     """Ask for a cycle after a committed change, unless one is queued or running.
 
@@ -44,19 +47,7 @@ def matching_cycle_request() -> None:
     last look for pending changes, so a change that finds the key is taken by that task.
     Without Redis it raises, and the caller's after-commit guard leaves it to the sweep.
     """
-    if redis_client().set(_pending_key(), "1", nx=True, ex=PENDING_TTL):
-        matching_cycle.delay()
-
-
-def _pending_renew() -> None:
-    # Without Redis the key expires by itself; the cycles must run anyway.
-    with contextlib.suppress(Exception):
-        redis_client().set(_pending_key(), "1", ex=PENDING_TTL)
-
-
-def _pending_clear() -> None:
-    with contextlib.suppress(Exception):
-        redis_client().delete(_pending_key())
+    request_once(_pending_key(), matching_cycle)
 
 
 @shared_task(name="exchange.matching_cycle", ignore_result=True)
@@ -73,9 +64,9 @@ def matching_cycle() -> int:
         changes = matching_cycle_run(limit=BATCH_LIMIT).changes
         taken += changes
         if changes:
-            _pending_renew()
+            pending_renew(_pending_key())
             continue
-        _pending_clear()
+        pending_clear(_pending_key())
         changes = matching_cycle_run(limit=BATCH_LIMIT).changes
         taken += changes
         if not changes:
@@ -100,12 +91,3 @@ def close_due_offers() -> int:
     """Close the offers whose ``closes_at`` has passed."""
 
     return len(offers_close_due())
-
-
-# The nightly analytics task lives with the analytics; importing it registers it with Celery.
-# So do the event log's partition task and the live subscriptions' task.
-from exchange import event_tasks as _event_tasks  # noqa: E402,F401
-from exchange import subscription_lag_tasks as _subscription_lag_tasks  # noqa: E402,F401
-from exchange import subscription_tasks as _subscription_tasks  # noqa: E402,F401
-from exchange import webhook_tasks as _webhook_tasks  # noqa: E402,F401
-from exchange.analytics import tasks as _analytics_tasks  # noqa: E402,F401

@@ -7,31 +7,33 @@ boxes. An offer's price comes in tiers by quantity ("1,000 to 10,000 at 1.00; 5,
 each an AND of the shared attributes, the tier's quantity range and its price. A bid states
 the highest price it accepts.
 
-The form only writes constraint text; the market's rules (required attributes, the tick,
-price bounds) are applied by the services, whose errors the page shows with their position.
-An advanced box takes the constraint language directly and wins over the form when filled.
+``PostingForm`` is a ``django.forms.Form`` whose fields are made from the schema. Each input
+that stands for a literal (a number, a date, a time, a string, a coordinate) is checked and
+written by the constraint language's own rules (``matching.values``: its bounds, int8's
+range, real days and times, its quoting), so the form accepts exactly the literals the
+language does. The form only writes constraint text; the market's rules (required
+attributes, the tick, price bounds) are applied by the services, whose errors the page
+shows with their position. An advanced box takes the constraint language directly and wins
+over the form when filled.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.http import QueryDict
+from django import forms
 
 from exchange.http import whole_number
 from exchange.market_rules import MarketSchema, SchemaAttribute, Side
 from exchange.models import Market
+from matching import ConstraintError
 from matching.model import Type
+from matching.values import EXAMPLES, bare_coordinate, bare_value, format_value, quote_string
 
 MAX_TIERS = 20
-INT_RE = re.compile(r"-?[0-9]{1,18}\Z")
-DECIMAL_RE = re.compile(r"-?[0-9]{1,30}(\.[0-9]{1,20})?\Z")
-FLOAT_RE = re.compile(r"-?[0-9]{1,30}(\.[0-9]{1,20})?([eE][-+]?[0-9]{1,3})?\Z")
-DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
-DATETIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2})?\Z")
 POINT_MODES = [("", "any location"), ("at", "at a point"), ("within", "within an area")]
 BOX_MODES = [
     ("", "any area"),
@@ -41,11 +43,12 @@ BOX_MODES = [
     ("contains", "containing this box"),
 ]
 BOX_OPERATORS = {"within": "WITHIN", "overlaps": "OVERLAPS", "contains": "CONTAINS"}
-NUMBER_HINT = {
-    Type.INT: "a whole number, such as 1000",
-    Type.DECIMAL: "a number such as 1.25",
-    Type.FLOAT: "a number such as 1.5 or 2e3",
-}
+# What to enter, for the inputs whose spelling is not the language's: a date or a time is
+# typed without its keyword and quotes, a time in UTC and maybe without its seconds (as a
+# datetime-local input gives it).
+DATE_HINT = "Enter a date such as 2026-12-01."
+TIME_HINT = "Enter a date and time such as 2026-12-01T09:30."
+NOTHING = "Fill in the form, or write the constraint in the advanced box."
 
 
 @dataclass
@@ -81,8 +84,71 @@ class Tier:
     inputs: list[Input]
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+def _sentence(message: str) -> str:
+    return message[0].upper() + message[1:] + "."
+
+
+def _timestamp(text: str) -> dt.datetime:
+    """The UTC instant of a time typed as a datetime-local input gives it (``2026-12-01T09:30``,
+    seconds optional), by the language's rule for a timestamp's body."""
+    body = text + ":00" if text.count(":") == 1 else text
+    value = bare_value(Type.TIMESTAMP, body + "Z", "the time")
+    assert isinstance(value, dt.datetime)
+    return value
+
+
+class LiteralField(forms.Field):
+    """An input standing for one literal of ``attribute``'s type, cleaned to that literal's
+    text in the constraint language (None when left empty). Numbers keep the digits they
+    were typed with; dates and times are written as the language writes them; strings are
+    quoted as it quotes them."""
+
+    def __init__(self, attribute: SchemaAttribute) -> None:
+        super().__init__(required=False)
+        self.attribute = attribute
+
+    def clean(self, value: Any) -> str | None:
+        t = self.attribute.type
+        text = "" if value is None else str(value)
+        if t is not Type.STRING:
+            text = text.strip()  # a string's spaces are its own
+        if not text.strip():
+            return None
+        try:
+            if t is Type.TIMESTAMP:
+                return format_value(t, _timestamp(text))
+            typed = bare_value(t, text, self.attribute.name)
+        except ConstraintError as exc:
+            raise forms.ValidationError(self._message(exc)) from None
+        if t is Type.STRING:
+            return quote_string(text)
+        return text if t in (Type.INT, Type.DECIMAL, Type.FLOAT) else format_value(t, typed)
+
+    def _message(self, exc: ConstraintError) -> str:
+        t = self.attribute.type
+        if t is Type.DATE:
+            return DATE_HINT
+        if t is Type.TIMESTAMP:
+            return TIME_HINT
+        if t is not Type.STRING and exc.code in ("syntax", "type_mismatch"):
+            return f"Enter {EXAMPLES[t]}."
+        return _sentence(exc.message)  # past the language's bounds: it says which
+
+
+class TimeField(forms.Field):
+    """An optional time typed in UTC (``2026-12-01T09:30``), cleaned to its instant."""
+
+    def __init__(self) -> None:
+        super().__init__(required=False)
+
+    def clean(self, value: Any) -> dt.datetime | None:
+        text = "" if value is None else str(value).strip()
+        if not text:
+            return None
+        try:
+            return _timestamp(text)
+        except ConstraintError:
+            raise forms.ValidationError(TIME_HINT) from None
 
 
 def _number_input(attribute: SchemaAttribute, name: str, label: str, value: str) -> Input:
@@ -90,7 +156,7 @@ def _number_input(attribute: SchemaAttribute, name: str, label: str, value: str)
     return Input(name, label, "text", value, inputmode=mode)
 
 
-def _range_inputs(attribute: SchemaAttribute, data: QueryDict, prefix: str) -> list[Input]:
+def _range_inputs(attribute: SchemaAttribute, data: Mapping[str, Any], prefix: str) -> list[Input]:
     lo, hi = f"{prefix}__min", f"{prefix}__max"
     t = attribute.type
     if t is Type.DATE:
@@ -113,19 +179,26 @@ def _range_inputs(attribute: SchemaAttribute, data: QueryDict, prefix: str) -> l
     return inputs
 
 
-class PostingForm:
-    """The generated form for one side of one market, bound to submitted data or empty."""
+class PostingForm(forms.Form):
+    """The generated form for one side of one market, bound to submitted data or empty.
+
+    Its Django fields are the inputs that the posted text reads (an attribute's range or
+    value, the tiers or the price, the closing time of an offer); each ``Input`` is how one
+    of them is drawn (``_input.html``), with the field's first error once it is checked.
+    Coordinates are checked in ``clean``, only where their attribute's mode uses them.
+    A template reads ``form.x`` as the bound field ``form["x"]`` first, so no attribute is
+    named as a field is (hence ``price_attribute`` and ``closes_at_input``).
+    """
 
     def __init__(self, *, market: Market, schema: MarketSchema, side: Side, data: Any = None):
+        super().__init__(data=data)
         self.market, self.schema, self.side = market, schema, side
-        self.bound = data is not None
-        self.data: QueryDict = data if data is not None else QueryDict()
-        self.price = schema.price
+        self.price_attribute = schema.price
         quantity = schema.by_role("quantity")
         # Offers price by quantity tiers; a market without a quantity attribute has one price.
         self.tiered = side == "offer" and quantity is not None
         self.quantity = quantity if self.tiered else None
-        self.fields = [
+        self.attribute_fields = [
             self._field(a)
             for a in schema.attributes
             if a.role != "price" and a is not self.quantity
@@ -150,14 +223,18 @@ class PostingForm:
             "text",
             self.data.get("price", ""),
             inputmode="decimal",
-            context=self.price.label,
+            context=self.price_attribute.label,
         )
-        self.closes_at = Input(
+        if not self.tiered:
+            self.fields["price"] = LiteralField(self.price_attribute)
+        self.closes_at_input = Input(
             "closes_at",
             "Closes at (UTC, optional)",
             "datetime-local",
             self.data.get("closes_at", ""),
         )
+        if side == "offer":
+            self.fields["closes_at"] = TimeField()
         self.constraint = Input(
             "constraint", "Constraint", "textarea", self.data.get("constraint", "")
         )
@@ -169,8 +246,8 @@ class PostingForm:
     # -- shape ------------------------------------------------------------------------
 
     @property
-    def prefix(self) -> str:
-        return self.side
+    def bound(self) -> bool:
+        return self.is_bound
 
     def _required(self, attribute: SchemaAttribute) -> bool:
         return attribute.required_on_offer if self.side == "offer" else attribute.required_on_bid
@@ -179,12 +256,14 @@ class PostingForm:
         name, data, t = attribute.name, self.data, attribute.type
         required = self._required(attribute)
         if t in (Type.INT, Type.DECIMAL, Type.FLOAT, Type.DATE, Type.TIMESTAMP):
-            return AttributeField(
-                attribute, "range", required, _range_inputs(attribute, data, name)
-            )
+            inputs = _range_inputs(attribute, data, name)
+            for item in inputs:
+                self.fields[item.name] = LiteralField(attribute)
+            return AttributeField(attribute, "range", required, inputs)
         label = attribute.label
         if t is Type.STRING:
             value = Input(f"{name}__eq", "is", "text", data.get(f"{name}__eq", ""), context=label)
+            self.fields[value.name] = LiteralField(attribute)
             return AttributeField(attribute, "value", required, [value])
         if t is Type.POINT:
             mode = Input(f"{name}__mode", "where", "select", data.get(f"{name}__mode", ""))
@@ -204,6 +283,9 @@ class PostingForm:
             )
             for c in coords
         ]
+        for item in inputs[1:]:
+            # checked in clean(), where the mode says which coordinates count
+            self.fields[item.name] = forms.Field(required=False)
         return AttributeField(attribute, "point" if t is Type.POINT else "box", required, inputs)
 
     def _tier(self, index: int) -> Tier:
@@ -213,11 +295,61 @@ class PostingForm:
             for suffix, label in (("qmin", "from"), ("qmax", "to")):
                 item = _number_input(self.quantity, p + suffix, label, data.get(p + suffix, ""))
                 item.context = f"{context} {self.quantity.label.lower()}"
+                self.fields[item.name] = LiteralField(self.quantity)
                 inputs.append(item)
         price = Input(p + "price", "price", "text", data.get(p + "price", ""), inputmode="decimal")
         price.context = context
+        self.fields[price.name] = LiteralField(self.price_attribute)
         inputs.append(price)
         return Tier(index, inputs)
+
+    # -- checking -----------------------------------------------------------------------
+
+    def clean(self) -> dict[str, Any]:
+        """The coordinates each point or box attribute's mode uses, in order, up to the first
+        one missing or not a number; their text goes in ``coordinates`` under the
+        attribute's name."""
+        super().clean()
+        self.coordinates: dict[str, str] = {}
+        for f in self.attribute_fields:
+            if f.kind in ("point", "box"):
+                coords = self._coords(f)
+                if coords is not None:
+                    self.coordinates[f.attribute.name] = coords
+        return self.cleaned_data
+
+    def _coords(self, f: AttributeField) -> str | None:
+        mode, *coords = f.inputs
+        by_name = {i.name.rsplit("__", 1)[1]: i for i in coords}
+        if f.kind == "point" and mode.value == "at":
+            names = ["x", "y"]
+        elif mode.value in ("within", "eq", *BOX_OPERATORS) and (
+            f.kind == "box" or mode.value == "within"
+        ):
+            names = ["x1", "y1", "x2", "y2"]
+        else:
+            return None
+        values = []
+        for item in (by_name[n] for n in names):
+            value = item.value.strip()
+            if not value:
+                self.add_error(item.name, "Enter this coordinate.")
+                return None
+            try:
+                bare_coordinate(value)
+            except ConstraintError as exc:
+                hint = exc.code == "syntax"  # else past the language's bounds: it says which
+                self.add_error(item.name, "Enter a number." if hint else _sentence(exc.message))
+                return None
+            values.append(value)
+        return ", ".join(values)
+
+    def _mark(self, inputs: list[Input]) -> None:
+        """Give ``inputs`` their fields' first errors (checking the form if not yet done)."""
+        errors = self.errors
+        for item in inputs:
+            if item.name in errors:
+                item.error = str(errors[item.name][0])  # the message (ErrorList holds text)
 
     # -- building the constraint text --------------------------------------------------
 
@@ -234,14 +366,20 @@ class PostingForm:
 
     def form_text(self) -> str | None:
         """The constraint text the form fields describe, or None after marking errors."""
-        common = [p for f in self.fields for p in self._predicates(f)]
-        price = self.price.name
+        if not self.is_bound:
+            self.error = NOTHING
+            return None
+        self._mark([i for i in self.inputs if i is not self.closes_at_input])
+        if self.has_errors:
+            return None
+        common = [p for f in self.attribute_fields for p in self._predicates(f)]
+        price = self.price_attribute.name
         disjuncts: list[list[str]] = []
         if self.side == "bid":
-            value = self._number(self.price_input, self.price)
+            value = self.cleaned_data["price"]
             disjuncts.append([*common, *([f"{price} <= {value}"] if value else [])])
         elif not self.tiered:
-            value = self._number(self.price_input, self.price)
+            value = self.cleaned_data["price"]
             op = ">=" if self.price_mode.value == "reserve" else "="
             disjuncts.append([*common, *([f"{price} {op} {value}"] if value else [])])
         else:
@@ -250,19 +388,16 @@ class PostingForm:
             for tier in self.tiers:
                 if not any(i.value.strip() for i in tier.inputs):
                     continue  # an empty tier row
-                qmin, qmax, tier_price = tier.inputs
-                preds = [*common, *self._range(self.quantity.name, qmin, qmax, self.quantity)]
-                value = self._number(tier_price, self.price)
-                if value:
-                    preds.append(f"{price} {op} {value}")
+                qmin, qmax, tier_price = (self.cleaned_data[i.name] for i in tier.inputs)
+                preds = [*common, *self._range(self.quantity.name, qmin, qmax)]
+                if tier_price:
+                    preds.append(f"{price} {op} {tier_price}")
                 disjuncts.append(preds)
             if not disjuncts:
                 disjuncts.append(common)  # the services say what is missing
-        if self.has_errors:
-            return None
         disjuncts = [d for d in disjuncts if d]
         if not disjuncts:
-            self.error = "Fill in the form, or write the constraint in the advanced box."
+            self.error = NOTHING
             return None
         if len(disjuncts) == 1:
             return " AND ".join(disjuncts[0])
@@ -270,44 +405,16 @@ class PostingForm:
 
     @property
     def inputs(self) -> list[Input]:
-        out = [i for f in self.fields for i in f.inputs]
+        out = [i for f in self.attribute_fields for i in f.inputs]
         out += [i for t in self.tiers for i in t.inputs]
-        return [*out, self.price_input, self.closes_at]
+        return [*out, self.price_input, self.closes_at_input]
 
     @property
     def has_errors(self) -> bool:
         return any(i.error for i in self.inputs)
 
-    def _number(self, item: Input, attribute: SchemaAttribute) -> str | None:
-        value = item.value.strip()
-        if not value:
-            return None
-        pattern = {Type.INT: INT_RE, Type.DECIMAL: DECIMAL_RE}.get(attribute.type, FLOAT_RE)
-        if not pattern.match(value):
-            item.error = f"Enter {NUMBER_HINT.get(attribute.type, 'a number')}."
-            return None
-        return value
-
-    def _literal(self, item: Input, attribute: SchemaAttribute) -> str | None:
-        value = item.value.strip()
-        if not value:
-            return None
-        if attribute.type is Type.DATE:
-            if not DATE_RE.match(value):
-                item.error = "Enter a date such as 2026-12-01."
-                return None
-            return f"DATE '{value}'"
-        if attribute.type is Type.TIMESTAMP:
-            if not DATETIME_RE.match(value):
-                item.error = "Enter a date and time such as 2026-12-01T09:30."
-                return None
-            return f"TIMESTAMP '{value if value.count(':') == 2 else value + ':00'}Z'"
-        return self._number(item, attribute)
-
-    def _range(
-        self, name: str, lo_input: Input, hi_input: Input, attribute: SchemaAttribute
-    ) -> list[str]:
-        lo, hi = self._literal(lo_input, attribute), self._literal(hi_input, attribute)
+    @staticmethod
+    def _range(name: str, lo: str | None, hi: str | None) -> list[str]:
         if lo and hi:
             return [f"{name} = {lo}" if lo == hi else f"{name} BETWEEN {lo} AND {hi}"]
         if lo:
@@ -316,52 +423,25 @@ class PostingForm:
             return [f"{name} <= {hi}"]
         return []
 
-    def _coords(self, inputs: list[Input]) -> str | None:
-        values = []
-        for item in inputs:
-            value = item.value.strip()
-            if not FLOAT_RE.match(value):
-                item.error = "Enter a number." if value else "Enter this coordinate."
-                return None
-            values.append(value)
-        return ", ".join(values)
-
     def _predicates(self, f: AttributeField) -> list[str]:
-        name = f.attribute.name
+        name, data = f.attribute.name, self.cleaned_data
         if f.kind == "range":
-            return self._range(name, f.inputs[0], f.inputs[1], f.attribute)
+            return self._range(name, data[f.inputs[0].name], data[f.inputs[1].name])
         if f.kind == "value":
-            value = f.inputs[0].value
-            return [f"{name} = {_quote(value)}"] if value.strip() else []
-        mode, *coords = f.inputs
-        by_name = {i.name.rsplit("__", 1)[1]: i for i in coords}
-        box = [by_name[c] for c in ("x1", "y1", "x2", "y2")]
-        if f.kind == "point":
-            if mode.value == "at":
-                xy = self._coords([by_name["x"], by_name["y"]])
-                return [f"{name} = POINT({xy})"] if xy else []
-            if mode.value == "within":
-                corners = self._coords(box)
-                return [f"point {name} WITHIN BOX({corners})"] if corners else []
+            value = data[f.inputs[0].name]
+            return [f"{name} = {value}"] if value else []
+        coords, mode = self.coordinates.get(name), f.inputs[0].value
+        if coords is None:
             return []
-        if mode.value in ("eq", *BOX_OPERATORS):
-            corners = self._coords(box)
-            if not corners:
-                return []
-            op = BOX_OPERATORS.get(mode.value, "=")
-            return [f"{name} {op} BOX({corners})"]
-        return []
+        if f.kind == "point":
+            if mode == "at":
+                return [f"{name} = POINT({coords})"]
+            return [f"point {name} WITHIN BOX({coords})"]
+        return [f"{name} {BOX_OPERATORS.get(mode, '=')} BOX({coords})"]
 
     def closes_at_value(self) -> dt.datetime | None:
         """The optional closing time (entered in UTC), or None after marking an error."""
-        value = self.closes_at.value.strip()
-        if self.side != "offer" or not value:
+        if self.side != "offer":
             return None
-        if not DATETIME_RE.match(value):
-            self.closes_at.error = "Enter a date and time such as 2026-12-01T09:30."
-            return None
-        try:
-            return dt.datetime.fromisoformat(value).replace(tzinfo=dt.UTC)
-        except ValueError:
-            self.closes_at.error = "Enter a real date and time."
-            return None
+        self._mark([self.closes_at_input])
+        return self.cleaned_data.get("closes_at")

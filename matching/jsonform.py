@@ -17,7 +17,8 @@ from typing import Any
 
 from . import model
 from .errors import ConstraintError, error
-from .lexer import TYPE_KEYWORDS, Kind, Token, quote_name, tokenize, unquote
+from .lexer import TYPE_KEYWORDS, Kind, Token, tokenize, unquote
+from .printer import quote_name
 from .syntax import MAX_DEPTH, And, Counter, Node, Not, Or, Schema, attribute_type, build
 from .values import (
     NUMBER_RE,

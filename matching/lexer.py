@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
 from .errors import ConstraintError
@@ -158,16 +159,10 @@ def _bad(text: str, pos: int) -> None:
     raise ConstraintError(message, pos, code="syntax")
 
 
-def is_identifier(name: str) -> bool:
-    """Whether ``name`` can be written without double quotes."""
-    return _IDENTIFIER_RE.fullmatch(name) is not None and name.lower() not in KEYWORDS
+def is_identifier(name: str, keywords: AbstractSet[str] = KEYWORDS) -> bool:
+    """Whether ``name`` can be written without double quotes in a language whose keywords
+    are ``keywords`` (the subscription language's are more than these)."""
+    return _IDENTIFIER_RE.fullmatch(name) is not None and name.lower() not in keywords
 
 
 _IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def quote_name(name: str) -> str:
-    """An attribute name as the text syntax writes it."""
-    if is_identifier(name):
-        return name
-    return '"' + name.replace('"', '""') + '"'

@@ -9,9 +9,21 @@ floats (``float x = 5.0``, since ``5.0`` alone is a decimal).
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from . import model
-from .lexer import quote_name
+from .lexer import KEYWORDS, is_identifier
 from .values import format_value, printed_kind, widen
+
+
+def quote_name(name: str, keywords: AbstractSet[str] = KEYWORDS) -> str:
+    """An attribute name as the text syntax writes it: bare when it is an identifier that is
+    none of ``keywords`` (the subscription language passes its own), else between double
+    quotes with each ``"`` doubled. (A string literal's quoting, ``quote_string``, lives with
+    the literals in ``values``, whose messages quote too.)"""
+    if is_identifier(name, keywords):
+        return name
+    return '"' + name.replace('"', '""') + '"'
 
 
 def to_text(constraint: model.Constraint) -> str:

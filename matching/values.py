@@ -419,6 +419,36 @@ def _to_float(lit: Lit, what: str) -> float:
     return value
 
 
+def bare_value(t: Type, text: str, name: str) -> Value:
+    """The value ``text`` spells as one literal of type ``t`` written bare: a number as the
+    text syntax writes it, the body of a date or a timestamp (what stands between the quotes
+    of ``DATE '...'`` or ``TIMESTAMP '...'``), or a string's content. For inputs that each
+    stand for one literal (a form's fields): every rule of the language applies to them, the
+    numbers' bounds, int8's range and real days and times included.
+
+    ``ConstraintError`` otherwise (at position 0): ``syntax`` for text that is no number at
+    all where a number is wanted, ``type_mismatch`` for a number of another kind (``1.5``
+    for an int), ``bad_literal`` for one out of bounds, a day or time that does not exist, or
+    a string that cannot be stored.
+    """
+    lit = _bare_number(text) if t in _NUMERIC_RANK else Lit(t, text, 0)
+    value = convert(lit, t, name)
+    assert not isinstance(value, Point | Box), t  # no bare form: they are written whole
+    return value
+
+
+def bare_coordinate(text: str) -> float:
+    """A point's or a box's coordinate written bare (``12.5``), by the rules of
+    ``coordinate``; ``ConstraintError`` as ``bare_value`` says."""
+    return coordinate(_bare_number(text))
+
+
+def _bare_number(text: str) -> Lit:
+    if NUMBER_RE.match(text) is None:
+        raise error("syntax", f"{abbreviated(text, quoted=True)} is not a number", 0)
+    return number_lit(text, 0)
+
+
 def _nonzero(raw: Raw) -> bool:
     if isinstance(raw, str):
         mantissa = raw.partition("e")[0].partition("E")[0]

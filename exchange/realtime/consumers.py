@@ -51,6 +51,7 @@ from django.contrib.auth.models import AnonymousUser
 from uvicorn.protocols.utils import ClientDisconnected
 
 from exchange.http import frame_whole_number, nesting_within
+from exchange.notification_texts import note_text
 from exchange.selectors import realtime as selectors
 from exchange.selectors.events import events_log_end, events_page
 from exchange.selectors.orders import notification_latest_seq
@@ -515,12 +516,15 @@ class StreamConsumer(AsyncWebsocketConsumer):
                 user_id=self.user.pk, after=self.last_seq, limit=BACKLOG_BATCH
             )
             for row in rows:
+                text, tone = note_text(row["type"], row["data"])
                 await self._send(
                     {
                         "stream": ME,
                         "type": "notification",
                         "seq": row["id"],
                         "time": row["time"],
+                        "text": text,
+                        "tone": tone,
                         "data": {"type": row["type"], **row["data"]},
                     }
                 )

@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import cloudpickle
-from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 
 from exchange.errors import Conflict, InvalidInput, NotFound
 from exchange.models import Subscription, SubscriptionNotification
+from exchange.pending import request_once
 from exchange.realtime.streams import group_for, group_send_all
 from exchange.redis_clients import redis_client
 from exchange.selectors.events import events_log_end
@@ -71,8 +71,6 @@ COPY_NOTIFICATIONS = (
 )
 # Notifications one channel message carries at most.
 PER_MESSAGE = 100
-# Seconds the advance request's key lives (``advance_pending_key``).
-PENDING_TTL = 10
 
 
 def stream_name(subscription_id: int) -> str:
@@ -408,8 +406,8 @@ def subscriptions_advance_request() -> None:
     polling) catches up."""
     if settings.SUBSCRIPTION_ENGINE:
         redis_client().publish(ENGINE_WAKE_CHANNEL, WAKE_LOG)
-    elif redis_client().set(advance_pending_key(), "1", nx=True, ex=PENDING_TTL):
-        current_app.send_task(ADVANCE_TASK)
+    else:
+        request_once(advance_pending_key(), ADVANCE_TASK)
 
 
 def subscriptions_changed_request() -> None:

@@ -12,6 +12,7 @@ from django.utils.decorators import method_decorator
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from exchange.notification_texts import note_text
 from exchange.numbers import grouped_text, number_text
 from exchange.selectors import ui
 from exchange.selectors.limits import buyer_room
@@ -19,7 +20,6 @@ from exchange.selectors.markets import market_schema
 from exchange.selectors.tokens import token_get
 from exchange.services.tokens import token_regenerate, token_revoke
 from exchange.throttling import login_throttled
-from frontend.notifications import note_text
 
 from .common import (
     AuthenticatedRequest,

@@ -11,11 +11,11 @@ from django.views.decorators.http import require_GET, require_POST
 from exchange.errors import ExchangeError
 from exchange.http import whole_number
 from exchange.models import Offer
+from exchange.notification_texts import note_text
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
 from exchange.selectors.orders import bid_get, bid_outcomes, bid_standings, trade_party
 from exchange.services.orders import bid_withdraw, offer_withdraw
-from frontend.notifications import note_text
 
 from .common import (
     AuthenticatedRequest,

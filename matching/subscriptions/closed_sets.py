@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from contextvars import ContextVar
 
 from matching import Interval
+from matching.values import quote_string
 
 from .errors import QueryError
 from .model import AttrTest, Condition
@@ -116,8 +117,7 @@ def equality_check(left: object, right: object, text: str, at: int) -> None:
 def _refuse_value(attribute: str, value: str, text: str, start: int) -> None:
     """The error for an equality with ``value``, outside ``attribute``'s closed set."""
     values = CLOSED_SETS[attribute]
-    quoted = "'" + value.replace("'", "''") + "'"
-    found = text.find(quoted, start)
+    found = text.find(quote_string(value), start)
     message = f"no event has {attribute} '{value}'"
     guess = nearest(value, values)
     if guess is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 
 from matching import Type
-from matching.values import format_value
+from matching.values import format_value, quote_string
 
 from . import pattern_model
 from .clauses import UNITS
@@ -63,8 +63,7 @@ def cond_text(c: pattern_model.Cond) -> str:
     if isinstance(c, pattern_model.Compare):
         return f"{expr_text(c.left)} {c.op} {expr_text(c.right)}"
     if isinstance(c, pattern_model.Matches):
-        pattern = c.pattern.replace("'", "''")
-        return f"{'NOT ' if c.negated else ''}{expr_text(c.ref)} MATCHES '{pattern}'"
+        return f"{'NOT ' if c.negated else ''}{expr_text(c.ref)} MATCHES {quote_string(c.pattern)}"
     if isinstance(c, pattern_model.All):
         return " AND ".join(
             f"({cond_text(p)})" if isinstance(p, pattern_model.Any_) else cond_text(p)
@@ -88,7 +87,7 @@ def expr_text(e: pattern_model.Expr | pattern_model.Bound) -> str:
     if isinstance(e, pattern_model.Literal):
         v = e.value
         if isinstance(v, str):
-            return "'" + v.replace("'", "''") + "'"
+            return quote_string(v)
         if isinstance(v, dt.datetime):
             return format_value(Type.TIMESTAMP, v)
         return str(v)

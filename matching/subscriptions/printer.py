@@ -8,19 +8,16 @@ them (``NOW - 60m`` prints as ``NOW - 1h``).
 
 from __future__ import annotations
 
-import re
-
 import matching
 from matching import Constraint, Disjunct, Type
-from matching.values import format_value
+from matching.printer import quote_name
+from matching.values import format_value, quote_string
 
 from . import model
 from .clauses import UNITS, result_type
 from .lexer import KEYWORDS
 from .pattern_model import PatternQuery
 from .schema import END_TIME, START_TIME
-
-_IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def to_text(query: model.Query) -> str:
@@ -96,9 +93,7 @@ def aggregate_text(a: model.Aggregate) -> str:
 
 
 def name_text(name: str) -> str:
-    if _IDENTIFIER_RE.fullmatch(name) and name.lower() not in KEYWORDS:
-        return name
-    return '"' + name.replace('"', '""') + '"'
+    return quote_name(name, KEYWORDS)
 
 
 def condition_text(c: model.Condition) -> str:
@@ -119,8 +114,7 @@ def condition_text(c: model.Condition) -> str:
 def test_text(t: model.Test) -> str:
     prefix = "" if t.alias is None else t.alias + "."
     if isinstance(t, model.SubjectTest):
-        pattern = t.pattern.replace("'", "''")
-        return f"{'NOT ' if t.negated else ''}{prefix}subject MATCHES '{pattern}'"
+        return f"{'NOT ' if t.negated else ''}{prefix}subject MATCHES {quote_string(t.pattern)}"
     text = matching.to_text(
         Constraint((Disjunct(((matching.Attribute(t.attribute, t.type), t.predicate),)),))
     )

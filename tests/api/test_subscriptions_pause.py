@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from exchange import pending
 from exchange.models import Subscription, SubscriptionNotification
 from exchange.redis_clients import redis_client
 from exchange.services import subscriptions as service
@@ -171,7 +172,7 @@ def test_resume_asks_for_an_advance_after_commit(monkeypatch, django_capture_on_
     sid = client.post(URL, {"query": QUERY}, format="json").json()["id"]
     client.post(f"{URL}{sid}/pause/")
     sent: list[str] = []
-    monkeypatch.setattr(service.current_app, "send_task", lambda name: sent.append(name))
+    monkeypatch.setattr(pending.current_app, "send_task", lambda name: sent.append(name))
     redis_client().delete(advance_pending_key())
     try:
         with django_capture_on_commit_callbacks(execute=True):

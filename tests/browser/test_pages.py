@@ -3,6 +3,7 @@ generated posting form, the constraint check, visibility rules and query budgets
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
 
 import pytest
@@ -101,10 +102,72 @@ def test_malformed_inputs_are_marked_and_build_nothing():
     assert f.form_text() is None
     errors = {i.name: i.error for i in f.inputs if i.error}
     assert errors == {
-        "pallets__min": "Enter a whole number, such as 1000.",
+        "pallets__min": "Enter a whole number such as 42.",
         "pickup__y1": "Enter this coordinate.",
-        "price": "Enter a number such as 1.25.",
+        "price": "Enter a number such as 1.00 or 42.",
     }
+
+
+def test_the_inputs_take_exactly_the_literals_the_language_takes():
+    # Given inputs at and past the language's bounds (matching/values.py)
+    f = form(
+        FREIGHT_SCHEMA,
+        "bid",
+        {
+            "pallets__min": "1000000000000000000",  # 19 digits: inside int8
+            "pallets__max": "9223372036854775808",  # one past int8
+            "delivery__min": "2026-02-30",  # no such day
+            "starts__max": "2026-12-01T24:00",  # no such time
+            "grade__eq": "H\x00B",
+            "area__mode": "overlaps",
+            "area__x1": "1e400",
+            "area__y1": "0",
+            "area__x2": "1",
+            "area__y2": "1",
+            "price": "1." + "0" * 40,  # 41 significant digits
+        },
+    )
+    offer = form(FREIGHT_SCHEMA, "offer", {"closes_at": "2026-02-30T09:30"})
+
+    # When the forms build their text and read the closing time
+    text, closes_at = f.form_text(), offer.closes_at_value()
+
+    # Then each input says what the language says of it, and nothing is built
+    assert (text, closes_at) == (None, None)
+    assert offer.closes_at_input.error == "Enter a date and time such as 2026-12-01T09:30."
+    assert {i.name: i.error for i in f.inputs if i.error} == {
+        "pallets__max": "9223372036854775808 is out of range for the int attribute pallets: "
+        "ints go from -9223372036854775808 to 9223372036854775807.",
+        "delivery__min": "Enter a date such as 2026-12-01.",
+        "starts__max": "Enter a date and time such as 2026-12-01T09:30.",
+        "grade__eq": "A string cannot contain the NUL character.",
+        "area__x1": "The coordinate 1e400 is too large for a float (the largest is about 1.8e308).",
+        "price": "1.0000000000000000000000000000... (42 characters) has too many digits: a "
+        "number may have at most 40 significant digits.",
+    }
+
+
+def test_an_offer_written_by_the_form_keeps_the_digits_typed():
+    f = form(
+        FREIGHT_SCHEMA,
+        "bid",
+        {
+            "pallets__min": "1000000000000000000",
+            "starts__min": "2027-01-01T09:30:15",
+            "area__mode": "contains",
+            "area__x1": "0",
+            "area__y1": "-0.5",
+            "area__x2": "2e1",
+            "area__y2": "30",
+            "price": "1.10",
+        },
+    )
+    offer = form(FREIGHT_SCHEMA, "offer", {"closes_at": "2026-12-01T09:30"})
+    assert f.form_text() == (
+        "pallets >= 1000000000000000000 AND area CONTAINS BOX(0, -0.5, 2e1, 30) AND "
+        "starts >= TIMESTAMP '2027-01-01T09:30:15Z' AND price <= 1.10"
+    )
+    assert offer.closes_at_value() == dt.datetime(2026, 12, 1, 9, 30, tzinfo=dt.UTC)
 
 
 def test_an_empty_form_asks_for_input_and_the_advanced_box_wins():

@@ -9,12 +9,11 @@ from decimal import Decimal
 import pytest
 
 from exchange.models import BidOutcome, Notification
+from exchange.notification_texts import note_text
 from exchange.services.closing import offer_close
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_place, offer_publish
-from frontend.notifications import note_text
 from tests.factories import StaffFactory, UserFactory, pencils_market
-from tests.frontend.notes_js import needs_node, notes_js
 
 pytestmark = pytest.mark.django_db
 
@@ -111,17 +110,16 @@ def test_closing_twice_tells_nobody_twice():
     )
 
 
-@needs_node
-def test_the_live_list_says_every_outcome_as_the_page_does(settings):
-    """notes.js (the live list) and note_text give the same sentence for each outcome row:
-    lost, lost to one's own bid, over the limit (sold and unsold), and the winner's."""
+def test_every_outcome_has_its_own_sentence(settings):
+    """``note_text`` (what the pages show and the ``me`` frames carry) for each outcome row:
+    lost to one's own bid, over the limit (sold and unsold), and the winner's."""
     settings.SPENDING_LIMIT_DEFAULT = Decimal("1000")
     market = pencils_market()
     alice, bob = UserFactory(username="alice"), UserFactory(username="bob")
     # bob's bid has no upper lot (placed before any offer: it commits nothing)
     unbounded = bid_place(buyer=bob, market=market, constraint="price <= 1.30")
-    bid_place(buyer=alice, market=market, constraint="lot = 500 AND price <= 1.20")
-    bid_place(buyer=alice, market=market, constraint="lot = 300 AND price <= 1.10")
+    won = bid_place(buyer=alice, market=market, constraint="lot = 500 AND price <= 1.20")
+    lost = bid_place(buyer=alice, market=market, constraint="lot = 300 AND price <= 1.10")
     staff = StaffFactory()
     sold = offer_publish(
         seller=UserFactory(), market=market, constraint="lot BETWEEN 100 AND 5000 AND price >= 1.00"
@@ -144,5 +142,28 @@ def test_the_live_list_says_every_outcome_as_the_page_does(settings):
     ]
     statuses = sorted(d.get("status", "trade") for _, d in rows)
     assert statuses == ["lost", "over_limit", "over_limit", "trade", "trade"]
-    assert notes_js("noteText", rows) == [list(note_text(k, d)) for k, d in rows]
+    over = "would have cost 6,500.00 EUR, more than the 1,000.00 EUR left of your spending limit"
+    assert [note_text(k, d) for k, d in rows] == [
+        (f"Sold: offer #{sold.pk} to alice, 500 pencils at 1.20 EUR, 600.00 EUR in all.", "good"),
+        (
+            f"Won: bid #{won.pk} won the auction of offer #{sold.pk}, 500 pencils at 1.20 EUR, "
+            "600.00 EUR in all.",
+            "good",
+        ),
+        (
+            f"Auction ended, you did not win offer #{sold.pk}: bid #{unbounded.pk} {over}; it "
+            "went to another bid at 1.20 EUR.",
+            "bad",
+        ),
+        (
+            f"Auction ended: offer #{sold.pk} went to your bid #{won.pk} at 1.20 EUR; "
+            f"bid #{lost.pk} did not win.",
+            "info",
+        ),
+        (
+            f"Auction ended, you did not win offer #{unsold.pk}: bid #{unbounded.pk} {over}; it "
+            "closed unsold.",
+            "bad",
+        ),
+    ]
     assert BidOutcome.objects.filter(bid=unbounded, result="over_limit").count() == 2

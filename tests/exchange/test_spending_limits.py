@@ -22,11 +22,11 @@ from exchange.models import (
     SpendingLimit,
     Trade,
 )
+from exchange.notification_texts import note_text
 from exchange.selectors.limits import buyer_committed, buyer_limit
 from exchange.services.closing import offer_close, offer_close_previews
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_amend, bid_place, offer_publish
-from frontend.notifications import note_text
 from tests.factories import StaffFactory, UserFactory, pencils_market
 
 pytestmark = pytest.mark.django_db

@@ -1,30 +1,26 @@
-"""One way to write a number (issue 16): ``exchange.numbers`` in Python, ``groupedText`` in
-``static/frontend/notes.js`` for what arrives live, and every place that shows a trade's
-quantity (its notification, the API, the account page) going through them.
-
-The table below runs through both languages in one node process; a seeded batch of generated
-quantities and prices follows it, so a difference in a rare shape of number shows too.
+"""One way to write a number (issue 16): ``exchange.numbers``, and every place that shows a
+trade's quantity (its notification, the API, the account page) going through it. What
+arrives live was written by it on the server (the ``me`` frames' sentences), so the pages'
+script groups no number of its own.
 """
 
 from __future__ import annotations
 
-import random
 from decimal import Decimal
 
 import pytest
 
 from exchange.models import Notification, Trade
+from exchange.notification_texts import note_text
 from exchange.numbers import grouped_text, number_text, price_quantum, price_text, tick_text
 from exchange.services.closing import offer_close
 from exchange.services.markets import market_create
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_place, offer_publish
-from frontend.notifications import note_text
 from tests.api.conftest import client_for
 from tests.factories import StaffFactory, UserFactory
-from tests.frontend.notes_js import needs_node, notes_js
 
-# (input, what grouped_text and groupedText both give); inputs are what JSON can carry.
+# (input, what grouped_text gives); inputs are what JSON can carry.
 GROUPED = [
     ("8000", "8,000"),
     ("2.5", "2.5"),
@@ -54,33 +50,9 @@ GROUPED = [
 ]
 
 
-def _seeded_numbers(count: int = 400) -> list[str]:
-    """Plain texts as the exchange writes them: quantities of every size and places, and
-    prices on ticks from 0.0001 to 25, negatives too (the function must not care)."""
-    rng = random.Random(16)
-    ticks = [Decimal(t) for t in ("0.0001", "0.01", "0.05", "0.5", "1", "10", "25")]
-    texts = []
-    for _ in range(count):
-        digits = rng.randint(1, 20)
-        value = Decimal(rng.randint(0, 10**digits)).scaleb(-rng.randint(0, 10))
-        if rng.random() < 0.2:
-            value = -value
-        texts.append(number_text(value))
-        tick = rng.choice(ticks)
-        texts.append(price_text(value // tick * tick, tick) or "")
-    return texts
-
-
 @pytest.mark.parametrize(("value", "expected"), GROUPED)
 def test_grouped_text(value, expected):
     assert grouped_text(value) == expected
-
-
-@needs_node
-def test_the_script_groups_as_python_does():
-    values = [value for value, _ in GROUPED] + _seeded_numbers()
-
-    assert notes_js("groupedText", [[v] for v in values]) == [grouped_text(v) for v in values]
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ RecursionError instead of the ConstraintError asserted here.
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 from decimal import Decimal
 
@@ -303,3 +304,83 @@ def test_a_float_attribute_takes_a_large_json_number_it_prints_with_an_exponent(
     constraint = parse({"float w": {"le": 1e40}})
     assert to_text(constraint) == "w <= 1e+40"
     assert parse(to_text(constraint)) == constraint
+
+
+# -- one literal written bare (a form's input) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("t", "text", "value"),
+    [
+        (Type.INT, "9223372036854775807", 9223372036854775807),
+        (Type.DECIMAL, "1.10", Decimal("1.10")),
+        (Type.DECIMAL, "42", Decimal(42)),
+        (Type.FLOAT, "2e3", 2000.0),
+        (Type.DATE, "2028-02-29", dt.date(2028, 2, 29)),
+        (Type.TIMESTAMP, "2026-12-01T09:30:00Z", dt.datetime(2026, 12, 1, 9, 30, tzinfo=dt.UTC)),
+        (Type.STRING, "it's", "it's"),
+    ],
+)
+def test_a_bare_literal_is_what_the_same_literal_in_a_constraint_is(t, text, value):
+    assert values.bare_value(t, text, "x") == value
+
+
+@pytest.mark.parametrize(
+    ("t", "text", "code", "message"),
+    [
+        (
+            Type.INT,
+            "1.5",
+            "type_mismatch",
+            "x is an int attribute, so it needs a whole number such as 42, not a decimal like 1.5",
+        ),
+        (Type.INT, "abc", "syntax", "'abc' is not a number"),
+        (
+            Type.DECIMAL,
+            "2e3",
+            "type_mismatch",
+            "x is a decimal attribute, and a float literal such as 2e3 does not fit it: write "
+            "the number without an exponent, as 2000",
+        ),
+        (Type.DECIMAL, "1e401", "bad_literal", f"1e401 {OUT_OF_RANGE}"),
+        (Type.DECIMAL, "1" * 41, "bad_literal", f"{'1' * 30}... (41 characters) {TOO_MANY_DIGITS}"),
+        (
+            Type.INT,
+            "9223372036854775808",
+            "bad_literal",
+            "9223372036854775808 is out of range for the int attribute x: ints go from "
+            "-9223372036854775808 to 9223372036854775807",
+        ),
+        (
+            Type.DATE,
+            "2026-02-30",
+            "bad_literal",
+            "DATE '2026-02-30' is not a valid date: write DATE 'YYYY-MM-DD', such as "
+            "DATE '2026-11-20'",
+        ),
+        (
+            Type.TIMESTAMP,
+            "2026-12-01T09:30Z",
+            "bad_literal",
+            "TIMESTAMP '2026-12-01T09:30Z' is not a valid timestamp: write TIMESTAMP "
+            "'YYYY-MM-DDTHH:MM:SS', optionally with .ffffff and a zone (Z or +HH:MM; no zone "
+            "means UTC), such as TIMESTAMP '2026-11-20T10:00:00Z'",
+        ),
+        (Type.STRING, "a\x00b", "bad_literal", "a string cannot contain the NUL character"),
+    ],
+)
+def test_a_bare_literal_past_the_language_s_rules_is_refused_as_in_a_constraint(
+    t, text, code, message
+):
+    with pytest.raises(ConstraintError) as refused:
+        values.bare_value(t, text, "x")
+    assert (refused.value.code, refused.value.position, refused.value.message) == (code, 0, message)
+
+
+def test_a_bare_coordinate_is_any_finite_float():
+    assert values.bare_coordinate("-0.5") == -0.5
+    with pytest.raises(ConstraintError) as refused:
+        values.bare_coordinate("1e400")
+    assert refused.value.message == (
+        "the coordinate 1e400 is too large for a float (the largest is about 1.8e308)"
+    )

@@ -10,6 +10,7 @@ from channels.testing.websocket import WebsocketCommunicator
 from rest_framework.authtoken.models import Token
 
 from exchange.models import Notification
+from exchange.notification_texts import note_text
 from exchange.realtime import consumers
 from exchange.realtime.streams import stream_publish, user_wake
 from exchange.services.orders import offer_publish
@@ -179,6 +180,36 @@ def test_resume_sends_exactly_the_missed_notifications_in_order(market):
         {"type": "outbid", "n": 3},
     ]
     assert all(f["stream"] == "me" and f["type"] == "notification" for f in frames)
+
+
+def test_a_personal_frame_carries_its_sentence_and_tone(market):
+    # Given an outbid notification with a price in the thousands and the market's currency
+    alice = UserFactory(username="alice")
+    note = Notification.objects.create(
+        market=market,
+        recipient=alice,
+        type="outbid",
+        data={"offer": 3, "bid": 7, "status": "outbid", "best_value": "1700.50", "unit": "EUR"},
+    )
+    token = token_for(alice)
+
+    async def scenario():
+        ws = await connect(token)
+        await ask(ws, {"action": "resume", "stream": "me", "after": note.pk - 1})
+        frame = json.loads(await ws.receive_from(timeout=5))
+        await ws.disconnect()
+        return frame
+
+    # When alice's page resumes her notifications
+    frame = asyncio.run(scenario())
+
+    # Then the frame says it in the pages' words (grouped digits, the unit), with its tone
+    assert (frame["text"], frame["tone"]) == (
+        "Bid #7 was outbid on offer #3: the best bid is now 1,700.50 EUR.",
+        "bad",
+    )
+    assert (frame["text"], frame["tone"]) == note_text(note.type, note.data)
+    assert frame["data"] == {"type": "outbid", **note.data}
 
 
 def test_presence_counts_watchers_and_names_them_for_staff():

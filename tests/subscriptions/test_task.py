@@ -7,6 +7,7 @@ import psycopg
 import pytest
 from django.db import connection
 
+from exchange import pending
 from exchange.redis_clients import redis_client
 from exchange.services import subscriptions as service
 from exchange.services.subscriptions import ADVANCE_TASK, advance_pending_key
@@ -18,7 +19,7 @@ from tests.subscriptions.log import append, outbox, trade
 @pytest.fixture
 def sent_tasks(monkeypatch):
     calls = []
-    monkeypatch.setattr(service.current_app, "send_task", lambda name: calls.append(name))
+    monkeypatch.setattr(pending.current_app, "send_task", lambda name: calls.append(name))
     redis_client().delete(advance_pending_key())
     yield calls
     redis_client().delete(advance_pending_key())

@@ -3,7 +3,6 @@
 
 import { alertFollower } from "intersect/alertbell";
 import { Live, Regions } from "intersect/live";
-import { noteText } from "intersect/notes";
 import { resortTables, sortTables } from "intersect/sort";
 
 document.documentElement.classList.add("js");
@@ -119,8 +118,9 @@ function onFrame(frame) {
   }
   if (!frame.stream || frame.data == null) return; // subscribed / unsubscribed
   if (frame.stream === "me" && frame.type === "notification") {
+    // The server wrote the sentence and its tone (exchange/notification_texts.py).
     const kind = frame.data.type;
-    const [text, tone] = noteText(kind, frame.data);
+    const { text, tone } = frame;
     if (kind === "best_offer") patchBest(frame.data);
     addNote(frame, text, tone);
     toast(text, tone);

@@ -1,6 +1,8 @@
-"""Personal notifications as one sentence each (static/frontend/notes.js says the same for
-the ones that arrive live; keep the two in step: tests/browser/test_notes.py runs both).
-Numbers arrive as plain text (``exchange.numbers``) and are grouped here for reading.
+"""Personal notifications as one sentence each, with a tone (good, bad or info, for its
+colour): the one home of these sentences. The account and order pages show them, and the
+``me`` stream sends each notification's sentence and tone in its frame, which the pages'
+script only displays. Numbers arrive as plain text (``exchange.numbers``) and are grouped
+here for reading.
 
 Each sentence must be true for its recipient under its offer's pricing rule (``pricing``:
 ``fixed``, or the auction rule ``first`` or ``second``; rows written before it was recorded
