@@ -17,6 +17,7 @@ import re
 
 from matching import lexer
 from matching.lexer import Kind, Token
+from matching.printer import quote_name
 
 from .errors import QueryError
 
@@ -132,3 +133,9 @@ def describe(token: Token) -> str:
         DURATION: "the duration",
         STR: "the string",
     }[kind] + f" {text}"
+
+
+def name_text(name: str) -> str:
+    """``name`` as a query writes it: bare when this lexer would read it back as that name,
+    quoted otherwise (both printers' one rule)."""
+    return quote_name(name, KEYWORDS)

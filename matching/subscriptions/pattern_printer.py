@@ -16,8 +16,8 @@ from matching.values import format_value, quote_string
 
 from . import pattern_model
 from .clauses import UNITS
+from .lexer import name_text
 from .pattern_parser import item_key
-from .printer import name_text
 
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
 

@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import matching
 from matching import Constraint, Disjunct, Type
-from matching.printer import quote_name
 from matching.values import format_value, quote_string
 
 from . import model
 from .clauses import UNITS, result_type
-from .lexer import KEYWORDS
+from .lexer import name_text
 from .pattern_model import PatternQuery
+from .pattern_printer import pattern_text
 from .schema import END_TIME, START_TIME
 
 
 def to_text(query: model.Query) -> str:
     """The canonical text of ``query``."""
     if isinstance(query, PatternQuery):
-        from .pattern_printer import pattern_text  # a cycle: it builds on this module's helpers
-
         return pattern_text(query)
     if isinstance(query, model.CompositeQuery):
         return _composite(query)
@@ -90,10 +88,6 @@ def item_text(item: model.Item) -> str:
 
 def aggregate_text(a: model.Aggregate) -> str:
     return f"{a.func}({name_text(a.attribute)}, {a.n})"
-
-
-def name_text(name: str) -> str:
-    return quote_name(name, KEYWORDS)
 
 
 def condition_text(c: model.Condition) -> str:
