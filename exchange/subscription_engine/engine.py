@@ -31,7 +31,7 @@ replays the log from its cursor and drops its first ``last_n - checkpoint_n`` ou
 which are in the outbox; the rest are new. A batch rolled back (a crash, a lost lease)
 leaves the rows as they were, and its memory is rebuilt from them.
 
-The checkpoint is the evaluator pickled as the advance pass stores it (cloudpickle for a
+The checkpoint is the evaluator pickled as registration stores it (cloudpickle for a
 pattern's closures): an explicit, versioned snapshot of every evaluator kind is the
 issue's next step; an old checkpoint always loads, since the replay from its cursor
 rebuilds the rest.
@@ -300,7 +300,7 @@ class Engine:
             try:
                 assert row.evaluator is not None  # an active row has one (a constraint)
                 evaluator = _state_load(row.evaluator)
-            except Exception as exc:  # noqa: BLE001 - as the pass: it is suspended alone
+            except Exception as exc:  # noqa: BLE001 - it is suspended alone
                 member = Member(row.pk, None, row.cursor, row.seam, row.owner_id)  # type: ignore[arg-type]
                 member.failed = Failed(row.cursor, exc)
             else:
@@ -533,7 +533,9 @@ def _write(
     notes: list[tuple[int, int, int | None, str]], only_n: list[Row], rows: list[Row]
 ) -> None:
     """The commit's notifications (one COPY) and rows (one UPDATE each kind), their values
-    bound in binary as the advance pass does (``services/subscription_pass.py`` says why)."""
+    bound on the server in binary: Django's ``bulk_update`` builds a CASE per field and
+    row, and Django's cursor quotes every array into the statement's text in Python (py-spy
+    on the advance pass this replaced: more of it than the evaluation)."""
     connection.ensure_connection()
     assert connection.connection is not None
     with connection.connection.cursor() as cursor:

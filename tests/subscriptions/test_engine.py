@@ -2,8 +2,8 @@
 the offline contract gives on its owner's log, for hundreds of subscriptions of every form
 followed by two processes that share the partitions, lose one to the other, crash in the
 middle of a batch and are replaced; the leases share, fence and move the partitions;
-pause, resume, delete, ``state_limit`` and a failing evaluator behave as with the advance
-pass."""
+pause, resume, delete, ``state_limit`` and a failing evaluator suspend one subscription
+alone."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from exchange.subscription_engine import engine as engine_module
 from exchange.subscription_engine.engine import Engine
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions import parse_query, run_offline
+from tests.conftest import live_engines_stop
 from tests.factories import StaffFactory, UserFactory
 from tests.subscriptions.log import DAY, Log, append_at, outbox, owner_log, register, trade
 
@@ -37,10 +38,9 @@ PARTITIONS = 8
 
 
 @pytest.fixture(autouse=True)
-def engine_on(settings, monkeypatch):
-    """The engine advances the subscriptions; the tests run its steps themselves (no wake-up
-    reaches a process of a live stack)."""
-    settings.SUBSCRIPTION_ENGINE = True
+def no_wake_ups(monkeypatch):
+    """The tests run the engine's steps themselves (no wake-up reaches a process of a live
+    stack, whose engine processes are stopped: ``make``)."""
     monkeypatch.setattr(service, "subscriptions_advance_request", lambda: None)
     monkeypatch.setattr(service, "subscriptions_changed_request", lambda: None)
     monkeypatch.setattr(event_service, "subscriptions_advance_request", lambda: None)
@@ -49,6 +49,7 @@ def engine_on(settings, monkeypatch):
 def make(name: str, **kwargs) -> Engine:
     """An engine whose clock stands still and whose leases last ten minutes: they move only
     when the test says so (``upkeep``, ``expire``)."""
+    live_engines_stop()
     kwargs.setdefault("lease_seconds", 600)
     kwargs.setdefault("checkpoint_events", 10**9)
     kwargs.setdefault("checkpoint_seconds", 10**9)
@@ -180,7 +181,7 @@ def test_hundreds_of_subscriptions_on_two_processes_get_what_the_offline_contrac
         assert 0 <= sub.checkpoint_n <= sub.last_n
 
 
-def test_pause_resume_and_delete_as_with_the_pass():
+def test_pause_resume_and_delete():
     owner = UserFactory()
     paused = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
     deleted = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
