@@ -256,10 +256,10 @@ def test_a_failing_subscription_is_suspended_and_the_others_go_on(monkeypatch):
     original = Evaluator.push
     broken = parse_query(failing.query)
 
-    def push(self, event, *, live):
+    def push(self, event, *, live, **kwargs):
         if event.seq == 2 and self.query == broken:
             raise ZeroDivisionError("division by zero")
-        return original(self, event, live=live)
+        return original(self, event, live=live, **kwargs)
 
     monkeypatch.setattr(Evaluator, "push", push)
     append([trade("1.10")])
