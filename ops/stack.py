@@ -145,10 +145,12 @@ class Stack:
         return self.spawn(WORKER_PROCESS[role], argv)
 
     def start_workers(self) -> None:
-        """The two workers ``ops/run`` starts: one for the matching cycle (one process: its
-        cycles run back to back and never overlap), one for every other task."""
+        """The workers ``ops/run`` starts: one for the matching cycle (one process: its
+        cycles run back to back and never overlap), one for every other task, and the
+        subscription engine's processes (``start_subscription_engines``)."""
         self.start_worker(role="matching", concurrency=1)
         self.start_worker(role="tasks", concurrency=2)
+        self.start_subscription_engines()
 
     def start_beat(self) -> Process:
         """Celery beat, its schedule file beside the logs (one per stack process)."""
@@ -156,10 +158,13 @@ class Stack:
         schedule = self.log_dir / f"celerybeat-{os.getpid()}"
         return self.spawn("beat", [*argv, "--schedule", str(schedule)])
 
-    def start_subscription_engines(self, count: int) -> list[Process]:
+    def start_subscription_engines(self, count: int | None = None) -> list[Process]:
         """``count`` subscription engine processes (``manage.py subscription_engine``,
-        issue 35), named ``engine0``, ``engine1``, ...; they share the partitions through
-        their leases. The stack's env must set ``SUBSCRIPTION_ENGINE=1``."""
+        issue 35; by default ``SUBSCRIPTION_ENGINE_PROCESSES`` of the environment, else
+        one, as ``ops/run``), named ``engine0``, ``engine1``, ...; they share the
+        partitions through their leases."""
+        if count is None:
+            count = int(self.env.get("SUBSCRIPTION_ENGINE_PROCESSES", "1"))
         return [
             self.spawn(
                 f"engine{i}",

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -19,10 +20,15 @@ from tests.livestack import ROOT, LiveStack
 ARTIFACTS = ROOT / "test-artifacts"
 
 
+# The session's live stack, once started (``live_engines_stop`` reaches its engines).
+_session_stack: LiveStack | None = None
+
+
 @pytest.fixture(scope="session")
 def live_stack(django_db_setup, django_db_blocker) -> LiveStack:
-    """uvicorn and the Celery workers (matching, other tasks), started as ops/run starts
-    them, on the test database."""
+    """uvicorn, the Celery workers (matching, other tasks) and the subscription engine,
+    started as ops/run starts them, on the test database."""
+    global _session_stack
     with django_db_blocker.unblock():
         name = connection.settings_dict["NAME"]
     run = os.environ.get("INTERSECT_TEST_RUN", str(os.getpid()))
@@ -30,12 +36,46 @@ def live_stack(django_db_setup, django_db_blocker) -> LiveStack:
     try:
         stack.start_server()
         stack.start_workers()
-        if settings.SUBSCRIPTION_ENGINE:  # the live subscriptions' processes (issue 35)
-            engines = stack.start_subscription_engines(settings.SUBSCRIPTION_ENGINE_PROCESSES)
-            _wait_beats(stack, [f"{p.name}-{os.getpid()}" for p in engines])
+        _wait_beats(stack, _engine_names(stack))
+        _session_stack = stack
         yield stack
     finally:
+        _session_stack = None
         stack.stop()
+
+
+def _engine_names(stack: LiveStack) -> list[str]:
+    return [f"{name}-{os.getpid()}" for name in stack.processes if name.startswith("engine")]
+
+
+def live_engines_stop() -> None:
+    """Stop the session stack's subscription engine processes, if it runs any: a test that
+    drives an engine of its own (``tests/subscriptions/log.py``, a stack of its own) must be
+    the only one holding the partitions. A clean stop gives them back at once; the next
+    test that uses the live stack starts the processes again (``_live_engines``)."""
+    if _session_stack is None:
+        return
+    names = _engine_names(_session_stack)
+    for name in [name for name in _session_stack.processes if name.startswith("engine")]:
+        _session_stack.processes.pop(name).stop()
+    if names:  # their next start must beat afresh (``_wait_beats``)
+        redis_client().zrem(settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY, *names)
+
+
+@pytest.fixture(autouse=True)
+def _live_engines(request):
+    """Before a test that uses the live stack: its engine processes, if a test stopped them."""
+    stack = _session_stack
+    if (
+        stack is not None
+        and "live_stack" in request.fixturenames
+        and not any(name.startswith("engine") for name in stack.processes)
+    ):
+        stack.start_subscription_engines()
+        _wait_beats(stack, _engine_names(stack))
+    yield
+    if "tests.subscriptions.log" in sys.modules:  # the test's own engine (its helpers)
+        sys.modules["tests.subscriptions.log"].engine_forget()
         # Before pytest-django drops the test database, which a held guard's session would
         # keep from being dropped (a run that ends on a committed test left it behind).
         _release_flush_guard()

@@ -1,14 +1,15 @@
-"""The dissemination optimizer on the live log, beside the advance path of form 4 watches.
+"""The dissemination optimizer on the live log, beside the subscription engine's delivery
+of form 4 watches.
 
-Live watches are delivered by ``services.subscriptions``' advance step, one subscription
-at a time, which keeps SPEC 8.3's guarantees (each ``n`` once, in order, nothing lost
-across a worker's restart) by writing the outbox, the cursor and the evaluator in one
-transaction. Routing the deliveries through ``matching.dissemination`` would need the open
-offers stored once for all watches rather than in every watch's evaluator, which is not
-built yet (``docs/dissemination.md``, *Live watches*).
+Live watches are delivered by the subscription engine (``exchange/subscription_engine``),
+which keeps SPEC 8.3's guarantees (each ``n`` once, in order, nothing lost across a
+process's restart) by committing the outbox with the partitions' cursors and restoring
+its evaluators from their checkpoints. Routing the deliveries through
+``matching.dissemination`` would need the open offers stored once for all watches rather
+than in every watch's evaluator, which is not built yet (``docs/dissemination.md``, *Live watches*).
 
 What runs here is the dissemination of the same changes, in the worker that runs the
-advance task, so that the optimizer chooses and is measured on the real flow: a
+shadow task, so that the optimizer chooses and is measured on the real flow: a
 ``Producer`` follows the log's public events (form 4 reads only offer and ``best_offer``
 events, which are public) and holds every active range watch, spread over ``CONSUMERS``
 in-process ``Consumer``s. Per change that reaches a watch the optimizer picks a strategy,
@@ -55,7 +56,7 @@ log = logging.getLogger(__name__)
 CONSUMERS = 4
 # Seconds one worker process keeps the shadow before another may take it over.
 OWNER_TTL = 60
-# Events one round follows at most (the advance task asks for rounds until the log is read).
+# Events one round follows at most (the shadow task asks for rounds until the log is read).
 CHUNK = 5000
 # The event types that change the open offers.
 OFFER_TYPES = frozenset(t for t in EVENT_TYPES if t.startswith("offer_") or t == "best_offer")
@@ -199,10 +200,10 @@ def _ownership() -> str | None:
 
 
 def dissemination_round() -> bool:
-    """The advance task's call: one round of the shadow in the worker process that owns
-    it (``settings.DISSEMINATION_SHADOW`` False turns it off); True if it is behind the
-    log. A failure is logged and the shadow starts afresh next time; it never stops the
-    advance task."""
+    """The shadow task's call (``exchange/subscription_tasks.py``): one round of the
+    shadow in the worker process that owns it (``settings.DISSEMINATION_SHADOW`` False
+    turns it off); True if it is behind the log. A failure is logged and the shadow starts afresh next time; it never stops the
+    task."""
     global _SHADOW
     if not getattr(settings, "DISSEMINATION_SHADOW", True):
         return False

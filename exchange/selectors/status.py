@@ -53,6 +53,7 @@ CHECKS: dict[str, Callable[[], dict[str, Any]]] = {
     "celery_worker": _check_workers,
     "matching_worker": _check_matching_worker,
     "channel_layer": health.CHECKS["channel_layer"],
+    "subscription_engine": _check_subscription_engine,  # the live subscriptions (issue 35)
 }
 
 
@@ -60,10 +61,7 @@ def status_report() -> dict[str, Any]:
     """Each component's status; ``ok`` is true only when all of them are up. A failing
     dependency is reported as down (its error text cut short), never raised."""
     components: dict[str, Any] = {}
-    checks = dict(CHECKS)
-    if settings.SUBSCRIPTION_ENGINE:  # the live subscriptions' processes (issue 35)
-        checks["subscription_engine"] = _check_subscription_engine
-    for name, check in checks.items():
+    for name, check in CHECKS.items():
         try:
             components[name] = check()
         except Exception as exc:  # any failure of a dependency is a "down"

@@ -145,16 +145,6 @@ def subscription_log_read(*, owner: User, after: int, upto: int) -> list[dict[st
     return list(history_events(user=owner, after=after, upto=upto))
 
 
-def subscriptions_behind(*, log_end: int, limit: int) -> list[int]:
-    """Up to ``limit`` active subscriptions that have not been fed the log up to
-    ``log_end``, by id."""
-    return list(
-        Subscription.objects.filter(state=Subscription.State.ACTIVE, cursor__lt=log_end)
-        .order_by("id")
-        .values_list("id", flat=True)[:limit]
-    )
-
-
 def log_seq_before(*, time: Any) -> int | None:
     """The ``seq`` just before the log's first event at or after ``time`` (None if no
     event is that late): where a history starting at ``time`` begins. ``time`` never

@@ -9,14 +9,12 @@ subscription, "in the log at registration" (``seq <= seam``) and "before ``NOW``
 offline contract's history) are the same events, and the live path gives exactly what
 ``subscription_run`` gives on the log with ``--now NOW``.
 
-Advancing (``subscription_advance``, run by a Celery task on the default queue): the row
-is locked with ``SKIP LOCKED`` (one worker per subscription; others move on to other
-subscriptions), the events its owner may see after its cursor are read in bounded chunks
-and fed to the one evaluator (up to the seam as history, ``history_done`` at the seam, then
-live), and in the same transaction the notifications (consecutive ``n``), the new cursor and
-the evaluator's state are written. A worker that dies before the commit leaves the row and
-its outbox as they were, so the step is redone with the same result: nothing is lost or
-sent twice. After the commit the notifications go to the ``sub:<id>`` stream's group.
+Advancing is the subscription engine's (``exchange/subscription_engine``, issue 35):
+long-lived processes that keep the evaluators in memory and commit each batch's
+notifications with their cursors. This module wakes them (``subscriptions_advance_request``
+after an append, ``subscriptions_changed_request`` after a registration, pause, resume or
+deletion) and gives them the helpers both sides share (the evaluator's stored state, the
+notifications' COPY, the stream's messages).
 
 The evaluator's state is stored with cloudpickle: a form 3 pattern compiles its conditions
 to closures, which the standard pickle refuses; cloudpickle stores them by value.
@@ -27,7 +25,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import pickle
-from dataclasses import dataclass
 from typing import Any
 
 import cloudpickle
@@ -36,19 +33,15 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 
 from exchange.errors import Conflict, InvalidInput, NotFound
-from exchange.models import Subscription, SubscriptionNotification
+from exchange.models import Subscription
 from exchange.pending import request_once
 from exchange.realtime.streams import group_for, group_send_all
 from exchange.redis_clients import redis_client
-from exchange.selectors.events import events_log_end
 from exchange.selectors.subscriptions import (
     evaluator_start,
     log_seq_before,
-    notification_json,
     subscription_active_count,
-    subscription_log_read,
     subscription_query_parsed,
-    subscriptions_behind,
 )
 from exchange.services.side_effects import after_commit
 from matching.subscriptions import STATE_LIMIT as EVALUATOR_STATE_LIMIT
@@ -61,10 +54,9 @@ log = logging.getLogger(__name__)
 STATE_LIMIT = EVALUATOR_STATE_LIMIT
 # Active subscriptions one user may hold.
 MAX_ACTIVE = 100
-# Events one step feeds one subscription (a long history is replayed step after step).
+# Events of its history the engine feeds a joining subscription per batch (a long history
+# is replayed slice after slice between live batches).
 CHUNK = 5000
-# Subscriptions one call of ``subscriptions_advance`` looks at before it returns.
-ROUND = 200
 MAX_NAME = 100
 COPY_NOTIFICATIONS = (
     "COPY exchange_subscriptionnotification (subscription_id, n, seq, data, created_at) FROM STDIN"
@@ -99,8 +91,7 @@ def _state_load(raw: bytes | memoryview) -> Evaluator:
 
 def notifications_copy(cursor: Any, notes: list[tuple[int, int, int | None, str]]) -> None:
     """Write ``notes`` (subscription id, ``n``, ``seq``, JSON data) with one COPY on the
-    psycopg ``cursor`` (the advance pass and the engine: many subscriptions' notifications
-    at once); ``created_at`` is the transaction's time, as ``now()`` in an INSERT gives."""
+    psycopg ``cursor`` (the engine: many subscriptions' notifications at once); ``created_at`` is the transaction's time, as ``now()`` in an INSERT gives."""
     if not notes:
         return
     cursor.execute("SELECT now()")
@@ -131,8 +122,8 @@ def _seam_locked() -> tuple[int, dt.datetime]:
 def subscription_create(*, owner: User, query: str, name: str = "") -> Subscription:
     """Register ``query`` for ``owner``: parsed (``InvalidInput`` with the error's code and
     position, nothing stored), at most ``MAX_ACTIVE`` active or paused per user
-    (``too_many_subscriptions``). Its history is replayed by the advance task, asked for
-    after commit."""
+    (``too_many_subscriptions``). Its history is replayed by the engine, woken after
+    commit."""
     parsed = subscription_query_parsed(text=query)
     if not isinstance(name, str) or len(name) > MAX_NAME:
         raise InvalidInput(
@@ -175,7 +166,8 @@ def subscription_create(*, owner: User, query: str, name: str = "") -> Subscript
 
 def _owned_locked(*, owner: User, subscription_id: int) -> Subscription:
     """``owner``'s subscription, locked until commit; ``NotFound`` for anyone else's. The
-    lock waits for a worker's step on it, so a pause never lands inside a step."""
+    lock serializes the changes of one subscription; the engine's commit locks the row too
+    and writes nothing for one that ended meanwhile."""
     subscription = (
         Subscription.objects.select_for_update().filter(owner=owner, id=subscription_id).first()
     )
@@ -208,24 +200,22 @@ def subscription_delete(*, owner: User, subscription_id: int) -> Subscription:
             subscription.save(update_fields=["state", "reason", "evaluator"])
             messages = _messages(subscription.pk, [], end=True)
             after_commit("ending a subscription's stream", lambda: group_send_all(messages))
-            if settings.SUBSCRIPTION_ENGINE:
-                after_commit("telling the engine of a deletion", subscriptions_changed_request)
+            after_commit("telling the engine of a deletion", subscriptions_changed_request)
     return subscription
 
 
 def _state_move(*, owner: User, subscription_id: int, to: str, verb: str) -> Subscription:
     """Move ``owner``'s subscription between active and paused (to ``to``); already there,
-    nothing changes; an ended one is a ``Conflict``. Reactivated, it asks for an advance."""
+    nothing changes; an ended one is a ``Conflict``. A change is told to the engine."""
     with transaction.atomic():
         subscription = _owned_locked(owner=owner, subscription_id=subscription_id)
         _not_ended(subscription, verb)
         if subscription.state != to:
             subscription.state = to
             subscription.save(update_fields=["state"])
-            if to == Subscription.State.ACTIVE:
-                after_commit("advancing a resumed subscription", subscriptions_changed_request)
-            elif settings.SUBSCRIPTION_ENGINE:
-                after_commit("telling the engine of a pause", subscriptions_changed_request)
+            after_commit(
+                f"telling the engine of a subscription {verb}", subscriptions_changed_request
+            )
     return subscription
 
 
@@ -247,94 +237,6 @@ def subscription_resume(*, owner: User, subscription_id: int) -> Subscription:
     return _state_move(
         owner=owner, subscription_id=subscription_id, to=Subscription.State.ACTIVE, verb="resumed"
     )
-
-
-@dataclass(frozen=True)
-class Step:
-    """What one step did: the notifications written, whether it ended the subscription and
-    whether the log holds more for it."""
-
-    written: int
-    ended: bool
-    more: bool
-
-
-def subscription_advance(*, subscription_id: int, chunk: int = CHUNK) -> Step | None:
-    """Feed the subscription the next (at most ``chunk``) events of the log after its
-    cursor; None if it is not active or another worker holds it. One transaction."""
-    with transaction.atomic():
-        subscription = (
-            # of=self: the owner's row is read, not locked (a login must not wait for us)
-            Subscription.objects.select_for_update(skip_locked=True, of=("self",))
-            .filter(id=subscription_id, state=Subscription.State.ACTIVE)
-            .select_related("owner")
-            .first()
-        )
-        if subscription is None:
-            return None
-        log_end = events_log_end()
-        upto = min(log_end, subscription.cursor + chunk)
-        rows, finished, reason = _feed(subscription, upto)
-        first = subscription.last_n + 1
-        SubscriptionNotification.objects.bulk_create(
-            SubscriptionNotification(subscription=subscription, n=n, seq=seq, data=data)
-            for n, (seq, data) in enumerate(rows, first)
-        )
-        subscription.last_n += len(rows)
-        subscription.checkpoint_n = subscription.last_n  # every step stores the state
-        subscription.cursor = upto
-        fields = ["last_n", "checkpoint_n", "cursor", "evaluator"]
-        if finished is not None:
-            subscription.state = finished
-            subscription.reason = reason
-            subscription.evaluator = None
-            fields += ["state", "reason"]
-        ended = finished == Subscription.State.DONE
-        subscription.save(update_fields=fields)
-        if rows or ended:
-            messages = _messages(
-                subscription.pk,
-                [notification_json(n, seq, data) for n, (seq, data) in enumerate(rows, first)],
-                end=ended,
-            )
-            after_commit("pushing subscription notifications", lambda: group_send_all(messages))
-    return Step(len(rows), finished is not None, finished is None and upto < log_end)
-
-
-def _feed(
-    subscription: Subscription, upto: int
-) -> tuple[list[tuple[int | None, Any]], str | None, str]:
-    """Run the evaluator over the owner's events in (cursor, upto]; its outputs as
-    (seq, data), and the state it left (None: still active) with the reason. The new
-    evaluator state is put on the row. A failure of the evaluator suspends the subscription
-    with an ``{"error": "runtime_error"}`` notification rather than failing the worker."""
-    out: list[tuple[int | None, Any]] = []
-    seq = subscription.cursor
-    try:
-        assert subscription.evaluator is not None  # an active row has one (a constraint)
-        evaluator = _state_load(subscription.evaluator)
-        events = subscription_log_read(owner=subscription.owner, after=seq, upto=upto)
-        for event in events:
-            seq = event["seq"]
-            if seq > subscription.seam and not evaluator.live:
-                out.extend(_outputs(evaluator.history_done()))
-                if evaluator.finished:
-                    break
-            out.extend(_outputs(evaluator.push(event, live=seq > subscription.seam)))
-            if evaluator.finished:
-                break
-        if not evaluator.finished and upto >= subscription.seam and not evaluator.live:
-            out.extend(_outputs(evaluator.history_done()))
-    except Exception as exc:  # noqa: BLE001 - one subscription's failure must not stop the rest
-        log.warning("subscription %s failed at seq %s", subscription.pk, seq, exc_info=True)
-        out.append((seq, {"error": "runtime_error", "message": _failure_text(exc)}))
-        return out, Subscription.State.SUSPENDED, "error"
-    if evaluator.suspended:
-        return out, Subscription.State.SUSPENDED, "state_limit"
-    if evaluator.finished:
-        return out, Subscription.State.DONE, "completed"
-    subscription.evaluator = _state_dump(evaluator)
-    return out, None, ""
 
 
 def _failure_text(exc: Exception) -> str:
@@ -370,25 +272,14 @@ def _messages(subscription_id: int, notes: list[dict[str, Any]], *, end: bool) -
     ]
 
 
-def subscriptions_advance(*, chunk: int = CHUNK, limit: int = ROUND) -> bool:
-    """One step for each of up to ``limit`` active subscriptions behind the log; True if
-    some still have more to read (the task then asks for another round)."""
-    more = False
-    ids = subscriptions_behind(log_end=events_log_end(), limit=limit)
-    for subscription_id in ids:
-        step = subscription_advance(subscription_id=subscription_id, chunk=chunk)
-        more = more or (step is not None and step.more)
-    return more or len(ids) == limit
+# The dissemination shadow's task, asked for by name: the task module imports this one.
+SHADOW_TASK = "exchange.dissemination_shadow"
 
 
-# The advance task, asked for by name: the task module imports this one.
-ADVANCE_TASK = "exchange.subscriptions_advance"
-
-
-def advance_pending_key() -> str:
-    """While this Redis key exists an advance task is queued and has not started reading,
+def shadow_pending_key() -> str:
+    """While this Redis key exists a shadow task is queued and has not started reading,
     so a new request need not queue another (it expires on its own if that task is lost)."""
-    return f"{settings.CELERY_TASK_DEFAULT_QUEUE}:subscriptions-pending"
+    return f"{settings.CELERY_TASK_DEFAULT_QUEUE}:dissemination-shadow-pending"
 
 
 # The Redis channel that wakes the subscription engine's processes: "log" after an append,
@@ -400,21 +291,21 @@ WAKE_SUBSCRIPTIONS = "subscriptions"
 
 
 def subscriptions_advance_request() -> None:
-    """Ask for an advance round after a commit that appended events, unless one is queued
-    already; with the subscription engine on, wake its processes instead. Without Redis
-    it raises; the caller's after-commit guard logs it and beat's round (or the engine's
-    polling) catches up."""
-    if settings.SUBSCRIPTION_ENGINE:
-        redis_client().publish(ENGINE_WAKE_CHANNEL, WAKE_LOG)
-    else:
-        request_once(advance_pending_key(), ADVANCE_TASK)
+    """After a commit that appended events: wake the engine's processes, and ask for a
+    round of the dissemination shadow. Without Redis it raises; the caller's after-commit
+    guard logs it, and the engine's polling (and beat's shadow round) catch up."""
+    redis_client().publish(ENGINE_WAKE_CHANNEL, WAKE_LOG)
+    dissemination_shadow_request()
+
+
+def dissemination_shadow_request() -> None:
+    """Queue a round of the dissemination shadow (``subscription_tasks``) unless one is
+    queued already or the shadow is off (``DISSEMINATION_SHADOW``)."""
+    if getattr(settings, "DISSEMINATION_SHADOW", True):
+        request_once(shadow_pending_key(), SHADOW_TASK)
 
 
 def subscriptions_changed_request() -> None:
     """After a commit that registered, paused, resumed or deleted a subscription: the
-    engine's processes look for the changed rows; without the engine, an advance round is
-    asked for (``subscriptions_advance_request``)."""
-    if settings.SUBSCRIPTION_ENGINE:
-        redis_client().publish(ENGINE_WAKE_CHANNEL, WAKE_SUBSCRIPTIONS)
-    else:
-        subscriptions_advance_request()
+    engine's processes look for the changed rows."""
+    redis_client().publish(ENGINE_WAKE_CHANNEL, WAKE_SUBSCRIPTIONS)

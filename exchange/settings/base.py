@@ -245,9 +245,9 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     # The event log's daily partitions, a week ahead (SPEC 8.1); hourly, so a missed run
     # costs nothing.
     "event-partitions": {"task": "exchange.event_partitions", "schedule": crontab(minute=5)},
-    # Live subscriptions are advanced after every append; this round is the safety net for a
-    # request lost with Redis (exchange/subscription_tasks.py).
-    "subscriptions-advance": {"task": "exchange.subscriptions_advance", "schedule": 5.0},
+    # The dissemination shadow follows the log after every append; this round is the safety
+    # net for a request lost with Redis (exchange/subscription_tasks.py).
+    "dissemination-shadow": {"task": "exchange.dissemination_shadow", "schedule": 5.0},
     # The subscriptions lagging behind the log are told so on their streams
     # (exchange/services/subscription_lag.py), at most once per SUBSCRIPTION_LAG_SECONDS.
     "subscriptions-lag": {
@@ -277,10 +277,10 @@ WEBHOOK_MAX_ATTEMPTS = int(env("WEBHOOK_MAX_ATTEMPTS", "10"))
 # what the buyer's active bids could cost together, in the price unit of the markets.
 SPENDING_LIMIT_DEFAULT = Decimal(env("SPENDING_LIMIT_DEFAULT", "100000"))
 
-# The subscription engine (exchange/subscription_engine): long-lived processes that follow
-# the log with every live subscription in memory, instead of the Celery advance pass. Off,
-# the pass advances them (the default until the engine replaces it, issue 35).
-SUBSCRIPTION_ENGINE = env_bool("SUBSCRIPTION_ENGINE", False)
+# The subscription engine (exchange/subscription_engine, issue 35): long-lived processes that
+# follow the log with every live subscription in memory; the only way live subscriptions
+# advance. Always True: kept while the staff dashboard's lag panel still reads it.
+SUBSCRIPTION_ENGINE = True
 # Partitions the live subscriptions fall into (``id % N``), each leased to one process.
 SUBSCRIPTION_ENGINE_PARTITIONS = int(env("SUBSCRIPTION_ENGINE_PARTITIONS", "16"))
 # Engine processes ops/run and ops/stack.py start.

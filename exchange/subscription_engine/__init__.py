@@ -1,7 +1,7 @@
 """The subscription engine (SPEC 8.3, issue 35): long-lived processes that keep their live
 subscriptions' evaluators in memory in one ``SubscriptionSet`` and follow the event log in
-``seq`` order as it is appended, instead of the Celery advance pass that loads and stores
-every subscription's state on every pass.
+``seq`` order as it is appended: the only way live subscriptions advance (the Celery
+advance pass it replaced loaded and stored every subscription's state on every pass).
 
 * ``leases``: the subscriptions fall into partitions (``id % N``); each process claims
   partitions through lease rows in PostgreSQL, renews them, shares them with the other

@@ -31,10 +31,17 @@ replays the log from its cursor and drops its first ``last_n - checkpoint_n`` ou
 which are in the outbox; the rest are new. A batch rolled back (a crash, a lost lease)
 leaves the rows as they were, and its memory is rebuilt from them.
 
-The checkpoint is the evaluator pickled as the advance pass stores it (cloudpickle for a
+The checkpoint is the evaluator pickled as registration stores it (cloudpickle for a
 pattern's closures): an explicit, versioned snapshot of every evaluator kind is the
 issue's next step; an old checkpoint always loads, since the replay from its cursor
 rebuilds the rest.
+
+Fairness: the shared set tells the engine each member's work (``SubscriptionSet.charge``),
+added up per owner for the batch. An owner past ``OWNER_BUDGET`` has its live forms 2-4
+moved at that event into a ``Lane``, a set of their own at their own cursor, fed after the
+shared set at most the budget a batch and merged back once it stands where the set does:
+the others' notifications commit in the batch that reads their events, after at most the
+budget plus one event's work of each costly owner (docs/subscriptions.md, *Fairness*).
 
 Pause, resume, delete: the services publish a change (``subscriptions_changed_request``);
 the engine then reads its partitions' active and paused rows (``_rescan``): a paused one
@@ -50,7 +57,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -79,12 +86,20 @@ from exchange.subscription_engine.leases import (
     partitions_cursor_commit,
 )
 from matching.subscriptions.events import Event, event_from_dict
+from matching.subscriptions.forms import Kind
 from matching.subscriptions.multi import Failed, Member, SubscriptionSet, advance_members
 
 log = logging.getLogger(__name__)
 
 # Events one batch reads after the engine's cursor.
 BATCH = 2000
+# Work one owner's subscriptions may do in one batch, in units (``SubscriptionSet.charge``):
+# one a push of a member evaluated alone (forms 2-4), one a pattern instance offered the
+# event, and ``limits.CHECK_EVERY`` each time a member's meter asks its interrupt (join
+# candidates). Past it, the owner's forms 2-4 go on in a lane of their own (``Lane``).
+OWNER_BUDGET = 10_000
+# The forms that move into their owner's lane (form 1 costs the matching index's walk).
+LANE_KINDS = frozenset({Kind.COMPOSITE, Kind.PATTERN, Kind.STATE})
 # Seconds between reads of the partitions' rows when nothing said they changed.
 RESCAN_SECONDS = 5.0
 
@@ -131,11 +146,35 @@ class Followed:
     live: bool = False
     leaving: bool = False
     found: list[tuple[int | None, Any]] = field(default_factory=list)
+    # While live: its owner's lane (``Lane``), or None in the shared set.
+    lane: Lane | None = None
+
+    @property
+    def owner(self) -> int:
+        return cast(int, self.member.viewer)  # the row's owner_id
+
+    @property
+    def laned(self) -> bool:
+        """Whether it goes in its owner's lane (``LANE_KINDS``)."""
+        return self.member.sub.query.kind in LANE_KINDS
 
     @property
     def ended(self) -> bool:
         sub = self.member.sub
         return self.member.failed is not None or sub.finished or sub.suspended
+
+
+@dataclass(eq=False)
+class Lane:
+    """An owner whose subscriptions did more than ``OWNER_BUDGET`` work in a batch: its
+    live subscriptions of forms 2-4, taken out of the shared set at the event where that
+    happened, in a set of their own that stands at ``cursor`` and is fed the log after
+    the shared set, at most ``OWNER_BUDGET`` work a batch. Once it stands where the shared
+    set does, its subscriptions go back into it (docs/subscriptions.md, *Fairness*)."""
+
+    subs: SubscriptionSet
+    cursor: int
+    sees: Callable[[int | None], bool]  # the owner's visibility (``Member.sees``)
 
 
 @dataclass
@@ -162,6 +201,7 @@ class Engine:
         lease_seconds: float | None = None,
         batch: int = BATCH,
         chunk: int = CHUNK,
+        owner_budget: int = OWNER_BUDGET,
         checkpoint_events: int | None = None,
         checkpoint_seconds: float | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -171,6 +211,7 @@ class Engine:
         self.lease_seconds = lease_seconds or settings.SUBSCRIPTION_ENGINE_LEASE_SECONDS
         self.batch = batch
         self.chunk = chunk
+        self.owner_budget = owner_budget
         self.checkpoint_events = checkpoint_events or settings.SUBSCRIPTION_ENGINE_CHECKPOINT_EVENTS
         self.checkpoint_seconds = (
             checkpoint_seconds or settings.SUBSCRIPTION_ENGINE_CHECKPOINT_SECONDS
@@ -181,6 +222,10 @@ class Engine:
         self.log_end = 0
         self.subs = SubscriptionSet(share=False)  # visibility differs between members
         self.followed: dict[int, Followed] = {}
+        self.lanes: dict[int, Lane] = {}  # by owner
+        self.subs.charge = self._charge
+        self._work: dict[int, int] = {}  # by owner, this batch
+        self._over: list[int] = []  # owners past the budget at this event
         # The followed not in the set, and those with something for the next commit: a
         # batch looks at these, not at every subscription.
         self._joiners: dict[int, Followed] = {}
@@ -206,7 +251,7 @@ class Engine:
             beat=Beat(
                 cursor=self.cursor or 0,
                 lag=self.log_end - (self.cursor or self.log_end),
-                subscriptions=len(self.subs),
+                subscriptions=len(self.subs) + sum(len(lane.subs) for lane in self.lanes.values()),
             ),
         )
         self._forget(self.held - held)
@@ -241,14 +286,20 @@ class Engine:
         self.followed.pop(followed.sub_id, None)
         self._joiners.pop(followed.sub_id, None)
         self._dirty.discard(followed.sub_id)
-        if followed.sub_id in self.subs:
-            self.subs.remove(followed.sub_id)
+        if followed.sub_id in self._set_of(followed):
+            self._set_of(followed).remove(followed.sub_id)
+        followed.lane = None
+
+    def _set_of(self, followed: Followed) -> SubscriptionSet:
+        """The set ``followed`` is in while live: its lane's or the shared one."""
+        return followed.lane.subs if followed.lane is not None else self.subs
 
     def reset(self) -> None:
         """Forget every evaluator (after a batch that did not commit): they are read again
         from their rows."""
         for followed in list(self.followed.values()):
             self._drop(followed)
+        self.lanes.clear()
         self.cursor = None
         self.changed = True
 
@@ -269,9 +320,10 @@ class Engine:
             if followed.leaving and followed.live:
                 # Out of the set where the set stands; fed nothing more (checkpointed at
                 # the commit).
-                followed.member.sub = self.subs.remove(followed.sub_id)
-                followed.member.cursor = self.cursor or 0
-                followed.live = False
+                lane = followed.lane
+                followed.member.sub = self._set_of(followed).remove(followed.sub_id)
+                followed.member.cursor = lane.cursor if lane else self.cursor or 0
+                followed.live, followed.lane = False, None
                 self._joiners[followed.sub_id] = followed
             if followed.leaving:
                 self._dirty.add(followed.sub_id)
@@ -300,7 +352,7 @@ class Engine:
             try:
                 assert row.evaluator is not None  # an active row has one (a constraint)
                 evaluator = _state_load(row.evaluator)
-            except Exception as exc:  # noqa: BLE001 - as the pass: it is suspended alone
+            except Exception as exc:  # noqa: BLE001 - it is suspended alone
                 member = Member(row.pk, None, row.cursor, row.seam, row.owner_id)  # type: ignore[arg-type]
                 member.failed = Failed(row.cursor, exc)
             else:
@@ -334,9 +386,11 @@ class Engine:
             self.cursor = min([self.log_end, *joiners])
         start = self.cursor
         upto = min(self.log_end, start + self.batch)
+        self._work.clear()
         behind = self._catch_up(start)
         events = _read(start, upto) if upto > start else []
         self._feed(events, start, upto)
+        behind = self._lanes_feed(events, start, upto) or behind
         if upto > start or self._pending():
             try:
                 self._commit(upto)
@@ -386,21 +440,89 @@ class Engine:
                 f.member.cursor = upto
                 self._dirty.add(f.sub_id)
         followed = self.followed
-        dirty = self._dirty
         for owner, event in events:
 
             def visible(sub_id: Any, owner: int | None = owner) -> bool:
                 return followed[sub_id].member.sees(owner)
 
-            for sub_id, output in self.subs.push(event, visible):
-                dirty.add(sub_id)  # type: ignore[arg-type]  # the set's ids are ints
-                member = followed[sub_id].member  # type: ignore[index]  # the set's ids are ints
-                if isinstance(output, Failed):
-                    member.failed = output
-                else:
-                    member.outputs.append(output)
-        self._promote(upto)
+            self._outputs(self.subs.push(event, visible))
+            while self._over:
+                self._defer(self._over.pop(), event.seq)
         self._since_checkpoint += len(events)
+
+    def _charge(self, sub_id: Any, units: int) -> None:
+        """A member's work (``SubscriptionSet.charge``), to its owner's account."""
+        owner = self.followed[sub_id].owner
+        work = self._work.get(owner, 0)
+        self._work[owner] = work + units
+        if work < self.owner_budget <= work + units and owner not in self.lanes:
+            self._over.append(owner)
+
+    def _defer(self, owner: int, at: int) -> None:
+        """``owner`` passed its budget at ``at``: its live forms 2-4 leave the shared set
+        there for a lane of their own."""
+        members = [
+            f
+            for f in self.followed.values()
+            if f.live and f.lane is None and f.owner == owner and f.laned
+        ]
+        if not members:
+            return
+        lane = Lane(SubscriptionSet(share=False), at, members[0].member.sees)
+        lane.subs.charge = self._charge
+        self.lanes[owner] = lane
+        for f in members:
+            if f.sub_id in self.subs:  # not ended at this event
+                lane.subs.add(f.sub_id, self.subs.remove(f.sub_id))
+                f.lane = lane
+
+    def _outputs(self, outputs: list[tuple[Any, Any]]) -> None:
+        """A set's outputs for one event, to their members (the set's ids are ints)."""
+        for sub_id, output in outputs:
+            self._dirty.add(sub_id)
+            member = self.followed[sub_id].member
+            if isinstance(output, Failed):
+                member.failed = output
+            else:
+                member.outputs.append(output)
+
+    def _lanes_feed(self, events: list[LogEvent], start: int, upto: int) -> bool:
+        """Each lane fed the log from its cursor towards ``upto`` while its owner's work
+        this batch is within ``owner_budget`` (counted after each event, so past it by at
+        most one event's work; one event at least); a lane behind the batch reads at most
+        ``chunk`` events of its past. A lane standing at ``upto`` goes back into the
+        shared set. Then the joiners standing at ``upto`` go live. True if a lane is still
+        behind."""
+        behind = False
+        for owner, lane in list(self.lanes.items()):
+            if not len(lane.subs):  # its members ended or left: nothing to hold back
+                del self.lanes[owner]
+                continue
+            if lane.cursor < upto:
+                if lane.cursor >= start:
+                    stretch, end = [(o, e) for o, e in events if e.seq > lane.cursor], upto
+                else:
+                    end = min(upto, lane.cursor + self.chunk)
+                    stretch = _read(lane.cursor, end)
+                for i, (event_owner, event) in enumerate(stretch):
+                    if i and self._work.get(owner, 0) >= self.owner_budget:
+                        end = lane.cursor  # (one event a batch at least: it moves on)
+                        break
+                    if lane.sees(event_owner):
+                        self._outputs(lane.subs.push(event))
+                    lane.cursor = event.seq
+                lane.cursor = end
+            if lane.cursor < upto:
+                behind = True
+                continue
+            del self.lanes[owner]  # caught up: back into the shared set, where it stands
+            for f in self.followed.values():
+                if f.lane is lane:
+                    if f.sub_id in lane.subs:
+                        self.subs.add(f.sub_id, lane.subs.remove(f.sub_id))
+                    f.lane = None
+        self._promote(upto)
+        return behind
 
     def _promote(self, at: int) -> None:
         """The joiners that stand at ``at`` with their history done (and neither ended nor
@@ -413,7 +535,12 @@ class Engine:
                 and not f.ended
                 and f.member.sub.live
             ):
-                self.subs.add(f.sub_id, f.member.sub)
+                lane = self.lanes.get(f.owner) if f.laned else None
+                if lane is not None:
+                    if lane.cursor != at:
+                        continue  # its owner's lane is behind: a joiner meanwhile
+                    f.lane = lane
+                self._set_of(f).add(f.sub_id, f.member.sub)
                 f.live = True
                 del self._joiners[f.sub_id]
 
@@ -514,8 +641,11 @@ class Engine:
         else:
             row.state = state
             if checkpoint or state == PAUSED:
-                sub = self.subs.subscription(f.sub_id) if f.live else member.sub
-                row.cursor = upto if f.live else member.cursor
+                sub = self._set_of(f).subscription(f.sub_id) if f.live else member.sub
+                if not f.live:
+                    row.cursor = member.cursor
+                else:
+                    row.cursor = f.lane.cursor if f.lane is not None else upto
                 row.evaluator = evaluator_dump(sub)
                 row.checkpoint_n = row.last_n - f.skip
         return row
@@ -533,7 +663,9 @@ def _write(
     notes: list[tuple[int, int, int | None, str]], only_n: list[Row], rows: list[Row]
 ) -> None:
     """The commit's notifications (one COPY) and rows (one UPDATE each kind), their values
-    bound in binary as the advance pass does (``services/subscription_pass.py`` says why)."""
+    bound on the server in binary: Django's ``bulk_update`` builds a CASE per field and
+    row, and Django's cursor quotes every array into the statement's text in Python (py-spy
+    on the advance pass this replaced: more of it than the evaluation)."""
     connection.ensure_connection()
     assert connection.connection is not None
     with connection.connection.cursor() as cursor:

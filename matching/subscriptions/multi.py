@@ -95,6 +95,7 @@ from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_p
 from .automaton import Automaton, Instance, Node, PatternEngine
 from .evaluator import Output, Subscription, deliver_all
 from .events import Event, event_from_dict
+from .limits import CHECK_EVERY
 from .model import AtomicQuery
 from .pattern_model import All, Compare, Cond, Literal, Matches, Pattern, PatternQuery, Ref, Step
 from .patterns_bounds import BoundGroup, BoundShape, bound_shape
@@ -411,6 +412,11 @@ class SubscriptionSet:
         self._ends: list[tuple[dt.datetime, int, _Held]] = []
         self.last = Counts()
         self.total = Counts()
+        # A host's account of each member's work (the engine's per-owner budget): told
+        # ``(sub_id, units)`` for each member pushed alone, one unit for the push, one per
+        # pattern instance it offered the event, and ``CHECK_EVERY`` each time the member's
+        # meter asks its interrupt (``limits.Meter``: join candidates, instances).
+        self.charge: Callable[[Hashable, int], None] | None = None
 
     def __len__(self) -> int:
         return len(self._held)
@@ -641,17 +647,28 @@ class SubscriptionSet:
         out: list[tuple[Hashable, Output | Failed]] = []
         sees = visible or _everyone
 
+        charge = self.charge
+
         def evaluate(held: _Held) -> None:
             counts.evaluated += 1
             before = _touched(held)
+            interrupt = None
+            if charge is not None:
+
+                def interrupt() -> bool:
+                    charge(held.sub_id, CHECK_EVERY)
+                    return False
+
             try:
-                outputs = held.sub.push(e, live=True)
+                outputs = held.sub.push(e, live=True, interrupt=interrupt)
             except Exception as exc:  # the others go on (module docstring)
                 self.remove(held.sub_id)
                 out.append((held.sub_id, Failed(e.seq, exc)))
                 return
             out.extend((held.sub_id, o) for o in outputs)
             counts.instances += _touched(held) - before
+            if charge is not None:
+                charge(held.sub_id, 1 + _touched(held) - before)
             if held.sub.finished:
                 self.remove(held.sub_id)
 

@@ -192,8 +192,7 @@ def run(
     followed = len(engine.followed)
     engine.stop()
 
-    settings.SUBSCRIPTION_ENGINE = True  # from here each append wakes the engine (Redis)
-    env = dict(os.environ, SUBSCRIPTION_ENGINE="1")
+    env = dict(os.environ)  # from here each append wakes the engine (Redis)
     process = subprocess.Popen(
         [sys.executable, "manage.py", "subscription_engine", "--name", "bench-latency"],
         cwd=ROOT,

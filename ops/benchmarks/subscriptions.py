@@ -1,8 +1,9 @@
 """What many live subscriptions on one market cost the exchange (SPEC 8.3, issue 19's
 speed): 10,000 live atomic subscriptions on the bench book's market, and the matching
-cycle timed with them active and without, the advance pass that feeds them each cycle's
-events timed beside it (it runs on the default queue's worker, not in the cycle, but on the
-same cores), and the single-subscription step it replaced, per subscription.
+cycle timed with them active and without, the subscription engine's batches that feed them
+each cycle's events timed beside it (an ``Engine`` in this process, stepped after each
+cycle; ``manage.py subscription_engine`` runs the same in its own process, on the same
+cores).
 
     ops/bench --subscriptions-only [--quick]    this benchmark alone (``--quick``: 1,000
                                                 subscriptions, 4 cycles); its section of
@@ -17,7 +18,7 @@ four kinds of query on the market (trades above a price, best offers above a val
 posted at or below an ask, the owner's own bids: none, since the owners place no bids).
 Each cycle places 40 bids and 10 offers through the services, then runs; in every other
 cycle the subscriptions are set aside (``done``) so that the cycle runs without them, and
-put back before the pass. The machine may be shared: the load average is recorded.
+put back before the engine's batches. The machine may be shared: the load average is recorded.
 """
 
 from __future__ import annotations
@@ -45,8 +46,6 @@ from ops.benchmarks.history import _env, fresh_database, load_bench_book
 DATABASE = "intersect_bench_subscriptions"
 FULL = {"subscriptions": 10_000, "cycles": 6, "offers": 2_000, "bids": 6_000}
 QUICK = {"subscriptions": 1_000, "cycles": 4, "offers": 200, "bids": 600}
-# The single-subscription step is timed on this many subscriptions (it is slow).
-SINGLE_SAMPLE = 500
 QUERIES = (
     "SELECT price WHERE type = 'trade', subject = '{s}', price > 1.{x:02d}",
     "SELECT offer, value WHERE type = 'best_offer', subject = '{s}', value >= 1.{x:02d}",
@@ -88,8 +87,8 @@ class Timed:
 
 
 def run(size: dict[str, int]) -> dict[str, Any]:
-    """Register the subscriptions, then the cycles and passes (in the bench database's
-    settings, this process)."""
+    """Register the subscriptions, then the cycles and the engine's batches (in the bench
+    database's settings, this process)."""
     # Django's: this runs in main()'s subprocess, after django.setup()
     from django.contrib.auth.models import User
     from django.db import connection
@@ -97,8 +96,9 @@ def run(size: dict[str, int]) -> dict[str, Any]:
     from exchange.management.commands.bench_book import BENCH_SPENDING_LIMIT, SUBJECT
     from exchange.models import Market, Offer, SpendingLimit, Subscription, SubscriptionNotification
     from exchange.services import events as event_service
-    from exchange.services import matching, orders, subscription_pass
+    from exchange.services import matching, orders
     from exchange.services import subscriptions as service
+    from exchange.subscription_engine import engine as engine_module
 
     orders.matching_cycle_request = lambda: None  # the cycles run here
     asked = []
@@ -125,10 +125,11 @@ def run(size: dict[str, int]) -> dict[str, Any]:
         query = QUERIES[i % len(QUERIES)].format(s=SUBJECT, x=rng.randrange(0, 50))
         service.subscription_create(owner=owners[i // service.MAX_ACTIVE], query=query)
     registering = time.perf_counter() - started
-    subscription_pass.subscriptions_advance_together()  # nothing yet: all at the seam
+    engine = engine_module.Engine("bench-subscriptions")
+    _drain(engine)  # nothing yet: all at the seam; every evaluator read into the set
     timers = {
-        name: Timed(subscription_pass, name)
-        for name in ("subscriptions_log_read", "advance_members", "_state_load", "_dump")
+        name: Timed(engine_module, name)
+        for name in ("_read", "advance_members", "_state_load", "evaluator_dump", "_write")
     }
     cycles: dict[str, list[float]] = {"with": [], "without": []}
     passes = []
@@ -145,7 +146,7 @@ def run(size: dict[str, int]) -> dict[str, Any]:
             Subscription.objects.filter(state="done", reason="").update(state="active")
         notes = SubscriptionNotification.objects.count()
         begun = time.perf_counter()
-        more = subscription_pass.subscriptions_advance_together()
+        batches = _drain(engine)
         seconds = time.perf_counter() - begun
         parts = {name: round(1000 * t.take(), 1) for name, t in timers.items()}
         passes.append(
@@ -153,11 +154,11 @@ def run(size: dict[str, int]) -> dict[str, Any]:
                 "ms": round(1000 * seconds, 1),
                 "events": _log_end(connection) - head,
                 "notifications": SubscriptionNotification.objects.count() - notes,
-                "more": more,
+                "batches": batches,
                 **parts,
             }
         )
-    single = _single_steps(connection, rng, market, seller, buyer, offers, size)
+    engine.stop()
     median = {k: statistics.median(v) for k, v in cycles.items()}
     return {
         "subscriptions": size["subscriptions"],
@@ -168,7 +169,6 @@ def run(size: dict[str, int]) -> dict[str, Any]:
         "ms_without": round(median["without"], 1),
         "passes": passes,
         "pass_ms": round(statistics.median(p["ms"] for p in passes), 1),
-        "single": single,
         "load_before": load,
         "load_after": _load(),
     }
@@ -189,38 +189,20 @@ def _orders(
         orders.bid_place(buyer=buyer, market=market, constraint=bid_text(rng, offers))
 
 
+def _drain(engine: Any) -> int:
+    """The engine's batches until it has read the log; how many."""
+    batches = 1
+    engine.changed = True  # the registrations' wake-up
+    while engine.step():
+        batches += 1
+    return batches
+
+
 def _log_end(connection: Any) -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT last_seq FROM exchange_eventcounter WHERE id = 1")
         row = cursor.fetchone()
     return int(row[0]) if row else 0
-
-
-def _single_steps(
-    connection: Any, rng: Any, market: Any, seller: Any, buyer: Any, offers: int, size: dict
-) -> dict[str, Any]:
-    """One more cycle, then ``SINGLE_SAMPLE`` subscriptions fed it one by one with the
-    single step (``subscription_advance``), as the task did before the pass."""
-    # Django's: this runs in main()'s subprocess, after django.setup()
-    from exchange.models import Subscription
-    from exchange.services import matching, orders
-    from exchange.services.subscriptions import subscription_advance
-
-    _orders(orders, market, seller, buyer, rng, offers, size["cycles"])
-    head = _log_end(connection)
-    matching.matching_cycle_run()
-    ids = list(
-        Subscription.objects.filter(state="active").order_by("id").values_list("id", flat=True)
-    )[:SINGLE_SAMPLE]
-    begun = time.perf_counter()
-    for sub_id in ids:
-        subscription_advance(subscription_id=sub_id)
-    seconds = time.perf_counter() - begun
-    return {
-        "sample": len(ids),
-        "events": _log_end(connection) - head,
-        "ms_per_subscription": round(1000 * seconds / max(1, len(ids)), 2),
-    }
 
 
 def measure(quick: bool = False) -> dict[str, Any]:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from exchange import pending
 from exchange.models import Subscription, SubscriptionNotification
 from exchange.redis_clients import redis_client
 from exchange.services import subscriptions as service
-from exchange.services.subscriptions import ADVANCE_TASK, advance_pending_key
+from exchange.services.subscriptions import ENGINE_WAKE_CHANNEL, WAKE_SUBSCRIPTIONS
 from tests.api.conftest import client_for
 from tests.factories import UserFactory
-from tests.subscriptions.log import append, offline, outbox, trade
+from tests.subscriptions.log import advance, append, offline, outbox, trade
 
 pytestmark = pytest.mark.django_db
 
@@ -28,9 +27,8 @@ def _row(sid: int) -> tuple:
 
 
 def _advance_all() -> None:
-    """Every round the advance task would run, until none is left to read."""
-    while service.subscriptions_advance():
-        pass
+    """The subscription engine's batches, until none is left to read."""
+    advance()
 
 
 def test_paused_it_is_not_advanced_and_resumed_it_catches_up_each_event_once():
@@ -166,17 +164,18 @@ def test_a_paused_subscription_counts_toward_the_limit(monkeypatch):
     assert Subscription.objects.count() == 1
 
 
-def test_resume_asks_for_an_advance_after_commit(monkeypatch, django_capture_on_commit_callbacks):
+def test_pause_and_resume_wake_the_engine_after_commit(django_capture_on_commit_callbacks):
     alice = UserFactory(username="alice")
     client = client_for(alice)
     sid = client.post(URL, {"query": QUERY}, format="json").json()["id"]
-    client.post(f"{URL}{sid}/pause/")
-    sent: list[str] = []
-    monkeypatch.setattr(pending.current_app, "send_task", lambda name: sent.append(name))
-    redis_client().delete(advance_pending_key())
+    pubsub = redis_client().pubsub(ignore_subscribe_messages=True)
+    pubsub.subscribe(ENGINE_WAKE_CHANNEL)
     try:
-        with django_capture_on_commit_callbacks(execute=True):
-            client.post(f"{URL}{sid}/resume/")
+        pubsub.get_message(timeout=1.0)  # the subscription's confirmation
+        for action in ("pause", "resume"):
+            with django_capture_on_commit_callbacks(execute=True):
+                client.post(f"{URL}{sid}/{action}/")
+            message = pubsub.get_message(timeout=5.0)
+            assert message is not None and message["data"] == WAKE_SUBSCRIPTIONS
     finally:
-        redis_client().delete(advance_pending_key())
-    assert sent == [ADVANCE_TASK]
+        pubsub.close()

@@ -1,4 +1,4 @@
-"""The dissemination optimizer beside the live advance path (``exchange.dissemination.live``):
+"""The dissemination optimizer beside the subscription engine (``exchange.dissemination.live``):
 on an order flow through the log, the shadow's consumers notify every range watch exactly
 what the watch's outbox holds after its registration (which is what ``subscription_run``
 prints), its choices reach the dashboard's Redis log with their estimates and measured
@@ -16,10 +16,10 @@ from exchange.models import Subscription
 from exchange.redis_clients import redis_client
 from exchange.selectors.dissemination import dissemination_choices
 from exchange.selectors.events import events_log_end
-from exchange.services.subscriptions import subscription_create, subscriptions_advance
+from exchange.services.subscriptions import subscription_create
 from matching.dissemination import STRATEGIES
 from tests.factories import UserFactory
-from tests.subscriptions.log import PENCILS, append, offline, outbox
+from tests.subscriptions.log import PENCILS, advance, append, engine, offline, outbox
 
 pytestmark = pytest.mark.django_db
 
@@ -74,6 +74,10 @@ FLOW = [
 
 @pytest.fixture
 def clean():
+    # The shadow starts from the watches' stored states: the engine checkpoints them at
+    # every batch here (a process does every SUBSCRIPTION_ENGINE_CHECKPOINT_EVENTS events,
+    # and the shadow then has that much more to follow).
+    engine().checkpoint_events = 0
     client = redis_client()
     client.delete(choices_key(), live.owner_key())
     yield
@@ -84,7 +88,7 @@ def _register() -> dict[str, Subscription]:
     append([posted(1, "1.20", 3000), posted(2, "1.10", 8000), posted(3, "0.50", 100, subject=PENS)])
     ann = UserFactory(username="ann")
     subs = {name: subscription_create(owner=ann, query=text) for name, text in WATCHES.items()}
-    subscriptions_advance()
+    advance()
     return subs
 
 
@@ -97,7 +101,7 @@ def test_the_shadow_notifies_each_range_watch_what_its_outbox_holds(clean):
     assert sorted(shadow.producer.home) == sorted(s.pk for n, s in subs.items() if n != "one")
     for commit in FLOW:
         append(commit)
-    subscriptions_advance()
+    advance()
     assert shadow.round() is False
     for name, sub in subs.items():
         lines = outbox(sub)
@@ -143,12 +147,12 @@ def test_a_watch_that_ends_leaves_and_a_new_one_joins(clean):
     shadow.round()
     Subscription.objects.filter(pk=subs["lot"].pk).update(state="done", reason="deleted")
     newer = subscription_create(owner=subs["lot"].owner, query=WATCHES["lot"])
-    subscriptions_advance()
+    advance()
     shadow.round()
     assert subs["lot"].pk not in shadow.producer.home
     assert newer.pk in shadow.producer.home
     append(FLOW[0])
-    subscriptions_advance()
+    advance()
     shadow.round()
     assert shadow.notified == {
         newer.pk: [(events_log_end(), {"offer": 4, "value": "1.00"})],

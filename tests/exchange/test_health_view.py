@@ -18,12 +18,21 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def heartbeats(settings):
-    """Heartbeat keys of this test's own, so that no live worker beats into them."""
+    """Heartbeat keys of this test's own, so that no live worker beats into them; a
+    subscription engine beats (its own component is tested in tests/subscriptions)."""
     own = time.monotonic_ns()
     settings.WORKER_HEARTBEAT_KEY = f"{settings.WORKER_HEARTBEAT_KEY}:{own}"
     settings.MATCHING_HEARTBEAT_KEY = f"{settings.MATCHING_HEARTBEAT_KEY}:{own}"
+    settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY = (
+        f"{settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY}:{own}"
+    )
+    redis_client().zadd(settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY, {"engine@host": time.time()})
     yield settings.WORKER_HEARTBEAT_KEY
-    redis_client().delete(settings.WORKER_HEARTBEAT_KEY, settings.MATCHING_HEARTBEAT_KEY)
+    redis_client().delete(
+        settings.WORKER_HEARTBEAT_KEY,
+        settings.MATCHING_HEARTBEAT_KEY,
+        settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY,
+    )
 
 
 def beat(name: str, role: str = "all") -> None:
@@ -83,3 +92,15 @@ def test_non_staff_get_only_the_bare_status(client, heartbeats, who):
     beat("w1@host")
     response = client.get("/healthz")
     assert (response.status_code, response.json()) == (200, {"ok": True})
+
+
+def test_without_a_subscription_engine_the_stack_is_down(client, heartbeats, settings):
+    """The engine is how live subscriptions advance (issue 35): /healthz needs one beating."""
+    client.force_login(StaffFactory())
+    beat("w1@host")
+    redis_client().delete(settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY)
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["components"]["subscription_engine"]["ok"] is False
+    redis_client().zadd(settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY, {"engine@host": time.time()})
+    assert client.get("/healthz").status_code == 200

@@ -17,7 +17,7 @@ from django.db import connection
 from exchange.models import SubscriptionPartition
 from exchange.selectors.events import events_log_end
 from matching.subscriptions import parse_query, run_offline
-from tests.conftest import ARTIFACTS
+from tests.conftest import ARTIFACTS, live_engines_stop
 from tests.factories import StaffFactory, UserFactory
 from tests.livestack import LiveStack
 from tests.subscriptions.log import Log, outbox, owner_log, register
@@ -31,14 +31,13 @@ DEADLINE = 180
 
 @pytest.fixture
 def engines(settings):
-    settings.SUBSCRIPTION_ENGINE = True  # this process's appends and registrations wake them
     settings.SUBSCRIPTION_ENGINE_PARTITIONS = PARTITIONS
+    live_engines_stop()  # the session stack's, if it runs: these two are the only ones
     stack = LiveStack(
         database_name=connection.settings_dict["NAME"],
         log_dir=ARTIFACTS / "logs" / f"engine-{os.getpid()}",
     )
     stack.env.update(
-        SUBSCRIPTION_ENGINE="1",
         SUBSCRIPTION_ENGINE_PARTITIONS=str(PARTITIONS),
         SUBSCRIPTION_ENGINE_LEASE_SECONDS="2",
         SUBSCRIPTION_ENGINE_CHECKPOINT_EVENTS="25",

@@ -1,5 +1,6 @@
-"""Helpers of the subscription tests: append to the log, drive the advance, read the
-outbox, and run the same subscription offline for comparison."""
+"""Helpers of the subscription tests: append to the log, drive the subscription engine (an
+``Engine`` in the test's own process, stepped synchronously), read the outbox, and run the
+same subscription offline for comparison."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from exchange.selectors.history import history_events
 from exchange.selectors.subscriptions import subscription_notifications
 from exchange.services.events import EventRow, events_append, events_insert
 from exchange.services.matching import cycle_lock
-from exchange.services.subscriptions import subscription_advance, subscription_create
+from exchange.services.subscriptions import CHUNK, subscription_create
+from exchange.subscription_engine.engine import BATCH, Engine
 from matching.subscriptions import parse_query, run_offline
+from tests.conftest import live_engines_stop
 
 PENCILS = "office.supplies.pencils"
 
@@ -62,16 +65,53 @@ def append_at(rows: list[EventRow], time: dt.datetime) -> None:
         counter.save()
 
 
-def advance(subscription: Subscription, chunks: list[int] | None = None) -> None:
-    """Advance one subscription until it has read the whole log, ``chunks`` events a step
-    (cycled), as the task does."""
-    sizes = chunks or [5000]
+# The test's engine (``engine``), forgotten after each test (``tests/conftest.py``).
+_engine: list[Engine] = []
+
+
+def engine() -> Engine:
+    """The test's subscription engine: one process in this one, holding every partition
+    (the live stack's engine processes, if they run, are stopped first), its clock standing
+    still and its leases and checkpoints far apart, so nothing moves unless the test says
+    so. The same one for the whole test, as a long-lived process keeps its evaluators."""
+    if not _engine:
+        live_engines_stop()
+        _engine.append(
+            Engine(
+                "test",
+                lease_seconds=600,
+                checkpoint_events=10**9,
+                checkpoint_seconds=10**9,
+                clock=lambda: 0.0,
+            )
+        )
+    return _engine[0]
+
+
+def engine_forget() -> None:
+    _engine.clear()
+
+
+def advance(*_subscriptions: Subscription, chunks: list[int] | None = None) -> None:
+    """Step the test's engine until every subscription has read the whole log (the engine
+    advances them all; the arguments name the ones the test looks at). ``chunks``: the
+    batch and history slice sizes of the steps, cycled (one event at a time, say)."""
+    sizes = chunks or [CHUNK]
     i = 0
-    while True:
-        step = subscription_advance(subscription_id=subscription.pk, chunk=sizes[i % len(sizes)])
+    while step(sizes[i % len(sizes)]):
         i += 1
-        if step is None or not step.more:
-            return
+
+
+def step(size: int | None = None) -> bool:
+    """One batch of the test's engine, of at most ``size`` events (and history slices of
+    at most ``size``); True if it has more to read right away."""
+    running = engine()
+    running.changed = True  # what a process is told through Redis after a change
+    running.batch, running.chunk = (size, size) if size else (BATCH, CHUNK)
+    try:
+        return running.step()
+    finally:
+        running.batch, running.chunk = BATCH, CHUNK
 
 
 def outbox(subscription: Subscription) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
-"""The advance task and the outbox (SPEC 8.3): the live path gives exactly what the
-offline contract gives on the same log, per form, with visibility, ends, suspensions and
-failures; the seam between history and live events."""
+"""The live path and the outbox (SPEC 8.3), through the subscription engine: it gives
+exactly what the offline contract gives on the same log, per form, with visibility, ends,
+suspensions and failures; the seam between history and live events."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from exchange.models import Subscription, SubscriptionNotification
 from exchange.selectors.subscriptions import evaluator_start
 from exchange.services import subscriptions as service
-from exchange.services.subscriptions import subscription_create, subscriptions_advance
+from exchange.services.subscriptions import subscription_create
+from exchange.subscription_engine import engine as engine_module
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions import parse_query, run_offline
 from tests.exchange.test_subscription_run_patterns import SPEC_TABLE
@@ -33,9 +34,12 @@ from tests.subscriptions.log import (
     append,
     append_at,
     bid_placed,
+    engine,
+    engine_forget,
     offline,
     outbox,
     owner_log,
+    step,
     trade,
 )
 
@@ -151,7 +155,9 @@ def test_a_purely_historic_subscription_completes_after_its_history():
     assert outbox(sub) == offline(sub)
     # and a later event changes nothing
     append([trade("0.10")])
-    assert service.subscription_advance(subscription_id=sub.pk) is None
+    advance(sub)
+    assert outbox(sub) == offline(sub)
+    assert sub.pk not in engine().followed
 
 
 def test_an_end_in_the_future_completes_at_the_first_event_at_or_after_it():
@@ -250,19 +256,18 @@ def test_a_failing_subscription_is_suspended_and_the_others_go_on(monkeypatch):
     original = Evaluator.push
     broken = parse_query(failing.query)
 
-    def push(self, event, *, live):
-        if event["seq"] == 2 and self.query == broken:
+    def push(self, event, *, live, **kwargs):
+        if event.seq == 2 and self.query == broken:
             raise ZeroDivisionError("division by zero")
-        return original(self, event, live=live)
+        return original(self, event, live=live, **kwargs)
 
     monkeypatch.setattr(Evaluator, "push", push)
     append([trade("1.10")])
     append([trade("1.20")])
     append([trade("1.30")])
 
-    # When the task's round runs
-    while subscriptions_advance():
-        pass
+    # When the engine advances them
+    advance(failing, healthy)
 
     # Then the failing one sent what it had, then an error notification, and is suspended
     failing.refresh_from_db()
@@ -289,16 +294,19 @@ def test_a_step_writes_nothing_when_it_fails_to_commit(monkeypatch):
     append([trade("1.10")])
     before = Subscription.objects.values().get(pk=sub.pk)
 
-    # When the step's write fails after the notifications were inserted
-    def broken(*args, **kwargs):
-        raise RuntimeError("the worker died")
+    # When the batch's write fails after the notifications were copied
+    write = engine_module._write
 
-    monkeypatch.setattr(Subscription, "save", broken)
+    def broken(*args, **kwargs):
+        write(*args, **kwargs)
+        raise RuntimeError("the process died")
+
+    monkeypatch.setattr(engine_module, "_write", broken)
     with pytest.raises(RuntimeError):
-        service.subscription_advance(subscription_id=sub.pk)
+        step()
     monkeypatch.undo()
 
-    # Then nothing changed; the next step does the same work once
+    # Then nothing changed; the next batch does the same work once
     assert Subscription.objects.values().get(pk=sub.pk) == before
     assert SubscriptionNotification.objects.count() == 0
     advance(sub)
@@ -352,6 +360,7 @@ events = st.one_of(
 def test_the_live_path_equals_run_offline_on_generated_logs(
     query, before, after, chunks, steps_between, staff
 ):
+    engine_forget()  # the last example's engine held rows this one rolled back
     try:
         with transaction.atomic():
             users = [UserFactory(username="gen-a"), UserFactory(username="gen-b")]
@@ -365,16 +374,14 @@ def test_the_live_path_equals_run_offline_on_generated_logs(
             # Given a log written batch by batch (each batch one append, as one cycle)
             for batch in before:
                 write(batch)
-            # When the subscription registers, and more batches come while the task advances
-            # it in random steps
+            # When the subscription registers, and more batches come while the engine
+            # advances it in random steps
             sub = subscription_create(owner=owner, query=query)
             for i, batch in enumerate(after):
                 write(batch)
                 for _ in range(steps_between[i]):
-                    service.subscription_advance(
-                        subscription_id=sub.pk, chunk=chunks[i % len(chunks)]
-                    )
-            advance(sub, chunks)
+                    step(chunks[i % len(chunks)])
+            advance(sub, chunks=chunks)
 
             # Then the outbox is exactly the offline contract's output on the same log
             assert outbox(sub) == offline(sub)

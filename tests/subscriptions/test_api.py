@@ -121,7 +121,7 @@ def test_delete_ends_it_and_keeps_its_outbox():
     assert row.evaluator is None
     # Nothing more is sent: a later event is not read
     append([trade("1.20")])
-    assert service.subscription_advance(subscription_id=sid) is None
+    advance(row)
     page = client.get(f"{URL}{sid}/notifications/").json()
     assert page == {"results": [{"n": 1, "seq": 1, "data": {"price": "1.00"}}], "next": None}
     # Deleting again changes nothing

@@ -2,8 +2,8 @@
 the offline contract gives on its owner's log, for hundreds of subscriptions of every form
 followed by two processes that share the partitions, lose one to the other, crash in the
 middle of a batch and are replaced; the leases share, fence and move the partitions;
-pause, resume, delete, ``state_limit`` and a failing evaluator behave as with the advance
-pass."""
+pause, resume, delete, ``state_limit`` and a failing evaluator suspend one subscription
+alone; one owner's costly subscriptions fall behind alone (its lane's budget)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from django.db import connection
 
 from exchange.models import Subscription, SubscriptionPartition
 from exchange.redis_clients import redis_client
+from exchange.selectors.events import events_log_end
 from exchange.services import events as event_service
 from exchange.services import subscriptions as service
 from exchange.services.subscriptions import (
@@ -25,9 +26,11 @@ from exchange.services.subscriptions import (
     subscription_resume,
 )
 from exchange.subscription_engine import engine as engine_module
-from exchange.subscription_engine.engine import Engine
+from exchange.subscription_engine.engine import OWNER_BUDGET, Engine
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions import parse_query, run_offline
+from matching.subscriptions.limits import WORK_LIMIT
+from tests.conftest import live_engines_stop
 from tests.factories import StaffFactory, UserFactory
 from tests.subscriptions.log import DAY, Log, append_at, outbox, owner_log, register, trade
 
@@ -37,10 +40,9 @@ PARTITIONS = 8
 
 
 @pytest.fixture(autouse=True)
-def engine_on(settings, monkeypatch):
-    """The engine advances the subscriptions; the tests run its steps themselves (no wake-up
-    reaches a process of a live stack)."""
-    settings.SUBSCRIPTION_ENGINE = True
+def no_wake_ups(monkeypatch):
+    """The tests run the engine's steps themselves (no wake-up reaches a process of a live
+    stack, whose engine processes are stopped: ``make``)."""
     monkeypatch.setattr(service, "subscriptions_advance_request", lambda: None)
     monkeypatch.setattr(service, "subscriptions_changed_request", lambda: None)
     monkeypatch.setattr(event_service, "subscriptions_advance_request", lambda: None)
@@ -49,6 +51,7 @@ def engine_on(settings, monkeypatch):
 def make(name: str, **kwargs) -> Engine:
     """An engine whose clock stands still and whose leases last ten minutes: they move only
     when the test says so (``upkeep``, ``expire``)."""
+    live_engines_stop()
     kwargs.setdefault("lease_seconds", 600)
     kwargs.setdefault("checkpoint_events", 10**9)
     kwargs.setdefault("checkpoint_seconds", 10**9)
@@ -180,7 +183,7 @@ def test_hundreds_of_subscriptions_on_two_processes_get_what_the_offline_contrac
         assert 0 <= sub.checkpoint_n <= sub.last_n
 
 
-def test_pause_resume_and_delete_as_with_the_pass():
+def test_pause_resume_and_delete():
     owner = UserFactory()
     paused = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
     deleted = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
@@ -245,10 +248,10 @@ def test_failures_and_state_limit_suspend_one_subscription_only(monkeypatch):
     original = Evaluator.push
     broken = parse_query(failing.query)
 
-    def push(self, event, *, live):
+    def push(self, event, *, live, **kwargs):
         if event.seq == 2 and self.query == broken:
             raise ZeroDivisionError("division by zero")
-        return original(self, event, live=live)
+        return original(self, event, live=live, **kwargs)
 
     monkeypatch.setattr(Evaluator, "push", push)
     engine = make("a")
@@ -405,3 +408,110 @@ def test_a_lease_that_ran_out_unclaimed_is_still_the_processs_own():
     assert SubscriptionPartition.objects.filter(expires_at__gt=dt.datetime.now(dt.UTC)).count() == (
         PARTITIONS
     )
+
+
+T = "FILTER{type = 'trade'}(EVENTS)"
+# An offender's costly forms (issue 37's probes): a join with no equality that outputs
+# nothing, a pattern over a long window, a watch over every offer.
+HEAVY = [
+    "SELECT * FROM a AND b AND c WHERE a.price <= b.price, b.price <= c.price, "
+    "c.price < a.price, a.type = 'trade', b.type = 'trade', c.type = 'trade'",
+    f"SELECT a.price, b.price FROM {T} AS a NEXT{{b.price > a.price}} {T} AS b WHERE DUR <= 7d",
+    "SELECT MIN(ask) FROM offers WHERE subject MATCHES 'office.>'",
+]
+
+
+def test_one_owners_heavy_subscriptions_do_not_delay_anothers_alerts():
+    # Given an offender's 100 costly subscriptions and a victim's one alert, all live
+    offender, victim = UserFactory(), UserFactory()
+    rng = random.Random(37)
+    log = Log([offender, victim], rng)
+    log.add(5)
+    heavy = [subscription_create(owner=offender, query=HEAVY[i % 3]) for i in range(100)]
+    alert = subscription_create(owner=victim, query="SELECT price WHERE type = 'trade'")
+    engine = make("a")
+    drain(engine)
+    assert engine.lanes == {}  # within the budget: everyone in the shared set
+    # When 60 events come
+    log.add(60)
+    end = events_log_end()
+    # Then the first batch commits every one of the victim's notifications
+    assert engine.step() is True
+    assert engine.cursor == end
+    assert outbox(alert) == list(
+        run_offline(parse_query(alert.query), owner_log(victim), now=alert.now)
+    )
+    assert len(outbox(alert)) > 20
+    # while the offender did its budget's work, past it by one event's at most (100
+    # members, each bounded by the work limits), and its subscriptions stand behind
+    work = engine._work[offender.pk]
+    assert OWNER_BUDGET <= work < OWNER_BUDGET + 100 * (1 + WORK_LIMIT)
+    lane = engine.lanes[offender.pk]
+    assert 5 < lane.cursor < end and len(lane.subs) == 100
+    # When the log is quiet, the following batches bring the lane up to the log's end,
+    # and its subscriptions go back into the shared set
+    batches = 1
+    while engine.step():
+        batches += 1
+    assert batches > 1 and engine.lanes == {}
+    assert all(f.live and f.lane is None for f in engine.followed.values() if not f.ended)
+    # and the offender's outboxes are exactly the offline contract's
+    for sub in heavy:
+        expected = list(run_offline(parse_query(sub.query), owner_log(offender), now=sub.now))
+        assert outbox(sub) == expected, sub.query
+    assert sum(len(outbox(sub)) for sub in heavy) > 100
+
+
+def test_a_lane_behind_holds_a_new_subscription_of_its_owner_until_it_catches_up():
+    owner, other = UserFactory(), UserFactory()
+    first = subscription_create(owner=owner, query=HEAVY[1])
+    light = subscription_create(owner=other, query="SELECT price WHERE type = 'trade'")
+    engine = make("a", owner_budget=3)
+    drain(engine)
+    for minute in range(6):
+        append_at([trade(f"1.{minute}0")], DAY + dt.timedelta(minutes=minute))
+    assert engine.step() is True  # past 3 units: the owner's pattern is deferred
+    lane = engine.lanes[owner.pk]
+    assert lane.cursor < events_log_end()
+    assert [x["seq"] for x in outbox(light)] == [1, 2, 3, 4, 5, 6]  # not held back
+    # A subscription registered meanwhile waits beside the lane (a joiner) until the lane
+    # stands where it does; then both go back into the shared set, to be deferred again
+    # whenever a batch costs them more than the budget
+    second = subscription_create(owner=owner, query=HEAVY[1])
+    engine.changed = True
+    assert engine.step() is True
+    assert second.pk in engine._joiners
+    drain(engine)
+    append_at([trade("2.00")], DAY + dt.timedelta(minutes=7))
+    drain(engine)
+    for sub in (first, second, light):
+        assert outbox(sub) == list(
+            run_offline(parse_query(sub.query), owner_log(sub.owner), now=sub.now)
+        )
+    assert sum(len(outbox(sub)) for sub in (first, second)) > 5
+
+
+def test_a_lane_behind_is_checkpointed_at_its_own_cursor_and_taken_over_exactly():
+    owner = UserFactory()
+    subs = [subscription_create(owner=owner, query=HEAVY[1]) for _ in range(3)]
+    first = make("a", owner_budget=3)
+    drain(first)
+    for minute in range(8):
+        append_at([trade(f"1.{minute}0")], DAY + dt.timedelta(minutes=minute))
+    assert first.step() is True
+    # Given a lane behind the log when the process checkpoints
+    first.checkpoint_events = 0
+    assert first.step() is True
+    lane = first.lanes[owner.pk]
+    cursors = {s.pk: Subscription.objects.get(pk=s.pk).cursor for s in subs}
+    assert set(cursors.values()) == {lane.cursor} and lane.cursor < events_log_end()
+    # When the process dies and another takes its partitions from the checkpoints
+    expire("a")
+    second = make("b")
+    drain(second)
+    # Then each outbox is the offline contract's: nothing lost, nothing twice
+    for sub in subs:
+        assert outbox(sub) == list(
+            run_offline(parse_query(sub.query), owner_log(owner), now=sub.now)
+        )
+    assert sum(len(outbox(sub)) for sub in subs) > 5

@@ -133,8 +133,7 @@ def test_only_the_owners_stream_is_told_and_a_paused_one_gets_no_caught_up():
     }
 
 
-def test_the_rest_detail_says_how_many_events_it_has_still_to_read(settings):
-    settings.SUBSCRIPTION_ENGINE = False
+def test_the_rest_detail_says_how_many_events_it_has_still_to_read():
     alice = UserFactory(username="alice")
     client = client_for(alice)
     sid = client.post(URL, {"query": QUERY}, format="json").json()["id"]

@@ -1,6 +1,6 @@
 """Section 8's work bounded before it is done (issue 37 item 4, SPEC 8.3's fine point on
 work limits), through the exchange: a subscription past a limit is suspended with the
-``state_limit`` notification by the single advance and by the pass alike, its owner sees
+``state_limit`` notification by the engine, one event at a time or in batches alike, its owner sees
 why, and a backtest stops at its time bound however the time is spent."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import pytest
 
 from exchange.models import Subscription
 from exchange.selectors import subscriptions as selectors
-from exchange.services.subscription_pass import subscriptions_advance_together
 from exchange.services.subscriptions import subscription_create
 from matching.subscriptions.limits import WORK_LIMIT, Meter
 from tests.api.conftest import client_for
@@ -39,9 +38,8 @@ def test_the_issues_four_way_composite_is_suspended_through_the_api_with_its_rea
     assert created.status_code == 201
     sub = Subscription.objects.get(pk=created.json()["id"])
 
-    # When the task advances it
-    while subscriptions_advance_together():
-        pass
+    # When the engine advances it
+    advance(sub)
 
     # Then it is suspended at the 16th event with the state_limit notification, exactly
     # what subscription_run prints on the same log, and its owner sees why
@@ -53,18 +51,18 @@ def test_the_issues_four_way_composite_is_suspended_through_the_api_with_its_rea
     assert (shown["state"], shown["reason"]) == ("suspended", "state_limit")
 
 
-def test_a_join_without_equality_is_suspended_by_the_single_advance_and_the_pass_alike():
+def test_a_join_without_equality_is_suspended_by_the_engine_as_offline():
     # Given two copies of a three-alias join that pairs every trade and outputs nothing
     owner = UserFactory()
     alone = subscription_create(owner=owner, query=NO_EQUALITY)
     together = subscription_create(owner=owner, query=NO_EQUALITY)
 
-    # When 100 trades arrive, one advanced step by step alone, the other by the pass
-    for _ in range(100):
+    # When 100 trades arrive and the engine follows them in batches of 7
+    for i in range(100):
         append([trade("1.00")])
-    advance(alone, chunks=[7])
-    while subscriptions_advance_together():
-        pass
+        if i % 7 == 6:
+            advance(alone, together, chunks=[7])
+    advance(alone, together)
 
     # Then both stop at the same event, the first whose join would examine more than
     # WORK_LIMIT candidates, with the state_limit notification and nothing else: what

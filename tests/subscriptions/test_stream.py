@@ -16,6 +16,7 @@ from exchange.realtime.streams import group_send_all
 from exchange.services import events as event_service
 from exchange.services import subscriptions as service
 from exchange.services.tokens import token_issue
+from exchange.subscription_engine import engine as engine_module
 from tests.factories import UserFactory
 from tests.realtime.client import ask, connect
 from tests.subscriptions.log import advance, append, append_at, trade
@@ -99,7 +100,7 @@ def test_resume_replays_the_outbox_then_goes_on_live_each_n_once(alice, monkeypa
         await database_sync_to_async(group_send_all)(late)
         # a lost push: the next run arrives past its position and the gap is read first
         lost = []
-        monkeypatch.setattr(service, "group_send_all", lambda messages: lost.extend(messages))
+        monkeypatch.setattr(engine_module, "group_send_all", lambda messages: lost.extend(messages))
         await database_sync_to_async(prices)("1.05")
         await database_sync_to_async(advance)(sub)
         monkeypatch.undo()
@@ -310,7 +311,7 @@ def test_a_lost_push_on_a_batched_stream_is_read_from_the_outbox_as_a_batch(alic
         ws = await connect(f"/ws/?token={key}")
         await ask(ws, {"action": "subscribe", "stream": stream, "batch": True})
         lost = []
-        monkeypatch.setattr(service, "group_send_all", lambda messages: lost.extend(messages))
+        monkeypatch.setattr(engine_module, "group_send_all", lambda messages: lost.extend(messages))
         await database_sync_to_async(prices)("1.00", "1.01")
         await database_sync_to_async(advance)(sub)
         monkeypatch.undo()

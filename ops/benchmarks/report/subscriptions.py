@@ -19,16 +19,15 @@ def section(r: dict[str, Any]) -> str:
     parts = {
         name: sum(p[key] for p in passes) / len(passes)
         for name, key in (
-            ("reading the log", "subscriptions_log_read"),
-            ("evaluating (`advance_members`)", "advance_members"),
+            ("reading the log", "_read"),
+            ("evaluating the joiners (`advance_members`)", "advance_members"),
             ("loading the evaluators", "_state_load"),
-            ("storing the evaluators", "_dump"),
+            ("checkpointing the evaluators", "evaluator_dump"),
+            ("writing the outbox and the rows", "_write"),
         )
         if key in passes[0]
     }
     other = r["pass_ms"] - sum(parts.values())
-    rest = "" if "storing the evaluators" in parts else ", storing the evaluators"
-    single = r["single"]
     added = r["ms_with"] - r["ms_without"]
     rows = "\n".join(f"| {name} | {ms:,.1f} |" for name, ms in parts.items())
     each = ", ".join(f"{p['ms']:,.0f} ({p.get('_state_load', 0):,.0f})" for p in passes)
@@ -45,28 +44,21 @@ The method is in `ops/benchmarks/subscriptions.py`.
 
 **The matching cycle**: median {r["ms_with"]:,.1f} ms with the subscriptions active,
 {r["ms_without"]:,.1f} ms without, a difference of **{added:+,.1f} ms**. The cycle does not
-read the subscriptions: it appends the events and, after its commit, asks for an advance
-pass (one Redis key); the pass runs on the default queue's worker.
+read the subscriptions: it appends the events and, after its commit, wakes the
+subscription engine (one Redis message).
 
-**The advance pass** that feeds them each cycle's events ({events:,.0f} events and
-{notes:,.0f} notifications a cycle on average): median **{r["pass_ms"]:,.1f} ms** for all
-{r["subscriptions"]:,}, on the same cores as the cycle. Where it goes, per pass on average:
+**The subscription engine** (`exchange/subscription_engine`) feeding them each cycle's
+events ({events:,.0f} events and {notes:,.0f} notifications a cycle on average): median
+**{r["pass_ms"]:,.1f} ms** for all {r["subscriptions"]:,}, on the same cores as the cycle.
+Where it goes, per cycle on average:
 
 | part | ms |
 |---|---|
 {rows}
-| the rest: locking the rows, writing them and the outbox, the channel messages{rest} | {other:,.1f} |
+| the rest: the set's walk of each event, the leases, the channel messages | {other:,.1f} |
 
-Each pass in ms, with the loading of stored evaluators in brackets: {each}. A worker keeps
-the evaluators it fed in memory (`services/subscription_pass.py`) and loads a stored one
-only when the row changed since its own pass: the first pass loads them all (nothing is
-kept yet), and so does the pass after each cycle run without them (setting them aside and
-back rewrites every row); the others load none.
-
-Before the pass, the task gave each subscription its own step (a read of the log, its
-evaluator loop, its writes): **{single["ms_per_subscription"]:,.2f} ms a subscription**
-(timed on {single["sample"]:,} of them fed one cycle of {single["events"]} events), so
-{single["ms_per_subscription"] * r["subscriptions"] / 1000:,.1f} s for all of them each cycle.
+Each cycle's batches in ms, with the loading of stored evaluators in brackets: {each}. The
+engine keeps every evaluator in memory: it loads them once, when it takes a partition.
 """
 
 
