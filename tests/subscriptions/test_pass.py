@@ -119,7 +119,7 @@ def test_a_failing_subscription_is_suspended_and_the_others_in_the_pass_go_on():
     assert line["n"] == 1 and line["seq"] == 0
     assert line["data"]["error"] == "runtime_error"
     assert line["data"]["message"].startswith(
-        "the subscription failed while evaluating: UnpicklingError"
+        "the subscription failed while evaluating: SnapshotError: not a subscription snapshot"
     )
     assert [line["seq"] for line in outbox(healthy)] == [1, 2]
 
