@@ -250,7 +250,7 @@ def _count(counter: itertools.count[int]) -> int:
 
 
 def _pattern_dump(engine: PatternEngine, events: _Events) -> dict[str, Any]:
-    assert engine._routed is None and engine._given is None  # between events only
+    # ``_routed`` and ``_given`` are for the next event only (``multi.py``): not state
     owners: dict[int, int] = {}  # a counter of instance ids, by identity: the first side using it
     sides = []
     for automaton in engine.sides:
