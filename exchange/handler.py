@@ -161,14 +161,14 @@ class SyncChainHandler(ASGIHandler):
         request, response = self.create_request(scope, body_file)
         if request is not None:
             response = self.get_response(request)
-            response._handler_class = self.__class__  # type: ignore[attr-defined]
+            response._handler_class = self.__class__  # type: ignore[attr-defined]  # Django's handlers set it too
             if isinstance(response, FileResponse):
                 response.block_size = self.chunk_size
         assert response is not None
         headers = _headers(response)
         if response.streaming:
             return response, response.status_code, headers, b""
-        content = response.content  # type: ignore[attr-defined]
+        content = response.content  # type: ignore[attr-defined]  # not streaming: an HttpResponse
         response.close()
         return None, response.status_code, headers, content
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 import socket
 import time
 import zlib
@@ -49,6 +48,7 @@ from matching.subscriptions import parse_query
 from matching.subscriptions.events import event_from_dict
 from matching.subscriptions.model import WatchQuery
 from matching.subscriptions.schema import EVENT_TYPES
+from matching.subscriptions.snapshot import SnapshotError, snapshot_load
 from matching.subscriptions.watches import WatchEngine
 
 log = logging.getLogger(__name__)
@@ -69,8 +69,10 @@ def _consumer_of(watch: int) -> int:
 def _engine(raw: bytes | memoryview | None) -> WatchEngine | None:
     if raw is None:
         return None
-    # The rows are written by services.subscriptions only: the exchange's own data.
-    engine = pickle.loads(bytes(raw)).engine
+    try:
+        engine = snapshot_load(bytes(raw)).engine
+    except SnapshotError:  # of another version: the engine rebuilds it, the shadow waits
+        return None
     return engine if isinstance(engine, WatchEngine) else None
 
 

@@ -8,7 +8,6 @@ because the replica is away.
 from __future__ import annotations
 
 import logging
-import pickle
 from typing import Any
 
 import psycopg
@@ -19,6 +18,7 @@ from django.db.models.functions import Length
 
 from exchange.models import EventCounter, Subscription, SubscriptionNotification
 from exchange.models.events import EVENT_TABLE
+from matching.subscriptions.snapshot import snapshot_load
 
 log = logging.getLogger(__name__)
 
@@ -227,8 +227,7 @@ def pattern_instances(*, limit: int = PATTERNS_SHOWN) -> dict[str, Any]:
         instances = None
         try:
             assert raw is not None  # an active row has its state (a check constraint)
-            # The rows are written by services.subscriptions only: the exchange's own data.
-            instances = pickle.loads(bytes(raw)).engine.kept_events
+            instances = snapshot_load(bytes(raw)).engine.kept_events
         except Exception:  # one unreadable state must not hide the others
             log.warning("the stored state of subscription %s is unreadable", sub_id, exc_info=True)
         rows.append(

@@ -16,18 +16,19 @@ after an append, ``subscriptions_changed_request`` after a registration, pause, 
 deletion) and gives them the helpers both sides share (the evaluator's stored state, the
 notifications' COPY, the stream's messages).
 
-The evaluator's state is stored with cloudpickle: a form 3 pattern compiles its conditions
-to closures, which the standard pickle refuses; cloudpickle stores them by value.
+The evaluator's state is stored as an explicit, versioned snapshot of plain data
+(``matching/subscriptions/snapshot.py``): the query is parsed and compiled again on load, so
+no code (a form 3 pattern's compiled closures) is stored. A checkpoint of another version
+(or a pickle of the releases before snapshots) is rebuilt by replay
+(``subscription_rebuilt``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-import pickle
 from typing import Any
 
-import cloudpickle
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection, transaction
@@ -45,8 +46,9 @@ from exchange.selectors.subscriptions import (
 )
 from exchange.services.side_effects import after_commit
 from matching.subscriptions import STATE_LIMIT as EVALUATOR_STATE_LIMIT
-from matching.subscriptions import End, Notification, to_text
+from matching.subscriptions import End, Notification, parse_query, to_text
 from matching.subscriptions import Subscription as Evaluator
+from matching.subscriptions.snapshot import snapshot_dump, snapshot_load
 
 log = logging.getLogger(__name__)
 
@@ -70,23 +72,36 @@ def stream_name(subscription_id: int) -> str:
 
 
 def _state_dump(evaluator: Evaluator) -> bytes:
-    return cloudpickle.dumps(evaluator)
+    return evaluator_dump(evaluator)
 
 
 def evaluator_dump(evaluator: Evaluator) -> bytes:
-    """The evaluator's state as ``_state_load`` reads it: the standard pickle when it can
-    (three times faster), cloudpickle for the closures of a form 3 pattern."""
-    try:
-        return pickle.dumps(evaluator, protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, AttributeError, TypeError):
-        return _state_dump(evaluator)
+    """The evaluator's state as ``_state_load`` reads it: its snapshot (plain data)."""
+    return snapshot_dump(evaluator)
 
 
 def _state_load(raw: bytes | memoryview) -> Evaluator:
-    # The rows are written by this module only: the pickle is the exchange's own data.
-    evaluator = pickle.loads(bytes(raw))  # noqa: S301
-    assert isinstance(evaluator, Evaluator)
-    return evaluator
+    """The evaluator a stored state holds. ``SnapshotStale`` (a checkpoint of another
+    version, or a pickle of before snapshots): rebuild it with ``subscription_rebuilt``;
+    ``SnapshotError``: the bytes are no snapshot."""
+    return snapshot_load(bytes(raw))
+
+
+def _replay_start(evaluator: Evaluator, *, seam: int, now: dt.datetime) -> int:
+    """Where a subscription registered at ``seam`` and ``now`` starts reading the log: just
+    before the first event its history can take part in, never after the seam."""
+    start = evaluator_start(evaluator)
+    before = None if start >= now else log_seq_before(time=start)
+    return seam if before is None else min(before, seam)
+
+
+def subscription_rebuilt(*, query: str, now: dt.datetime, seam: int) -> tuple[Evaluator, int]:
+    """The evaluator of a subscription as registration made it, and the cursor it started
+    at: fed the log from there (the outputs already in the outbox dropped), it reaches
+    what any checkpoint of it held, since the evaluator is deterministic. For a stored
+    state that cannot be loaded (``SnapshotStale``)."""
+    evaluator = Evaluator(parse_query(query), now=now, state_limit=STATE_LIMIT)
+    return evaluator, _replay_start(evaluator, seam=seam, now=now)
 
 
 def notifications_copy(cursor: Any, notes: list[tuple[int, int, int | None, str]]) -> None:
@@ -139,9 +154,7 @@ def subscription_create(*, owner: User, query: str, name: str = "") -> Subscript
                 "delete one first.",
             )
         evaluator = Evaluator(parsed, now=now, state_limit=STATE_LIMIT)
-        start = evaluator_start(evaluator)
-        before = None if start >= now else log_seq_before(time=start)
-        cursor = seam if before is None else min(before, seam)
+        cursor = _replay_start(evaluator, seam=seam, now=now)
         state, reason = Subscription.State.ACTIVE, ""
         if cursor >= seam and any(isinstance(o, End) for o in evaluator.history_done()):
             # No history to replay and an end at or before NOW: complete already.

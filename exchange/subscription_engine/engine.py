@@ -31,10 +31,12 @@ replays the log from its cursor and drops its first ``last_n - checkpoint_n`` ou
 which are in the outbox; the rest are new. A batch rolled back (a crash, a lost lease)
 leaves the rows as they were, and its memory is rebuilt from them.
 
-The checkpoint is the evaluator pickled as registration stores it (cloudpickle for a
-pattern's closures): an explicit, versioned snapshot of every evaluator kind is the
-issue's next step; an old checkpoint always loads, since the replay from its cursor
-rebuilds the rest.
+The checkpoint's evaluator is an explicit, versioned snapshot of plain data
+(``matching/subscriptions/snapshot.py``). One this code cannot read as it stands (another
+version without an upgrade, or a pickle of the releases before snapshots) is rebuilt by
+replay: a fresh evaluator at the cursor its registration started at, with none of its
+outputs counted as checkpointed (``_restored``), so the replay drops the first ``last_n``
+and writes the rest.
 
 Fairness: the shared set tells the engine each member's work (``SubscriptionSet.charge``),
 added up per owner for the batch. An owner past ``OWNER_BUDGET`` has its live forms 2-4
@@ -76,6 +78,7 @@ from exchange.services.subscriptions import (
     _state_load,
     evaluator_dump,
     notifications_copy,
+    subscription_rebuilt,
 )
 from exchange.subscription_engine.leases import (
     Beat,
@@ -85,9 +88,11 @@ from exchange.subscription_engine.leases import (
     partitions_checkpointed,
     partitions_cursor_commit,
 )
+from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions.events import Event, event_from_dict
 from matching.subscriptions.forms import Kind
 from matching.subscriptions.multi import Failed, Member, SubscriptionSet, advance_members
+from matching.subscriptions.snapshot import SnapshotStale
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +265,7 @@ class Engine:
             redis_client().zadd(
                 settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY, {self.name: time.time()}
             )
-        except Exception:  # noqa: BLE001 - the leases are in PostgreSQL: this is a report
+        except Exception:  # the leases are in PostgreSQL: this is a report
             log.warning("subscription engine %s: no heartbeat in Redis", self.name, exc_info=True)
         if claimed:
             self.changed = True
@@ -343,24 +348,27 @@ class Engine:
                 "last_n",
                 "checkpoint_n",
                 "evaluator",
+                "query",
+                "now",
                 "owner__id",
                 "owner__is_staff",
             )
         )
         for row in rows:
             member: Member
+            checkpoint_n = row.checkpoint_n
             try:
-                assert row.evaluator is not None  # an active row has one (a constraint)
-                evaluator = _state_load(row.evaluator)
-            except Exception as exc:  # noqa: BLE001 - it is suspended alone
+                evaluator, cursor, checkpoint_n = _restored(row)
+            except Exception as exc:  # it is suspended alone
+                # no evaluator: the member only carries its failure to the commit
                 member = Member(row.pk, None, row.cursor, row.seam, row.owner_id)  # type: ignore[arg-type]
                 member.failed = Failed(row.cursor, exc)
             else:
                 member = Member(
-                    row.pk, evaluator, row.cursor, row.seam, row.owner_id, row.owner.is_staff
+                    row.pk, evaluator, cursor, row.seam, row.owner_id, row.owner.is_staff
                 )
             followed = Followed(
-                row.pk, row.pk % self.count, member, row.last_n, row.last_n - row.checkpoint_n
+                row.pk, row.pk % self.count, member, row.last_n, row.last_n - checkpoint_n
             )
             self.followed[row.pk] = self._joiners[row.pk] = followed
             if member.failed is not None:
@@ -616,7 +624,7 @@ class Engine:
         if messages:
             try:
                 group_send_all(messages)
-            except Exception:  # noqa: BLE001 - the outbox holds them; a follower catches up
+            except Exception:  # the outbox holds them; a follower catches up
                 log.warning("pushing subscription notifications failed", exc_info=True)
 
     def _row(self, f: Followed, state: str, last_n: int, upto: int, checkpoint: bool) -> Row:
@@ -649,6 +657,20 @@ class Engine:
                 row.evaluator = evaluator_dump(sub)
                 row.checkpoint_n = row.last_n - f.skip
         return row
+
+
+def _restored(row: Subscription) -> tuple[Evaluator, int, int]:
+    """The evaluator of ``row``'s checkpoint, the cursor it stands at and the outputs it
+    had given. A snapshot of another version (or a pickle of before snapshots) is rebuilt:
+    the evaluator as registered, at its first cursor, having given none (the replay drops
+    the ``last_n`` in the outbox)."""
+    assert row.evaluator is not None  # an active row has one (a constraint)
+    try:
+        return _state_load(row.evaluator), row.cursor, row.checkpoint_n
+    except SnapshotStale as stale:
+        log.info("subscription %s: %s; rebuilt by replay", row.pk, stale)
+    evaluator, cursor = subscription_rebuilt(query=row.query, now=row.now, seam=row.seam)
+    return evaluator, cursor, 0
 
 
 def _read(after: int, upto: int) -> list[LogEvent]:

@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import time
+from typing import Any
 from types import FrameType
 
 from django.db import close_old_connections
@@ -50,7 +51,7 @@ def engine_run(*, name: str | None = None) -> None:
                 pubsub.subscribe(ENGINE_WAKE_CHANNEL)
             more = engine.step()
             _drain(pubsub, engine, timeout=0.0 if more else POLL_SECONDS)
-        except Exception:  # noqa: BLE001 - the loop outlives a database or Redis away
+        except Exception:  # the loop outlives a database or Redis away
             log.warning("subscription engine %s: batch failed", engine.name, exc_info=True)
             pubsub = None
             close_old_connections()
@@ -61,7 +62,7 @@ def engine_run(*, name: str | None = None) -> None:
         log.info("subscription engine %s stopped", engine.name)
 
 
-def _drain(pubsub, engine: Engine, *, timeout: float) -> None:  # noqa: ANN001 - redis PubSub
+def _drain(pubsub: Any, engine: Engine, *, timeout: float) -> None:  # redis' PubSub
     """Wait up to ``timeout`` for a wake-up, then take every one waiting; a change of the
     subscriptions makes the next step read their rows."""
     message = pubsub.get_message(timeout=timeout)

@@ -92,17 +92,6 @@ class Subscription:
         "suspended",
     )  # fmt: skip
 
-    def __setstate__(self, state: dict[str, Any] | tuple[Any, dict[str, Any] | None]) -> None:
-        """Restore a pickled subscription, also one pickled before the class had slots (its
-        state a plain dict): the exchange stores its evaluators pickled in the database
-        (``exchange/services/subscriptions.py``), and they outlive a release."""
-        if isinstance(state, tuple):  # (a __dict__ if any, the slots)
-            state = {**(state[0] or {}), **(state[1] or {})}
-        for name, value in state.items():
-            setattr(self, name, value)
-        if "limits" not in state:  # pickled before it had limits other than its state's
-            self.limits = replace(LIMITS, state=state["state_limit"])
-
     def __init__(
         self,
         query: Query,

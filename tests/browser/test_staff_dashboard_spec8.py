@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import time
 
-import cloudpickle
 import pytest
 from playwright.sync_api import expect
 
@@ -21,6 +20,7 @@ from exchange.selectors.dissemination import dissemination_choices
 from exchange.selectors.events import events_log_end
 from exchange.services.event_partitions import DEFAULT_PARTITION
 from exchange.services.subscriptions import subscription_create
+from matching.subscriptions.snapshot import snapshot_dump
 from tests.dissemination.test_live import FLOW, PENS, WATCHES, posted
 from tests.exchange.test_dashboard_spec8 import RISE, _evaluator, _subscription
 from tests.factories import StaffFactory, UserFactory
@@ -39,7 +39,7 @@ def _setup() -> dict[str, int]:
     ann, bob = UserFactory(username="ann"), UserFactory(username="bob")
     watches = [subscription_create(owner=ann, query=WATCHES[n]) for n in ("lot", "cheapest")]
     pattern = _subscription(
-        bob, "pattern", evaluator=cloudpickle.dumps(_evaluator(RISE, ["1.00", "0.99"]))
+        bob, "pattern", evaluator=snapshot_dump(_evaluator(RISE, ["1.00", "0.99"]))
     )
     stuck = _subscription(bob, "pattern", "suspended", reason="state_limit", last_n=1)
     SubscriptionNotification.objects.create(subscription=stuck, n=1, seq=1, data={})

@@ -8,7 +8,6 @@ import datetime as dt
 import html
 import re
 
-import cloudpickle
 import pytest
 from django.conf import settings as django_settings
 from django.db import connection
@@ -28,6 +27,7 @@ from exchange.services.event_partitions import (
 from exchange.services.events import events_insert
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions import parse_query
+from matching.subscriptions.snapshot import snapshot_dump
 from tests.factories import StaffFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -85,7 +85,7 @@ def _evaluator(query: str, prices: list[str]) -> Evaluator:
 
 def _subscription(owner, kind: str, state: str = "active", **fields) -> Subscription:
     if state == "active" and "evaluator" not in fields:
-        fields["evaluator"] = cloudpickle.dumps(_evaluator("SELECT * WHERE type = 'trade'", []))
+        fields["evaluator"] = snapshot_dump(_evaluator("SELECT * WHERE type = 'trade'", []))
     return Subscription.objects.create(
         owner=owner, kind=kind, query="q", state=state, created_at=NOW, now=NOW, seam=0,
         cursor=0, **fields,
@@ -102,9 +102,9 @@ def subscriptions():
     _subscription(ann, "events", "done", reason="completed")
     _subscription(ann, "composite")
     three = _subscription(
-        ann, "pattern", evaluator=cloudpickle.dumps(_evaluator(RISE, ["1.00", "0.99", "0.98"]))
+        ann, "pattern", evaluator=snapshot_dump(_evaluator(RISE, ["1.00", "0.99", "0.98"]))
     )
-    one = _subscription(ann, "pattern", evaluator=cloudpickle.dumps(_evaluator(RISE, ["1.00"])))
+    one = _subscription(ann, "pattern", evaluator=snapshot_dump(_evaluator(RISE, ["1.00"])))
     _subscription(ann, "state")
     failed = _subscription(bob, "state", "suspended", reason="error", last_n=2)
     full = _subscription(bob, "pattern", "suspended", reason="state_limit", last_n=1)

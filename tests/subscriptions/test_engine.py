@@ -282,7 +282,7 @@ def test_failures_and_state_limit_suspend_one_subscription_only(monkeypatch):
     )
     [line] = outbox(unreadable)
     assert line["data"]["message"].startswith(
-        "the subscription failed while evaluating: UnpicklingError"
+        "the subscription failed while evaluating: SnapshotError: not a subscription snapshot"
     )
     assert [line["seq"] for line in outbox(healthy)] == [1, 2, 3]
 

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import copyreg
 import datetime as dt
-import pickle
-from dataclasses import replace
 
-import cloudpickle
 import pytest
 
 from matching.subscriptions import (
@@ -20,7 +16,6 @@ from matching.subscriptions import (
     parse_query,
     run_offline,
 )
-from matching.subscriptions.limits import LIMITS
 from tests.matching.subscriptions.subscription_cases import SUBJECT, TRADES, at
 
 NOW = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.UTC)
@@ -288,54 +283,3 @@ def test_an_equality_join_finds_partners_of_any_numeric_spelling():
         (3, {"a": {"offer": 1}, "b": {"seq": 3}}),
         (4, {"a": {"offer": 2}, "b": {"seq": 4}}),
     ]
-
-
-class _PickledBeforeSlots:
-    """Pickles as a ``Subscription`` did before the class had slots: a new object of the
-    class, then its ``__dict__`` as the state."""
-
-    def __init__(self, state: dict) -> None:
-        self.state = state
-
-    @property  # type: ignore[misc]  # a property over object.__class__, as the pickler reads it
-    def __class__(self) -> type:  # what the pickler checks the new object's class against
-        return Subscription
-
-    def __reduce_ex__(self, protocol: object) -> tuple:
-        return copyreg.__newobj__, (Subscription,), self.state
-
-
-def test_a_subscription_pickled_before_the_class_had_slots_loads_and_goes_on() -> None:
-    # Given a pattern that has seen one trade, its state as a plain dict (as pickles of
-    # the class without slots, stored in the database by earlier releases, hold it)
-    query = parse_query(
-        "SELECT a.price, b.price FROM FILTER{type = 'trade'}(EVENTS) AS a "
-        "NEXT{b.price > a.price} FILTER{type = 'trade'}(EVENTS) AS b"
-    )
-    sub = Subscription(query, now=NOW)
-    sub.history_done()
-    assert sub.push(TRADES[0], live=True) == []
-    state = {name: getattr(sub, name) for name in Subscription.__slots__}
-    # When it is loaded, and a copy of the live one too (pickled with its slots)
-    # (cloudpickle, as the exchange stores them: a pattern's conditions are closures)
-    old = pickle.loads(cloudpickle.dumps(_PickledBeforeSlots(state)))
-    new = pickle.loads(cloudpickle.dumps(sub))
-    # Then both are subscriptions that go on from where it stood
-    assert type(old) is type(new) is Subscription
-    assert (
-        old.push(TRADES[1], live=True)
-        == new.push(TRADES[1], live=True)
-        == [Notification(1, 2, {"a.price": "1.00", "b.price": "1.10"})]
-    )
-
-
-def test_a_subscription_pickled_before_it_had_limits_gets_the_defaults_with_its_state_limit():
-    # Given a composite pickled (as a plain dict) before subscriptions had ``limits``
-    sub = Subscription(parse_query("SELECT a.seq FROM a AND b WHERE a.seq = b.seq"), now=NOW)
-    state = {name: getattr(sub, name) for name in Subscription.__slots__ if name != "limits"}
-    state["state_limit"] = 7
-    # When it is loaded
-    old = pickle.loads(cloudpickle.dumps(_PickledBeforeSlots(state)))
-    # Then its limits are the defaults but for the state limit it had
-    assert old.limits == replace(LIMITS, state=7)
-    assert old.push(TRADES[0], live=True) == []
