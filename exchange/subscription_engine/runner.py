@@ -11,8 +11,8 @@ import os
 import signal
 import socket
 import time
-from typing import Any
 from types import FrameType
+from typing import Any
 
 from django.db import close_old_connections
 
