@@ -389,6 +389,10 @@ def apply_changes(*, offer_ids: set[int], bid_ids: set[int]) -> Applied:
     def work(offers_aside: set[int], bids_aside: set[int]) -> tuple[int, list[Notification]]:
         offer_ids, bid_ids = changed_offers | offers_aside, changed_bids | bids_aside
         store = engine.store()
+        # The store's shared counters are written at the end, under the tail lock: written
+        # here, their rows would be held from here to commit, and the cycles of other
+        # markets would wait for this one from their first store write.
+        store.defer_counters()
         live_offers = list(_live(Offer).filter(id__in=offer_ids))
         live_bids = list(_live(Bid).filter(id__in=bid_ids))
         store.delete_publications(sorted(offer_ids))
@@ -404,7 +408,9 @@ def apply_changes(*, offer_ids: set[int], bid_ids: set[int]) -> Applied:
         matches = engine.pair_values(quads, offers=offers_usable, bids=bids_usable)
         OfferBidMatch.objects.bulk_create(matches, batch_size=2000)
         affected.update(m.offer_id for m in matches)
-        return len(affected), best_offers_refresh(offer_ids=affected)
+        tail_lock()
+        store.flush_counters()
+        return len(affected), best_offers_refresh(offer_ids=affected, tail_locked=True)
 
     (touched, notes), aside_notes, count = until_usable(work, (changed_offers, changed_bids))
     return Applied(touched, aside_notes + notes, count)
@@ -543,8 +549,9 @@ def _best_rows_write(rows: dict[int, Best], now: dt.datetime) -> None:
         )
 
 
-def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
-    """Recompute the best bid of ``offer_ids``; write rows, history and outbox notifications.
+def best_offers_refresh(*, offer_ids: set[int], tail_locked: bool = False) -> list[Notification]:
+    """Recompute the best bid of ``offer_ids``; write rows, history and outbox notifications
+    (under the tail lock, taken here unless ``tail_locked`` says the caller holds it).
 
     An offer that is no longer open loses its row, and its last best bidder and the market
     hear that it has no best bid any more.
@@ -594,7 +601,7 @@ def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
         for offer, old, best in changes
         for note in best_offer_notifications(offer=offer, old=old, new=best, facts=facts)
     ]
-    if history or notes:
+    if (history or notes) and not tail_locked:
         tail_lock()
     _best_rows_write(written, now)
     if gone:
