@@ -408,9 +408,7 @@ def apply_changes(*, offer_ids: set[int], bid_ids: set[int]) -> Applied:
         matches = engine.pair_values(quads, offers=offers_usable, bids=bids_usable)
         OfferBidMatch.objects.bulk_create(matches, batch_size=2000)
         affected.update(m.offer_id for m in matches)
-        tail_lock()
-        store.flush_counters()
-        return len(affected), best_offers_refresh(offer_ids=affected, tail_locked=True)
+        return len(affected), best_offers_refresh(offer_ids=affected, tail=store.flush_counters)
 
     (touched, notes), aside_notes, count = until_usable(work, (changed_offers, changed_bids))
     return Applied(touched, aside_notes + notes, count)
@@ -549,14 +547,20 @@ def _best_rows_write(rows: dict[int, Best], now: dt.datetime) -> None:
         )
 
 
-def best_offers_refresh(*, offer_ids: set[int], tail_locked: bool = False) -> list[Notification]:
+def best_offers_refresh(
+    *, offer_ids: set[int], tail: Callable[[], None] | None = None
+) -> list[Notification]:
     """Recompute the best bid of ``offer_ids``; write rows, history and outbox notifications
-    (under the tail lock, taken here unless ``tail_locked`` says the caller holds it).
+    under the tail lock, taken once what they need has been read, and then run ``tail``
+    (the cycle's deferred store counters) under it as well.
 
     An offer that is no longer open loses its row, and its last best bidder and the market
     hear that it has no best bid any more.
     """
     if not offer_ids:
+        if tail is not None:
+            tail_lock()
+            tail()
         return []
     now = timezone.now()
     rows = {
@@ -601,8 +605,10 @@ def best_offers_refresh(*, offer_ids: set[int], tail_locked: bool = False) -> li
         for offer, old, best in changes
         for note in best_offer_notifications(offer=offer, old=old, new=best, facts=facts)
     ]
-    if (history or notes) and not tail_locked:
+    if history or notes or tail is not None:
         tail_lock()
+    if tail is not None:
+        tail()
     _best_rows_write(written, now)
     if gone:
         BestOffer.objects.filter(pk__in=gone).delete()
