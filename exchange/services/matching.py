@@ -143,7 +143,9 @@ def tail_lock() -> None:
     """Before a cycle writes rows that readers follow by id (notifications, read by a
     ``me`` stream after the last id it sent; best-offer history, which the event log's
     writer takes past its mark): cycles of other markets take their ids after this one has
-    committed, so no reader sees a later id before an earlier one. Held to commit."""
+    committed, so no reader sees a later id before an earlier one. The store's shared
+    counters are written under it too (``apply_changes``). Held to commit; taken after a
+    cycle's reads of its own markets' rows, so a cycle waiting there holds no other back."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [TAIL_LOCK])
 
