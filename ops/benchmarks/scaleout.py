@@ -8,7 +8,7 @@ database of its own, ``intersect_bench_scaleout`` (``BENCH_DATABASE_URL``'s clus
 the development cluster), through the services: per market 100 offers and 400 bids (quick:
 25 and 100), matched. Then, for each setting in turn (one worker, two workers, repeated), 60
 new bids a market (quick: 15) are written without a trigger and the workers drain them: a
-worker is a forked process that runs ``matching_cycle_run`` for its partitions in turn, as
+worker is a process of its own that runs ``matching_cycle_run`` for its partitions in turn, as
 the Celery task does, each cycle taking at most ``--batch`` changes (4 by default: the
 batches of the live bench at 50 bids/s are a few changes), until nothing of its partitions
 is pending. One worker takes both partitions; two take one each. Capacity is cycles and
@@ -80,7 +80,11 @@ def _bid(orders: Any, market: Any, buyer: Any, rng: Any) -> None:
 
 
 def _worker(partitions: list[int], batch: int, barrier: Any, out: Any) -> None:
-    """One matching worker: cycles of its partitions in turn until none takes a change."""
+    """One matching worker (a process of its own, started fresh): cycles of its partitions
+    in turn until none takes a change."""
+    import django
+
+    django.setup()
     from django.db import connections
 
     from exchange.services.matching import matching_cycle_run
@@ -89,15 +93,19 @@ def _worker(partitions: list[int], batch: int, barrier: Any, out: Any) -> None:
     started = time.perf_counter()
     cycles = changes = 0
     busy = set(partitions)
-    while busy:
-        for partition in sorted(busy):
-            taken = matching_cycle_run(
-                limit=batch, partition=partition, partitions=PARTITIONS
-            ).changes
-            if taken:
-                cycles, changes = cycles + 1, changes + taken
-            else:
-                busy.discard(partition)
+    try:
+        while busy:
+            for partition in sorted(busy):
+                taken = matching_cycle_run(
+                    limit=batch, partition=partition, partitions=PARTITIONS
+                ).changes
+                if taken:
+                    cycles, changes = cycles + 1, changes + taken
+                else:
+                    busy.discard(partition)
+    except Exception as exc:  # noqa: BLE001 - reported by the parent
+        out.put({"error": f"{type(exc).__name__}: {exc}"})
+        raise
     out.put({"cycles": cycles, "changes": changes, "seconds": time.perf_counter() - started})
     connections.close_all()
 
@@ -107,18 +115,16 @@ def _setting(
 ) -> dict[str, Any]:
     import multiprocessing
 
-    from django.db import connections
-
     from exchange.services import orders
 
     for market in book["markets"]:
         for _ in range(size["changes"]):
             _bid(orders, market, book["buyer"], rng)
     split = [[0, 1]] if workers == 1 else [[0], [1]]
-    context = multiprocessing.get_context("fork")
+    # Spawned, not forked: a forked child would share this process's pooled connections.
+    context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(workers + 1)
     out = context.Queue()
-    connections.close_all()  # the children open their own
     procs = [context.Process(target=_worker, args=(p, batch, barrier, out)) for p in split]
     for proc in procs:
         proc.start()
@@ -127,6 +133,9 @@ def _setting(
     started = time.perf_counter()
     results = [out.get(timeout=600) for _ in procs]
     wall = time.perf_counter() - started
+    errors = [r["error"] for r in results if "error" in r]
+    if errors:
+        raise RuntimeError(f"a matching worker failed: {errors}")
     for proc in procs:
         proc.join(timeout=60)
     cycles = sum(r["cycles"] for r in results)
@@ -180,7 +189,7 @@ def measure(quick: bool = False, batch: int = 4) -> dict[str, Any]:
         cwd=ROOT,
         env=_env(url),
         check=True,
-        capture_output=True,
+        stdout=subprocess.PIPE,
         text=True,
     )
     return (
