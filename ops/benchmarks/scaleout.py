@@ -87,10 +87,22 @@ def _worker(partitions: list[int], batch: int, barrier: Any, out: Any) -> None:
     django.setup()
     from django.db import connections
 
+    from exchange.services import matching
     from exchange.services.matching import matching_cycle_run
 
+    # What the worker waits for the tail lock (where parallel cycles meet) is measured.
+    waited = [0.0]
+    tail_lock = matching.tail_lock
+
+    def timed_tail_lock() -> None:
+        begun = time.perf_counter()
+        tail_lock()
+        waited[0] += time.perf_counter() - begun
+
+    matching.tail_lock = timed_tail_lock  # type: ignore[assignment]
     barrier.wait()
     started = time.perf_counter()
+    cpu = time.process_time()
     cycles = changes = 0
     busy = set(partitions)
     try:
@@ -106,7 +118,15 @@ def _worker(partitions: list[int], batch: int, barrier: Any, out: Any) -> None:
     except Exception as exc:  # noqa: BLE001 - reported by the parent
         out.put({"error": f"{type(exc).__name__}: {exc}"})
         raise
-    out.put({"cycles": cycles, "changes": changes, "seconds": time.perf_counter() - started})
+    out.put(
+        {
+            "cycles": cycles,
+            "changes": changes,
+            "seconds": time.perf_counter() - started,
+            "python_cpu_seconds": time.process_time() - cpu,
+            "tail_wait_seconds": waited[0],
+        }
+    )
     connections.close_all()
 
 
@@ -202,13 +222,17 @@ def measure(quick: bool = False, batch: int = 4) -> dict[str, Any]:
 
 def table(result: dict[str, Any]) -> str:
     lines = [
-        "| matching workers | cycles | changes | seconds | cycles/s | changes/s | load average |",
-        "|---|---|---|---|---|---|---|",
+        "| matching workers | cycles | changes | seconds | cycles/s | changes/s "
+        "| workers' Python CPU s | waited for the tail lock s | load average |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in result["settings"]:
+        cpu = sum(w["python_cpu_seconds"] for w in s["per_worker"])
+        wait = sum(w["tail_wait_seconds"] for w in s["per_worker"])
         lines.append(
             f"| {s['workers']} | {s['cycles']} | {s['changes']} | {s['seconds']:.2f} | "
-            f"{s['cycles_per_second']} | {s['changes_per_second']} | {s['load_average']:.2f} |"
+            f"{s['cycles_per_second']} | {s['changes_per_second']} | {cpu:.2f} | {wait:.2f} | "
+            f"{s['load_average']:.2f} |"
         )
     return "\n".join(lines)
 
