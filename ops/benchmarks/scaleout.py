@@ -99,7 +99,7 @@ def _worker(partitions: list[int], batch: int, barrier: Any, out: Any) -> None:
         tail_lock()
         waited[0] += time.perf_counter() - begun
 
-    matching.tail_lock = timed_tail_lock  # type: ignore[assignment]
+    matching.tail_lock = timed_tail_lock
     barrier.wait()
     started = time.perf_counter()
     cpu = time.process_time()
