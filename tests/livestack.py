@@ -55,8 +55,11 @@ class LiveStack(Stack):
         node = self.worker_name(role if process.name == "worker" else process.name)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if app.control.ping(destination=[node], timeout=0.5):
-                return process
+            try:
+                if app.control.ping(destination=[node], timeout=0.5):
+                    return process
+            except Exception:  # noqa: BLE001 - a broker connection Redis closed (a restart
+                pass  # in an earlier test) is dropped by the failed call: ask again
             self.check_alive(process.name)
         raise RuntimeError(f"the Celery {role} worker did not answer:\n" + process.tail())
 
