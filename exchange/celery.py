@@ -2,9 +2,11 @@
 
 A worker takes a role (``celery -A exchange worker --role ...``):
 
-* ``matching``: the matching queue only (``MATCHING_QUEUE``). Run it with one process: its
-  task runs cycles back to back while changes are pending, and cycles never overlap anyway
-  (they serialize on an advisory lock), so a second process would only wait;
+* ``matching``: the matching partitions' queues only (``MATCHING_QUEUE``.0 to
+  ``MATCHING_PARTITIONS`` - 1; ``--partitions 0,2`` takes those, by default all). Run it
+  with one process: its task runs a partition's cycles back to back while changes are
+  pending. More markets in parallel take more workers, each on its own partitions, on any
+  host (``exchange/tasks.py``; a market's cycles never overlap, whoever runs them);
 * ``tasks``: every other task (the sweeps, closing, the analytics), on the default queue;
 * ``all`` (the default): both queues, for a single development worker.
 
@@ -39,32 +41,56 @@ app.user_options["worker"].add(
         ["--role"],
         type=Choice(ROLES),
         default="all",
-        help="which queues this worker consumes: the matching queue, the others, or all",
+        help="which queues this worker consumes: the matching queues, the others, or all",
+    )
+)
+app.user_options["worker"].add(
+    Option(
+        ["--partitions"],
+        default="",
+        help="the matching partitions this worker consumes, e.g. 0,2 (default: all of "
+        "MATCHING_PARTITIONS)",
     )
 )
 
 
-def role_queues(role: str) -> list[str]:
-    """The queues a worker of ``role`` consumes."""
-    queues = {"matching": [settings.MATCHING_QUEUE], "tasks": [app.conf.task_default_queue]}
-    return queues.get(role, [app.conf.task_default_queue, settings.MATCHING_QUEUE])
+def matching_partitions(given: str = "") -> list[int]:
+    """The partitions named in ``given`` (``"0,2"``), or all of ``MATCHING_PARTITIONS``;
+    ``ValueError`` for one that does not exist."""
+    count = max(1, int(settings.MATCHING_PARTITIONS))
+    if not given.strip():
+        return list(range(count))
+    chosen = sorted({int(part) for part in given.split(",") if part.strip()})
+    if not chosen or chosen[0] < 0 or chosen[-1] >= count:
+        raise ValueError(
+            f"--partitions {given!r}: MATCHING_PARTITIONS is {count} (0 to {count - 1})"
+        )
+    return chosen
+
+
+def role_queues(role: str, partitions: str = "") -> list[str]:
+    """The queues a worker of ``role`` consumes (of the matching ones, ``partitions``)."""
+    matching = [f"{settings.MATCHING_QUEUE}.{p}" for p in matching_partitions(partitions)]
+    queues = {"matching": matching, "tasks": [app.conf.task_default_queue]}
+    return queues.get(role, [app.conf.task_default_queue, *matching])
 
 
 class WorkerRole(bootsteps.Step):
-    """Select the queues of the worker's ``--role`` before its consumer starts."""
+    """Select the queues of the worker's ``--role`` (and ``--partitions``) before its
+    consumer starts."""
 
-    def __init__(self, worker, role: str = "all", **kwargs):
+    def __init__(self, worker, role: str = "all", partitions: str = "", **kwargs):
         super().__init__(worker, **kwargs)
-        worker.app.amqp.queues.select(role_queues(role))
+        worker.app.amqp.queues.select(role_queues(role, partitions or ""))
 
 
 def heartbeat_keys(queues: list[str]) -> list[str]:
     """Where a worker consuming ``queues`` beats: the workers' key if it takes the default
-    queue, the matching workers' key if it takes the matching queue."""
+    queue, the matching workers' key if it takes a matching partition's queue."""
     keys = []
     if app.conf.task_default_queue in queues:
         keys.append(settings.WORKER_HEARTBEAT_KEY)
-    if settings.MATCHING_QUEUE in queues:
+    if any(q.startswith(f"{settings.MATCHING_QUEUE}.") for q in queues):
         keys.append(settings.MATCHING_HEARTBEAT_KEY)
     return keys
 

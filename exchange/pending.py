@@ -18,15 +18,16 @@ from exchange.redis_clients import redis_client
 PENDING_TTL = 10
 
 
-def request_once(key: str, task: Task | str) -> bool:
-    """Queue ``task`` (a task, or a task's registered name) unless ``key`` says one is
-    pending already; True if this call queued it."""
+def request_once(key: str, task: Task | str, *args: object, queue: str | None = None) -> bool:
+    """Queue ``task`` (a task, or a task's registered name) with ``args``, on ``queue`` if
+    given (else the task's own), unless ``key`` says one is pending already; True if this
+    call queued it."""
     if not redis_client().set(key, "1", nx=True, ex=PENDING_TTL):
         return False
     if isinstance(task, str):
-        current_app.send_task(task)
+        current_app.send_task(task, args=list(args), queue=queue)
     else:
-        task.delay()
+        task.apply_async(args=list(args), queue=queue)
     return True
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 from celery import shared_task
 from django.conf import settings
@@ -33,41 +34,95 @@ def ping(token: str) -> str:
 SWEEP_AGE = dt.timedelta(seconds=5)
 
 
-# While this key exists a cycle is queued or running and will look for pending changes
-# again before it returns, so a new change need not queue another: that cycle will take it.
-# It expires on its own in case the cycle never runs.
-def _pending_key() -> str:
-    return settings.CYCLE_PENDING_KEY
+# Markets are partitioned across matching workers (SPEC 9, "Scale-out"): market ``m``'s
+# cycles run on the queue of partition ``m % MATCHING_PARTITIONS``, and a worker consumes the
+# queues of the partitions it is given (``exchange/celery.py``). Each market's cycles
+# serialize on its own lock, so two workers on one partition, or a change of the setting
+# while tasks are queued, never let two cycles of one market overlap.
 
 
-def matching_cycle_request() -> None:
-    """Ask for a cycle after a committed change, unless one is queued or running.
+def partitions() -> int:
+    return max(1, int(settings.MATCHING_PARTITIONS))
+
+
+def market_partition(market_id: int, count: int | None = None) -> int:
+    return market_id % (count or partitions())
+
+
+def matching_queue(partition: int) -> str:
+    """The queue of ``partition``'s cycles."""
+    return f"{settings.MATCHING_QUEUE}.{partition}"
+
+
+# While a partition's key exists a cycle task of that partition is queued or running and
+# will look for pending changes again before it returns, so a new change of one of its
+# markets need not queue another: that task will take it. It expires on its own in case the
+# task never runs.
+def _pending_key(partition: int, count: int) -> str:
+    return f"{settings.CYCLE_PENDING_KEY}:{partition}/{count}"
+
+
+# A task that has run cycles this long queues itself again and returns, so that a worker
+# consuming several partitions takes the others' tasks in between (its key stays set).
+TASK_SECONDS = 1.0
+
+
+def matching_cycle_request(market_id: int) -> None:
+    """Ask for a cycle of ``market_id``'s partition after a committed change, unless one is
+    queued or running.
 
     The change is committed before this runs, and a cycle task deletes the key before its
     last look for pending changes, so a change that finds the key is taken by that task.
     Without Redis it raises, and the caller's after-commit guard leaves it to the sweep.
     """
-    request_once(_pending_key(), matching_cycle)
+    count = partitions()
+    partition = market_partition(market_id, count)
+    request_once(
+        _pending_key(partition, count),
+        matching_cycle,
+        partition,
+        count,
+        queue=matching_queue(partition),
+    )
+
+
+def matching_cycle_enqueue(partition: int, count: int) -> None:
+    """Queue a cycle task of ``partition`` (of ``count``) on that partition's queue."""
+    matching_cycle.apply_async(args=[partition, count], queue=matching_queue(partition))
 
 
 @shared_task(name="exchange.matching_cycle", ignore_result=True)
-def matching_cycle() -> int:
-    """Cycles back to back while changes are pending (on the matching queue, whose worker
-    runs nothing else); returns how many changes they took.
+def matching_cycle(partition: int = 0, count: int = 1) -> int:
+    """Cycles of the markets of ``partition`` (of ``count``) back to back while their changes
+    are pending (on the partition's queue, whose workers run nothing else); returns how
+    many changes they took.
 
-    While it runs the pending key stays set, so the changes that arrive meanwhile queue
-    no task: the next cycle of the loop takes them. When a cycle finds nothing, the key is
-    deleted and one more cycle looks, for a change that found the key just before.
+    While it runs the partition's pending key stays set, so the changes that arrive
+    meanwhile queue no task: the next cycle of the loop takes them. When a cycle finds
+    nothing, the key is deleted and one more cycle looks, for a change that found the key
+    just before. After ``TASK_SECONDS`` of cycles it queues itself again instead (the key
+    still set) and returns.
     """
     taken = 0
+    started = time.monotonic()
     while True:
-        changes = matching_cycle_run(limit=BATCH_LIMIT).changes
+        changes = matching_cycle_run(
+            limit=BATCH_LIMIT, partition=partition, partitions=count
+        ).changes
         taken += changes
         if changes:
-            pending_renew(_pending_key())
-            continue
-        pending_clear(_pending_key())
-        changes = matching_cycle_run(limit=BATCH_LIMIT).changes
+            pending_renew(_pending_key(partition, count))
+            if time.monotonic() - started < TASK_SECONDS:
+                continue
+            try:
+                matching_cycle_enqueue(partition, count)
+                return taken
+            except Exception:  # the broker is away: carry on here
+                continue
+        pending_clear(_pending_key(partition, count))
+        changes = matching_cycle_run(
+            limit=BATCH_LIMIT, partition=partition, partitions=count
+        ).changes
         taken += changes
         if not changes:
             return taken
@@ -78,8 +133,9 @@ def sweep() -> dict:
     """Repair what a crash left behind: unprocessed changes and undelivered notifications;
     fold the markets' count rows."""
 
-    if changes_stale(older_than=SWEEP_AGE):
-        matching_cycle.delay()
+    count = partitions()
+    for partition in changes_stale(older_than=SWEEP_AGE, partitions=count):
+        matching_cycle_enqueue(partition, count)
     return {
         "pushed": notifications_sweep(older_than=SWEEP_AGE),
         "counts_folded": market_counts_compact(),

@@ -69,6 +69,20 @@ class Process:
             return ""
 
 
+def matching_split(workers: int, partitions: int) -> list[str]:
+    """The ``--partitions`` of each of ``workers`` matching workers over ``partitions``
+    partitions: worker ``i`` takes partitions ``i``, ``i + workers``, ... (one worker: all,
+    ``""``). More workers than partitions is refused: the others would have none."""
+    if workers < 1 or (workers > 1 and workers > partitions):
+        raise ValueError(
+            f"{workers} matching workers need MATCHING_PARTITIONS of {workers} or more"
+            f" (it is {partitions})"
+        )
+    if workers == 1:
+        return [""]
+    return [",".join(str(p) for p in range(i, partitions, workers)) for i in range(workers)]
+
+
 # The process name of each worker role in ``Stack.processes``.
 WORKER_PROCESS = {"tasks": "worker", "matching": "matching", "all": "worker"}
 
@@ -131,24 +145,35 @@ class Stack:
         return process
 
     def worker_name(self, role: str = "tasks") -> str:
-        """The Celery node name of this stack's worker of ``role``: only it counts on a
-        shared broker."""
+        """The Celery node name of this stack's worker of ``role`` (or of a further matching
+        worker's process name, ``matching1``...): only it counts on a shared broker."""
         return f"{role}-{os.getpid()}@{socket.gethostname()}"
 
-    def start_worker(self, *, role: str = "tasks", concurrency: int = 2) -> Process:
-        """A Celery worker of ``role`` (``exchange/celery.py``) named ``worker_name(role)``,
-        as process ``worker`` (the default queue) or ``matching`` (the matching queue);
-        the caller checks that it answers."""
+    def start_worker(
+        self, *, role: str = "tasks", concurrency: int = 2, partitions: str = "", name: str = ""
+    ) -> Process:
+        """A Celery worker of ``role`` (``exchange/celery.py``) named ``worker_name(name)``,
+        as process ``name``: by default ``worker`` (the default queue) or ``matching`` (the
+        matching partitions' queues: those of ``partitions``, ``"0,2"``, or all); the caller
+        checks that it answers."""
+        name = name or WORKER_PROCESS[role]
         argv = [str(BIN / "celery"), "-A", "exchange", "worker", "--loglevel", self.log_level]
         argv += ["--role", role, "--concurrency", str(concurrency)]
-        argv += ["--hostname", self.worker_name(role), "--without-gossip", "--without-mingle"]
-        return self.spawn(WORKER_PROCESS[role], argv)
+        if partitions:
+            argv += ["--partitions", partitions]
+        argv += ["--hostname", self.worker_name(role if name == "worker" else name)]
+        argv += ["--without-gossip", "--without-mingle"]
+        return self.spawn(name, argv)
 
-    def start_workers(self) -> None:
-        """The workers ``ops/run`` starts: one for the matching cycle (one process: its
-        cycles run back to back and never overlap), one for every other task, and the
-        subscription engine's processes (``start_subscription_engines``)."""
-        self.start_worker(role="matching", concurrency=1)
+    def start_workers(self, matching: int = 1) -> None:
+        """The workers ``ops/run`` starts: ``matching`` for the matching cycles (one process
+        each: its cycles run back to back; with several, each takes every ``matching``-th
+        of the ``MATCHING_PARTITIONS`` in ``env``, ``matching_split``), one for every other
+        task, and the subscription engine's processes (``start_subscription_engines``)."""
+        partitions = int(self.env.get("MATCHING_PARTITIONS") or 1)
+        for i, chosen in enumerate(matching_split(matching, partitions)):
+            name = "matching" if i == 0 else f"matching{i}"
+            self.start_worker(role="matching", concurrency=1, partitions=chosen, name=name)
         self.start_worker(role="tasks", concurrency=2)
         self.start_subscription_engines()
 

@@ -43,15 +43,23 @@ class LiveStack(Stack):
     def worker_name(self, role: str = "tasks") -> str:
         return f"test-{role}-{os.getpid()}@{socket.gethostname()}"
 
-    def start_worker(self, *, role: str = "tasks", concurrency: int = 2) -> Process:
+    def start_worker(
+        self, *, role: str = "tasks", concurrency: int = 2, partitions: str = "", name: str = ""
+    ) -> Process:
         """A worker of ``role``, once it answers a ping (the task queues are this run's own)."""
-        process = super().start_worker(role=role, concurrency=concurrency)
+        process = super().start_worker(
+            role=role, concurrency=concurrency, partitions=partitions, name=name
+        )
         from exchange.celery import app  # configured by the test settings pytest loaded
 
+        node = self.worker_name(role if process.name == "worker" else process.name)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if app.control.ping(destination=[self.worker_name(role)], timeout=0.5):
-                return process
+            try:
+                if app.control.ping(destination=[node], timeout=0.5):
+                    return process
+            except Exception:  # noqa: BLE001 - a broker connection Redis closed (a restart
+                pass  # in an earlier test) is dropped by the failed call: ask again
             self.check_alive(process.name)
         raise RuntimeError(f"the Celery {role} worker did not answer:\n" + process.tail())
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
@@ -44,10 +45,22 @@ def cycle_health() -> CycleHealth:
     )
 
 
-def changes_stale(*, older_than: dt.timedelta) -> bool:
-    """Whether a change has waited longer than ``older_than`` for a cycle (a lost trigger)."""
+def changes_stale(*, older_than: dt.timedelta, partitions: int = 1) -> list[int]:
+    """The matching partitions (of ``partitions``, ``exchange/tasks.py``) that have a change
+    waiting longer than ``older_than`` for a cycle (a lost trigger), in order."""
     stale = timezone.now() - older_than
-    return OrderChange.objects.filter(processed_at=None, created_at__lte=stale).exists()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT DISTINCT coalesce(o.market_id, b.market_id, 0) %% %s
+            FROM exchange_orderchange c
+            LEFT JOIN exchange_offer o ON c.side = 'offer' AND o.id = c.order_id
+            LEFT JOIN exchange_bid b ON c.side = 'bid' AND b.id = c.order_id
+            WHERE c.processed_at IS NULL AND c.created_at <= %s ORDER BY 1
+            """,
+            [partitions, stale],
+        )
+        return [row[0] for row in cursor.fetchall()]
 
 
 @dataclass(frozen=True)

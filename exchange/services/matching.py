@@ -1,6 +1,7 @@
 """The continuous matching transaction (SPEC 5.3, 5.4).
 
-One cycle, in one transaction, under an advisory lock so that cycles never overlap:
+One cycle, in one transaction, under an advisory lock per market so that cycles of one market
+never overlap (cycles of different markets run in parallel, SPEC 9 "Scale-out"):
 
 1. take the pending ``OrderChange`` rows as one batch (at most ``BATCH_LIMIT``);
 2. bring the engine's constraint store up to date (changed orders out, live ones back in);
@@ -10,6 +11,14 @@ One cycle, in one transaction, under an advisory lock so that cycles never overl
    history, and an outbox ``Notification`` for each change of an offer's best bid;
 5. mark the batch processed and record the cycle. After commit the notifications are pushed
    over Channels.
+
+Markets are partitioned across matching workers: a cycle of partition ``p`` of ``n`` takes the
+changes of the markets whose id is ``p`` modulo ``n`` (``exchange/tasks.py`` queues it on that
+partition's queue). It holds the global cycle lock in shared mode and each of its markets' locks
+(``partition_lock``); closing, rebuilds and verification hold the global lock exclusively and so
+see no cycle running. What readers follow by id (notifications, the best-offer history, the
+event log) is written under one more lock held to commit (``tail_lock``), so parallel cycles
+commit those rows in id order.
 
 An order whose stored constraint the engine cannot use (it no longer parses, bounds no price,
 or does not fit the store) never fails the batch: the work is rolled back to a savepoint, the
@@ -56,8 +65,14 @@ from matching.store import ConstraintStore
 
 T = TypeVar("T")
 
-# Key of the PostgreSQL advisory lock that serializes matching cycles and closings.
+# Key of the PostgreSQL advisory lock that cycles hold shared and closings, rebuilds and
+# verification hold exclusively (``cycle_lock``).
 CYCLE_LOCK = 0x1D7E45EC7
+# First key of the two-key advisory lock of one market (the second is the market's id; 0
+# stands for changes whose order is gone): cycles of one market serialize on it.
+MARKET_LOCK = 0x1D7E
+# Key of the lock a cycle takes before it writes rows that readers follow by id, held to commit.
+TAIL_LOCK = 0x1D7E45EC8
 # Changes one cycle takes at most; a busier moment is split over consecutive cycles.
 BATCH_LIMIT = 5000
 # What one owner's changes may bring into one cycle, in alternatives (the ORs of their
@@ -69,8 +84,9 @@ BATCH_LIMIT = 5000
 OWNER_CYCLE_ALTERNATIVES = 512
 
 # The pending changes a cycle takes: in ``id`` order, each owner's up to the point where its
-# alternatives before the change reach the budget. The owner and size of a change are those
-# of its order now (a withdrawn order still has its row).
+# alternatives before the change reach the budget. The owner, market and size of a change are
+# those of its order now (a withdrawn order still has its row); only the given markets' changes
+# are taken (all with NULL).
 PENDING_SQL = """
 WITH pending AS (
     SELECT c.id, c.side, c.order_id, c.event::text AS event, c.event_owner_id,
@@ -81,6 +97,7 @@ WITH pending AS (
     LEFT JOIN exchange_offer o ON c.side = 'offer' AND o.id = c.order_id
     LEFT JOIN exchange_bid b ON c.side = 'bid' AND b.id = c.order_id
     WHERE c.processed_at IS NULL
+      AND (%s::int8[] IS NULL OR coalesce(o.market_id, b.market_id, 0) = ANY(%s::int8[]))
 ), ranked AS (
     SELECT *, sum(size) OVER (PARTITION BY owner ORDER BY id) - size AS before FROM pending
 )
@@ -90,9 +107,47 @@ WHERE before < %s ORDER BY id LIMIT %s
 
 
 def cycle_lock() -> None:
-    """Take the cycle lock for the rest of the current transaction (waits for a running cycle)."""
+    """Take the cycle lock exclusively for the rest of the current transaction: waits for
+    the running cycles of every market, and no cycle starts until the transaction ends."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CYCLE_LOCK])
+
+
+# The markets of partition %s of %s with pending changes, each locked in id order (a fixed
+# order between cycles, so two that share markets never deadlock); a market whose cycle runs
+# elsewhere is waited for. Its snapshot only finds the markets: the batch is read after.
+PARTITION_LOCK_SQL = """
+SELECT m, pg_advisory_xact_lock(%s, m::int4) FROM (
+    SELECT DISTINCT coalesce(o.market_id, b.market_id, 0) AS m
+    FROM exchange_orderchange c
+    LEFT JOIN exchange_offer o ON c.side = 'offer' AND o.id = c.order_id
+    LEFT JOIN exchange_bid b ON c.side = 'bid' AND b.id = c.order_id
+    WHERE c.processed_at IS NULL AND coalesce(o.market_id, b.market_id, 0) %% %s = %s
+    ORDER BY 1
+) markets
+"""
+
+
+def partition_lock(partition: int, partitions: int) -> list[int]:
+    """Take the cycle lock shared and the lock of every market of ``partition`` (of
+    ``partitions``) that has pending changes, for the rest of the transaction; returns those
+    markets. Two statements: the batch must be read by a statement that starts after the
+    locks are held, so that it sees what the previous cycle of each market committed."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [CYCLE_LOCK])
+        cursor.execute(PARTITION_LOCK_SQL, [MARKET_LOCK, partitions, partition])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def tail_lock() -> None:
+    """Before a cycle writes rows that readers follow by id (notifications, read by a
+    ``me`` stream after the last id it sent; best-offer history, which the event log's
+    writer takes past its mark): cycles of other markets take their ids after this one has
+    committed, so no reader sees a later id before an earlier one. The store's shared
+    counters are written under it too (``apply_changes``). Held to commit; taken after a
+    cycle's reads of its own markets' rows, so a cycle waiting there holds no other back."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [TAIL_LOCK])
 
 
 @dataclass(frozen=True)
@@ -105,24 +160,32 @@ class CycleReport:
     more: bool = False
 
 
-def matching_cycle_run(*, limit: int = BATCH_LIMIT) -> CycleReport:
-    """Run one cycle over (at most ``limit``) pending changes; safe to call at any time."""
+def matching_cycle_run(
+    *, limit: int = BATCH_LIMIT, partition: int = 0, partitions: int = 1
+) -> CycleReport:
+    """Run one cycle over (at most ``limit``) pending changes of the markets of
+    ``partition`` (of ``partitions``; by default every market); safe to call at any time."""
     with transaction.atomic():
-        cycle_lock()
-        report, notes = batch_apply(limit=limit)
+        markets = partition_lock(partition, partitions)
+        if not markets:
+            return CycleReport(0, 0, 0)
+        report, notes = batch_apply(limit=limit, markets=markets)
         notifications_push_on_commit(notes)
     return report
 
 
-def batch_apply(*, limit: int = BATCH_LIMIT) -> tuple[CycleReport, list[Notification]]:
-    """Take at most ``limit`` pending changes, apply them, mark them processed and record
-    the cycle; the caller holds the cycle lock and pushes the notifications after commit.
+def batch_apply(
+    *, limit: int = BATCH_LIMIT, markets: list[int] | None = None
+) -> tuple[CycleReport, list[Notification]]:
+    """Take at most ``limit`` pending changes (of ``markets``, or all), apply them, mark them
+    processed and record the cycle; the caller holds the cycle lock (or those markets' locks)
+    and pushes the notifications after commit.
 
     The matching cycle and closing both take changes through here, so both respect the
     batch limit and both leave a ``MatchingCycle`` row.
     """
     started = timezone.now()
-    batch, pending = _pending(limit)
+    batch, pending = _pending(limit, markets)
     if not batch:
         return CycleReport(0, 0, 0), []
     applied = apply_changes(
@@ -145,11 +208,13 @@ def batch_apply(*, limit: int = BATCH_LIMIT) -> tuple[CycleReport, list[Notifica
     return report, applied.notes
 
 
-def _pending(limit: int) -> tuple[list[tuple[int, str, int, Any, int | None]], int]:
-    """The pending changes one cycle takes (``PENDING_SQL``), at most ``limit``, and how
-    many changes are pending in all."""
+def _pending(
+    limit: int, markets: list[int] | None = None
+) -> tuple[list[tuple[int, str, int, Any, int | None]], int]:
+    """The pending changes one cycle takes (``PENDING_SQL``), at most ``limit``, of
+    ``markets`` (all with None), and how many changes of theirs are pending in all."""
     with connection.cursor() as cursor:
-        cursor.execute(PENDING_SQL, [OWNER_CYCLE_ALTERNATIVES, limit])
+        cursor.execute(PENDING_SQL, [markets, markets, OWNER_CYCLE_ALTERNATIVES, limit])
         rows = cursor.fetchall()
     batch = [
         (pk, side, order_id, None if event is None else json.loads(event), owner)
@@ -197,13 +262,21 @@ def until_usable(
     """
     offers: set[int] = set()
     bids: set[int] = set()
-    notes: list[Notification] = []
+    aside_all: list[Offer | Bid] = []
     stalled = 0
     while True:
         try:
             try:
                 with transaction.atomic():
-                    return work(offers, bids), notes, len(offers) + len(bids)
+                    done = work(offers, bids)
+                # The owners' notes are written once the work stands, under the tail lock:
+                # taken before a rerun of the work, it would be held while the rerun waits
+                # for the store's rows that another cycle holds, which may wait for it.
+                notes: list[Notification] = []
+                if aside_all:
+                    tail_lock()
+                    notes = set_aside_notifications(orders=aside_all)
+                return done, notes, len(offers) + len(bids)
             except ORDER_DATA_ERRORS:
                 refusals = None if changed is None else _store_refusals(*changed)
                 if refusals is None:
@@ -221,7 +294,7 @@ def until_usable(
                 continue
             offers.update(o.pk for o in aside if isinstance(o, Offer))
             bids.update(o.pk for o in aside if isinstance(o, Bid))
-            notes += set_aside_notifications(orders=aside)
+            aside_all += aside
 
 
 def _candidates(
@@ -318,6 +391,10 @@ def apply_changes(*, offer_ids: set[int], bid_ids: set[int]) -> Applied:
     def work(offers_aside: set[int], bids_aside: set[int]) -> tuple[int, list[Notification]]:
         offer_ids, bid_ids = changed_offers | offers_aside, changed_bids | bids_aside
         store = engine.store()
+        # The store's shared counters are written at the end, under the tail lock: written
+        # here, their rows would be held from here to commit, and the cycles of other
+        # markets would wait for this one from their first store write.
+        store.defer_counters()
         live_offers = list(_live(Offer).filter(id__in=offer_ids))
         live_bids = list(_live(Bid).filter(id__in=bid_ids))
         store.delete_publications(sorted(offer_ids))
@@ -333,7 +410,7 @@ def apply_changes(*, offer_ids: set[int], bid_ids: set[int]) -> Applied:
         matches = engine.pair_values(quads, offers=offers_usable, bids=bids_usable)
         OfferBidMatch.objects.bulk_create(matches, batch_size=2000)
         affected.update(m.offer_id for m in matches)
-        return len(affected), best_offers_refresh(offer_ids=affected)
+        return len(affected), best_offers_refresh(offer_ids=affected, tail=store.flush_counters)
 
     (touched, notes), aside_notes, count = until_usable(work, (changed_offers, changed_bids))
     return Applied(touched, aside_notes + notes, count)
@@ -472,13 +549,20 @@ def _best_rows_write(rows: dict[int, Best], now: dt.datetime) -> None:
         )
 
 
-def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
-    """Recompute the best bid of ``offer_ids``; write rows, history and outbox notifications.
+def best_offers_refresh(
+    *, offer_ids: set[int], tail: Callable[[], None] | None = None
+) -> list[Notification]:
+    """Recompute the best bid of ``offer_ids``; write rows, history and outbox notifications
+    under the tail lock, taken once what they need has been read, and then run ``tail``
+    (the cycle's deferred store counters) under it as well.
 
     An offer that is no longer open loses its row, and its last best bidder and the market
     hear that it has no best bid any more.
     """
     if not offer_ids:
+        if tail is not None:
+            tail_lock()
+            tail()
         return []
     now = timezone.now()
     rows = {
@@ -523,6 +607,10 @@ def best_offers_refresh(*, offer_ids: set[int]) -> list[Notification]:
         for offer, old, best in changes
         for note in best_offer_notifications(offer=offer, old=old, new=best, facts=facts)
     ]
+    if history or notes or tail is not None:
+        tail_lock()
+    if tail is not None:
+        tail()
     _best_rows_write(written, now)
     if gone:
         BestOffer.objects.filter(pk__in=gone).delete()

@@ -50,7 +50,8 @@ def order_changed(
         event=None if event is None else event.event,
         event_owner_id=None if event is None else event.owner_id,
     )
-    after_commit("triggering a matching cycle", matching_cycle_request)
+    market_id = order.market_id
+    after_commit("triggering a matching cycle", lambda: matching_cycle_request(market_id))
 
 
 def _check_closes_at(closes_at: dt.datetime | None) -> None:

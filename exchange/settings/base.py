@@ -228,12 +228,17 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 5, "socket_connect_timeout"
 # With this the fixup recycles the pool only every so many tasks; between tasks the
 # connection goes back to the pool (``exchange.celery.connection_give_back``).
 CELERY_DB_REUSE_MAX = 1000
-# The matching cycle has a queue of its own, consumed by a worker that runs nothing else
+# The matching cycle has queues of its own, consumed by workers that run nothing else
 # (``celery worker --role matching``, exchange/celery.py): cycles never wait behind other
-# tasks, and one worker process runs them back to back.
+# tasks. Markets are partitioned across them (SPEC 9, "Scale-out"): market ``m``'s cycles go
+# to queue ``f"{MATCHING_QUEUE}.{m % MATCHING_PARTITIONS}"`` (exchange/tasks.py); a worker
+# consumes the partitions it is given (``--partitions``, or all). Every process of one
+# exchange must have the same MATCHING_PARTITIONS (each market's lock keeps its cycles apart
+# even when they differ for a while).
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 MATCHING_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}.matching"
-CELERY_TASK_ROUTES = {"exchange.matching_cycle": {"queue": MATCHING_QUEUE}}
+MATCHING_PARTITIONS = int(env("MATCHING_PARTITIONS", "1"))
+CELERY_TASK_ROUTES = {"exchange.matching_cycle": {"queue": f"{MATCHING_QUEUE}.0"}}
 # A live subscription whose first unread event is older than this many seconds is lagging:
 # the staff dashboard lists it and its ``sub:<id>`` stream is told (issue 39).
 SUBSCRIPTION_LAG_SECONDS = float(env("SUBSCRIPTION_LAG_SECONDS", "5"))

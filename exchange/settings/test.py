@@ -46,7 +46,10 @@ if "history" in DATABASES:
     DATABASES["history"]["OPTIONS"].pop("pool", None)
 CELERY_TASK_DEFAULT_QUEUE = f"intersect-{TEST_RUN}"
 MATCHING_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}.matching"
-CELERY_TASK_ROUTES = {"exchange.matching_cycle": {"queue": MATCHING_QUEUE}}
+CELERY_TASK_ROUTES = {"exchange.matching_cycle": {"queue": f"{MATCHING_QUEUE}.0"}}
+# Two matching partitions, so that every test runs the partitioned cycles (the stack's one
+# matching worker consumes both, as ``ops/run``'s does); the children inherit it.
+MATCHING_PARTITIONS = int(env("MATCHING_PARTITIONS", "2"))
 CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"intersect-{TEST_RUN}"
 PRESENCE_PREFIX = f"intersect-{TEST_RUN}:presence"
 # Tests share one server id (the test process) and many leave sockets open: the per-user

@@ -89,6 +89,15 @@ class ConstraintStore(ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def defer_counters(self) -> None:
+        """From now on, write this store's shared counters only at ``flush_counters``
+        (where a store keeps some; see ``RangeStore.defer_counters``)."""
+        return None
+
+    def flush_counters(self) -> None:
+        """Write the counters deferred since ``defer_counters``."""
+        return None
+
     # -- contents -----------------------------------------------------------------------
 
     @abstractmethod

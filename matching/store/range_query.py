@@ -151,7 +151,7 @@ def kinds_sql(namespace: str) -> str:
     return (
         "SELECT coalesce(string_agg(type || ' ' || side || ' ' || op, ','"
         ' ORDER BY type COLLATE "C", side COLLATE "C", op COLLATE "C"), \'\')'
-        f' FROM "{namespace}".used_operators WHERE n > 0'
+        f' FROM "{namespace}".used_operators'
     )
 
 
@@ -204,7 +204,7 @@ def _guard(namespace: str, kinds: str, serial: bool) -> str:
     unsafe = f' AND "{namespace}".serial()' if serial else ""
     return (
         f"SELECT count(*) = {len(items)} AND coalesce(bool_and({known}), true){unsafe} AS same"
-        f' FROM "{namespace}".used_operators WHERE n > 0'
+        f' FROM "{namespace}".used_operators'
     )
 
 

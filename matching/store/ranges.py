@@ -104,7 +104,7 @@ from .range_query import (
     match_sql,
 )
 from .rules import TABLE_NAMES
-from .sql import bump_counters, copy_rows
+from .sql import bump_counters, copy_rows, insert_new_counters
 
 RANGE_TYPES: dict[model.Type, str] = {
     model.Type.INT: "int8range",
@@ -242,6 +242,55 @@ class RangeStore(DatabaseStore):
     strategy = "range"
     extensions = ("btree_gist",)
 
+    # Deltas of the shared counters (``used_operators``, the shapes' ``n``) not written yet
+    # (``defer_counters``); None while they are written at once.
+    _deferred: Counter[tuple[str, str, str]] | None = None
+    _deferred_shapes: dict[Side, Counter[int]]
+
+    def defer_counters(self) -> None:
+        """Write the counters of rows that exist only at ``flush_counters``.
+
+        The counters are a few rows that nearly every write updates (``used_operators``:
+        one per kind of predicate; the shapes: one per way of writing a constraint). A
+        transaction that updates one holds it to commit, so two transactions that write
+        the store wait for each other from their first write to the first one's commit:
+        the matching cycles of different markets would run one after the other. Deferred,
+        a key that has no row yet is still inserted at once (it must be seen by this
+        transaction's matching), the rest is added at ``flush_counters``, which the
+        caller runs late, serialized with other writers' flushes, just before commit.
+
+        While counters are deferred, rows that fall to zero are kept (another writer may
+        have counted on the row when it deferred its own delta), and readers take every
+        row: a kind or shape with nothing left only adds an empty branch to matching.
+        """
+        self._deferred = Counter()
+        self._deferred_shapes = {"pub": Counter(), "sub": Counter()}
+
+    def flush_counters(self) -> None:
+        used = self._deferred
+        if used is None:
+            return
+        self._deferred = None
+        with self.atomic() as cur:
+            bump_counters(
+                cur, self.q("used_operators"), ["type", "side", "op"], used, keep_zero=True
+            )
+            for side, deltas in self._deferred_shapes.items():
+                changes = sorted((i, d) for i, d in deltas.items() if d)
+                if changes:
+                    cur.execute(
+                        f"UPDATE {self.q(f'{side}_shapes')} t SET n = t.n + d.n"
+                        " FROM unnest(%s::int4[], %s::int8[]) AS d(id, n) WHERE t.id = d.id",
+                        [[i for i, _ in changes], [d for _, d in changes]],
+                    )
+
+    def _bump_used(self, cur: psycopg.Cursor[Any], deltas: Counter[tuple[str, str, str]]) -> None:
+        table, columns = self.q("used_operators"), ["type", "side", "op"]
+        if self._deferred is None:
+            bump_counters(cur, table, columns, deltas)
+            return
+        self._deferred.update(insert_new_counters(cur, table, columns, deltas))
+
     def table(self, t: model.Type, side: Side) -> str:
         return self.q(f"{TABLE_NAMES[t]}_{side}s")
 
@@ -366,7 +415,7 @@ class RangeStore(DatabaseStore):
             for t, type_rows in rows.items():
                 copy_rows(cur, self.table(t, side), _columns(t), type_rows)
             total += len(chunk)
-        bump_counters(cur, self.q("used_operators"), ["type", "side", "op"], used)
+        self._bump_used(cur, used)
         return total
 
     def _add_shapes(
@@ -399,17 +448,32 @@ class RangeStore(DatabaseStore):
                 [[k for k in keys if k not in ids]],
             )
             ids.update(cur.fetchall())
-        cur.executemany(
-            f"INSERT INTO {self.q(f'{side}_shapes')} AS t (id, key, fields, wild, loose, tight, n)"
-            " VALUES (%s, %s, %s::text[], %s::text[], %s::text[], %s::text[], %s)"
-            " ON CONFLICT (key) DO UPDATE SET n = t.n + EXCLUDED.n",
-            [(ids[s.key], s.key, s.fields, s.wild, s.loose, s.tight, n) for s, n in counted],
-        )
+        shapes = self.q(f"{side}_shapes")
+        if self._deferred is not None:
+            # Deferred: a shape without a row gets one counting nothing (DO NOTHING takes no
+            # lock on a row that exists), and every count waits for the flush.
+            cur.execute(f"SELECT key FROM {shapes} WHERE key = ANY(%s::uuid[])", [keys])
+            present = {row[0] for row in cur.fetchall()}
+            for shape, n in counted:
+                self._deferred_shapes[side][ids[shape.key]] += n
+            counted = [(shape, 0) for shape, _ in counted if shape.key not in present]
+            conflict = "DO NOTHING"
+        else:
+            conflict = "DO UPDATE SET n = t.n + EXCLUDED.n"
+        if counted:
+            cur.executemany(
+                f"INSERT INTO {shapes} AS t (id, key, fields, wild, loose, tight, n)"
+                " VALUES (%s, %s, %s::text[], %s::text[], %s::text[], %s::text[], %s)"
+                f" ON CONFLICT (key) {conflict}",
+                [(ids[s.key], s.key, s.fields, s.wild, s.loose, s.tight, n) for s, n in counted],
+            )
         return ids
 
     def _delete(self, cur: psycopg.Cursor[Any], side: Side, ids: list[int]) -> None:
+        deferred = self._deferred is not None
         cur.execute(
-            f"SELECT DISTINCT type FROM {self.q('used_operators')} WHERE side = %s AND n > 0",
+            f"SELECT DISTINCT type FROM {self.q('used_operators')} WHERE side = %s"
+            + ("" if deferred else " AND n > 0"),
             [side],
         )
         removed: Counter[tuple[str, str, str]] = Counter()
@@ -430,6 +494,21 @@ class RangeStore(DatabaseStore):
             for op, n in cur.fetchall():
                 removed[(t.value, side, op)] -= n
         shapes = self.q(f"{side}_shapes")
+        if deferred:
+            # The same, with the shapes' counts left for the flush.
+            cur.execute(
+                f"WITH d AS (DELETE FROM {self.master(side)} WHERE id = ANY(%s::int8[])"
+                " RETURNING shape) SELECT c.shape, c.n, t.wild FROM"
+                " (SELECT shape, count(*) AS n FROM d GROUP BY shape) c"
+                f" JOIN {shapes} t ON t.id = c.shape",
+                [ids],
+            )
+            for shape, n, wild in cur.fetchall():
+                self._deferred_shapes[side][shape] -= int(n)
+                for w in wild:
+                    removed[(w.split(":", 1)[0], side, WILDCARD)] -= int(n)
+            self._bump_used(cur, removed)
+            return
         # The wildcards that go: the wild fields of the deleted disjuncts' shapes, by type
         # (a field key starts with its type).
         cur.execute(

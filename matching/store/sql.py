@@ -45,12 +45,14 @@ def bump_counters(
     table: str,
     key_columns: Sequence[str],
     deltas: Mapping[tuple[Any, ...], int],
+    *,
+    keep_zero: bool = False,
 ) -> None:
     """Add ``deltas`` to the ``n`` column of a counter table keyed by ``key_columns``.
 
     Keys are updated in sorted order, so two writers never wait for each other in a
     cycle; rows that fall to zero are removed so that the table lists only what is
-    present.
+    present (kept with ``keep_zero``: see ``RangeStore.defer_counters``).
     """
     changes = sorted((k, d) for k, d in deltas.items() if d)
     if not changes:
@@ -67,5 +69,29 @@ def bump_counters(
         """,
         params,
     )
-    if any(d < 0 for _, d in changes):
+    if not keep_zero and any(d < 0 for _, d in changes):
         cur.execute(f"DELETE FROM {table} WHERE n <= 0")
+
+
+def insert_new_counters(
+    cur: psycopg.Cursor[Any],
+    table: str,
+    key_columns: Sequence[str],
+    deltas: Mapping[tuple[Any, ...], int],
+) -> dict[tuple[Any, ...], int]:
+    """Insert the keys of ``deltas`` that have no row yet, with their delta, without
+    touching (or locking) the rows that exist; returns the deltas left for those."""
+    changes = sorted((k, d) for k, d in deltas.items() if d)
+    if not changes:
+        return {}
+    columns = ", ".join(key_columns)
+    arrays = ", ".join("%s::text[]" for _ in key_columns)
+    params = [[k[i] for k, _ in changes] for i in range(len(key_columns))]
+    params.append([d for _, d in changes])
+    cur.execute(
+        f"INSERT INTO {table} ({columns}, n) SELECT * FROM unnest({arrays}, %s::int8[])"
+        f" ON CONFLICT ({columns}) DO NOTHING RETURNING {columns}",
+        params,
+    )
+    inserted = {tuple(row) for row in cur.fetchall()}
+    return {k: d for k, d in changes if k not in inserted}

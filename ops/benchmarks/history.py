@@ -295,7 +295,7 @@ def cycle_cost(cycles: int) -> dict[str, Any]:
     from exchange.services import matching, orders
 
     collector_settle()  # as the matching worker's pool process does at its start
-    orders.matching_cycle_request = lambda: None  # the cycles run here
+    orders.matching_cycle_request = lambda market_id: None  # the cycles run here
     writer = matching.events_append
     market = Market.objects.get(subject=SUBJECT)
     seller = User.objects.create_user("bench-log-seller", password="bench-pass-1")

@@ -16,6 +16,9 @@ and the Spark batch matcher on the same workloads and batches.
                               (ops/benchmarks/patterns.py), its section put into DIR's report
     ops/bench dissemination [--quick] [--watches N] [--out DIR]    the dissemination
                               benchmark alone (ops/benchmarks/dissemination.py)
+    ops/bench scaleout [--quick]    the matching stage with one and with two matching
+                              workers on four markets (ops/benchmarks/scaleout.py); prints
+                              its table
     ops/bench live [--live-json F] [--load-json F] [--out DIR]    the end-to-end
                               benchmark alone (ops/bench_live.py, SPEC 9's book built
                               afresh): its target rows, sections and explanation put into
@@ -104,6 +107,8 @@ ALONE = {
     "the report already in --out (default docs/)",
     "dissemination": "the dissemination benchmark (ops/benchmarks/dissemination.py), its "
     "section put into the report",
+    "scaleout": "the matching stage with one and two matching workers on four markets "
+    "(ops/benchmarks/scaleout.py): prints its table, docs/benchmarks.md quotes it",
     "live": "the end-to-end benchmark (ops/bench_live.py with its defaults, or take "
     "--live-json; --load-json adds the sustained-load run): its rows of the targets table, "
     "its sections and its explanation put into the report already in --out (default docs/)",
@@ -491,6 +496,13 @@ def live_only(args: argparse.Namespace) -> int:
     return 0
 
 
+def scaleout_only(args: argparse.Namespace) -> int:
+    """The matching stage with one and two workers (ops/benchmarks/scaleout.py)."""
+    from ops.benchmarks.scaleout import main as scaleout_main
+
+    return scaleout_main(["--quick"] if getattr(args, "quick", False) else [])
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.command is not None:
@@ -501,6 +513,7 @@ def main(argv: list[str] | None = None) -> int:
             "patterns": patterns_only,
             "dissemination": dissemination_only,
             "live": live_only,
+            "scaleout": scaleout_only,
         }
         return alone[args.command](args)
     results = json.loads(args.from_json.read_text()) if args.from_json else measure(args)

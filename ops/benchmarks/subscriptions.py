@@ -100,7 +100,7 @@ def run(size: dict[str, int]) -> dict[str, Any]:
     from exchange.services import subscriptions as service
     from exchange.subscription_engine import engine as engine_module
 
-    orders.matching_cycle_request = lambda: None  # the cycles run here
+    orders.matching_cycle_request = lambda market_id: None  # the cycles run here
     asked = []
     service.subscriptions_advance_request = lambda: asked.append(1)
     event_service.subscriptions_advance_request = lambda: asked.append(1)

@@ -16,4 +16,4 @@ from exchange.services import orders as order_service
 
 @pytest.fixture(autouse=True)
 def no_cycle_requests(monkeypatch):
-    monkeypatch.setattr(order_service, "matching_cycle_request", lambda: None)
+    monkeypatch.setattr(order_service, "matching_cycle_request", lambda _market: None)

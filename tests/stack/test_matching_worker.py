@@ -13,7 +13,7 @@ from django.db import transaction
 from exchange.models import BestOffer, Bid, MatchingCycle, Notification, OrderChange
 from exchange.redis_clients import redis_client
 from exchange.services.orders import bid_place, offer_publish
-from exchange.tasks import matching_cycle
+from exchange.tasks import _pending_key, matching_cycle
 from tests.factories import UserFactory, pencils_market
 
 pytestmark = [pytest.mark.stack, pytest.mark.usefixtures("clean_engine")]
@@ -98,6 +98,7 @@ def test_nothing_is_enqueued_for_a_rolled_back_transaction(live_stack):
 
         # while a committed one is enqueued exactly once (no cycle of an earlier test is
         # still waiting to start: that one would take this change)
-        redis_client().delete(settings.CYCLE_PENDING_KEY)
+        count = settings.MATCHING_PARTITIONS
+        redis_client().delete(*(_pending_key(p, count) for p in range(count)))
         bid_place(buyer=buyer, market=market, constraint="lot = 5 AND price <= 1.00")
         assert len(sent) == 1

@@ -24,7 +24,9 @@ from tests.subscriptions.log import append, trade
 @pytest.fixture
 def sent_tasks(monkeypatch):
     calls = []
-    monkeypatch.setattr(pending.current_app, "send_task", lambda name: calls.append(name))
+    monkeypatch.setattr(
+        pending.current_app, "send_task", lambda name, **options: calls.append(name)
+    )
     redis_client().delete(shadow_pending_key())
     yield calls
     redis_client().delete(shadow_pending_key())
