@@ -24,7 +24,7 @@ class Kind(enum.Enum):
     QUOTED_NAME = "quoted name"
     KEYWORD = "keyword"
     END = "end"
-    # Only the subscription language's lexer (``matching.subscriptions.lexer``), which
+    # Only the subscription language's lexer (``matching.subscriptions.language.lexer``), which
     # reads the same tokens and these two besides, makes them.
     QUALIFIED_NAME = "qualified name"  # alias.attribute
     DURATION = "duration"  # 25m

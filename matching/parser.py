@@ -10,7 +10,7 @@
 The result is the ``syntax`` tree, with every predicate already type-checked.
 
 ``Parser`` is also the subscription language's condition parser
-(``matching.subscriptions.conditions``), which subclasses it at its extension points: the
+(``matching.subscriptions.language.conditions``), which subclasses it at its extension points: the
 name rule (``name``: qualified names, aliases, the event schema), the atom rule
 (``predicate``: ``subject MATCHES 'p'``), the value rule (``value``), ``comparison``
 and ``count`` (where a predicate is read, type-checked and counted), the operators it takes

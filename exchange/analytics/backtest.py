@@ -27,7 +27,7 @@ from itertools import groupby
 from typing import Any
 
 from matching.subscriptions import parse_query, run_offline
-from matching.subscriptions.pattern_model import All, Compare, Pattern, PatternQuery, Ref
+from matching.subscriptions.patterns.model import All, Compare, Pattern, PatternQuery, Ref
 
 from .job import JdbcSource, jdbc_read
 

@@ -34,7 +34,7 @@ from exchange.selectors.history import HistoryWhere, history_end, history_events
 from matching.subjects import SubjectError
 from matching.subscriptions.errors import EventError
 from matching.subscriptions.events import parse_timestamp
-from matching.subscriptions.schema import (
+from matching.subscriptions.language.schema import (
     ENVELOPE,
     EVENT_SCHEMA,
     EVENT_TYPES,

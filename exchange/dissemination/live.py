@@ -46,10 +46,10 @@ from exchange.selectors.history import HistoryWhere, history_events
 from matching.dissemination import Consumer, Notification, Optimizer, Producer
 from matching.subscriptions import parse_query
 from matching.subscriptions.events import event_from_dict
-from matching.subscriptions.model import WatchQuery
-from matching.subscriptions.schema import EVENT_TYPES
-from matching.subscriptions.snapshot import SnapshotError, snapshot_load
-from matching.subscriptions.watches import WatchEngine
+from matching.subscriptions.language.model import WatchQuery
+from matching.subscriptions.language.schema import EVENT_TYPES
+from matching.subscriptions.run.snapshot import SnapshotError, snapshot_load
+from matching.subscriptions.watches.watch import WatchEngine
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from matching.subscriptions.schema import EVENT_TYPES, OWNER_AND_STAFF
+from matching.subscriptions.language.schema import EVENT_TYPES, OWNER_AND_STAFF
 
 from .jsonb import jsonb_is, jsonb_matches_none
 

@@ -41,7 +41,7 @@ class Subscription(models.Model):
     seam = models.BigIntegerField()
     cursor = models.BigIntegerField()
     last_n = models.IntegerField(default=0)
-    # The evaluator as a worker left it (a snapshot, matching/subscriptions/snapshot.py);
+    # The evaluator as a worker left it (a snapshot, matching/subscriptions/run/snapshot.py);
     # emptied once it is neither active nor paused.
     evaluator = models.BinaryField(null=True)
     # How many notifications the evaluator had given when it was stored (``cursor`` and

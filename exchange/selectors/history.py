@@ -51,8 +51,8 @@ from psycopg import sql
 from exchange.models.events import EVENT_TABLE
 from matching import Interval, Type, Wildcard
 from matching.subjects import ONE, REST, compile_pattern
-from matching.subscriptions.model import Condition, SubjectTest, Test
-from matching.subscriptions.schema import EVENT_TYPES
+from matching.subscriptions.language.model import Condition, SubjectTest, Test
+from matching.subscriptions.language.schema import EVENT_TYPES
 
 # Rows gathered into one part of the output: a part is a few hundred kilobytes, so a
 # consumer (an HTTP response, a WebSocket replay) makes few large writes.

@@ -18,7 +18,7 @@ from django.db.models.functions import Length
 
 from exchange.models import EventCounter, Subscription, SubscriptionNotification
 from exchange.models.events import EVENT_TABLE
-from matching.subscriptions.snapshot import snapshot_load
+from matching.subscriptions.run.snapshot import snapshot_load
 
 log = logging.getLogger(__name__)
 

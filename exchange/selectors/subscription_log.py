@@ -1,6 +1,6 @@
 """The event log read once for many live subscriptions (SPEC 8.3), each event with its
 owner so that every subscription applies its own visibility (SPEC 5.6) to the shared read
-(``matching.subscriptions.multi.advance_members``)."""
+(``matching.subscriptions.run.multi.advance_members``)."""
 
 from __future__ import annotations
 

@@ -20,12 +20,12 @@ from exchange.selectors.subjects import subject_matching
 from matching.subjects import SubjectError, compile_pattern
 from matching.subscriptions import Query, QueryError, run_offline
 from matching.subscriptions import Subscription as Evaluator
-from matching.subscriptions.atomic import AtomicEngine
-from matching.subscriptions.automaton import PatternEngine
-from matching.subscriptions.checked import parse_query_checked
-from matching.subscriptions.closed_sets import nearest
-from matching.subscriptions.composite import CompositeEngine
-from matching.subscriptions.subject_patterns import query_subject_patterns
+from matching.subscriptions.language.checked import parse_query_checked
+from matching.subscriptions.language.closed_sets import nearest
+from matching.subscriptions.language.subject_patterns import query_subject_patterns
+from matching.subscriptions.patterns.automaton import PatternEngine
+from matching.subscriptions.run.atomic import AtomicEngine
+from matching.subscriptions.run.composite import CompositeEngine
 
 # A backtest reads at most this many log events, spends at most this many seconds and
 # returns at most this many notifications (SPEC 8.3: "bounded in events and time"); it

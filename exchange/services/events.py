@@ -35,7 +35,7 @@ from exchange.selectors.events import event_row_json
 from exchange.services.side_effects import after_commit
 from exchange.services.subscriptions import subscriptions_advance_request
 from matching.model import Constraint, Interval, Type
-from matching.subscriptions.schema import EVENT_TYPES, OWNER_AND_STAFF
+from matching.subscriptions.language.schema import EVENT_TYPES, OWNER_AND_STAFF
 from matching.values import format_timestamp_body
 
 # An event as the writer takes it: (type, subject, owner id or None, attributes in JSON form).

@@ -17,7 +17,7 @@ deletion) and gives them the helpers both sides share (the evaluator's stored st
 notifications' COPY, the stream's messages).
 
 The evaluator's state is stored as an explicit, versioned snapshot of plain data
-(``matching/subscriptions/snapshot.py``): the query is parsed and compiled again on load, so
+(``matching/subscriptions/run/snapshot.py``): the query is parsed and compiled again on load, so
 no code (a form 3 pattern's compiled closures) is stored. A checkpoint of another version
 (or a pickle of the releases before snapshots) is rebuilt by replay
 (``subscription_rebuilt``).
@@ -48,7 +48,7 @@ from exchange.services.side_effects import after_commit
 from matching.subscriptions import STATE_LIMIT as EVALUATOR_STATE_LIMIT
 from matching.subscriptions import End, Notification, parse_query, to_text
 from matching.subscriptions import Subscription as Evaluator
-from matching.subscriptions.snapshot import snapshot_dump, snapshot_load
+from matching.subscriptions.run.snapshot import snapshot_dump, snapshot_load
 
 log = logging.getLogger(__name__)
 

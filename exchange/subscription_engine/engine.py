@@ -32,7 +32,7 @@ which are in the outbox; the rest are new. A batch rolled back (a crash, a lost 
 leaves the rows as they were, and its memory is rebuilt from them.
 
 The checkpoint's evaluator is an explicit, versioned snapshot of plain data
-(``matching/subscriptions/snapshot.py``). One this code cannot read as it stands (another
+(``matching/subscriptions/run/snapshot.py``). One this code cannot read as it stands (another
 version without an upgrade, or a pickle of the releases before snapshots) is rebuilt by
 replay: a fresh evaluator at the cursor its registration started at, with none of its
 outputs counted as checkpointed (``_restored``), so the replay drops the first ``last_n``
@@ -90,9 +90,9 @@ from exchange.subscription_engine.leases import (
 )
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions.events import Event, event_from_dict
-from matching.subscriptions.forms import Kind
-from matching.subscriptions.multi import Failed, Member, SubscriptionSet, advance_members
-from matching.subscriptions.snapshot import SnapshotStale
+from matching.subscriptions.language.forms import Kind
+from matching.subscriptions.run.multi import Failed, Member, SubscriptionSet, advance_members
+from matching.subscriptions.run.snapshot import SnapshotStale
 
 log = logging.getLogger(__name__)
 

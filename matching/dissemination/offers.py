@@ -41,9 +41,9 @@ from matching.index.intervals import Span, key_span
 from matching.model import Interval
 from matching.subjects import SubjectPattern, compile_pattern
 from matching.subscriptions.events import Event
-from matching.subscriptions.model import SubjectTest, WatchQuery
-from matching.subscriptions.offers import OpenOffer, OpenOffers
-from matching.subscriptions.watches import Answer
+from matching.subscriptions.language.model import SubjectTest, WatchQuery
+from matching.subscriptions.watches.offers import OpenOffer, OpenOffers
+from matching.subscriptions.watches.watch import Answer
 
 Rank = tuple[Any, int]
 # Sort-key sentinels around every (key, rank) pair of one key value.

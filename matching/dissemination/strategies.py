@@ -36,8 +36,8 @@ import msgpack
 from matching.index.intervals import Span
 from matching.subscriptions import parse_query
 from matching.subscriptions.events import Event
-from matching.subscriptions.model import Threshold, WatchQuery
-from matching.subscriptions.watches import Answer, answer_data, changed
+from matching.subscriptions.language.model import Threshold, WatchQuery
+from matching.subscriptions.watches.watch import Answer, answer_data, changed
 
 from .offers import Delta, Entry, Family, FamilyName, Gain, Loss, OfferBook
 from .optimizer import Optimizer, Plan

@@ -15,8 +15,8 @@ from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 
 from matching.index.intervals import IntervalIndex, Span
-from matching.subscriptions.model import WatchQuery
-from matching.subscriptions.watches import Answer
+from matching.subscriptions.language.model import WatchQuery
+from matching.subscriptions.watches.watch import Answer
 
 from .counts import Rectangle, SpanCounts, overlap, rectangle
 from .offers import Delta, FamilyName, family_of, outer

@@ -22,8 +22,8 @@ from typing import Any
 
 from matching import Interval, Wildcard
 from matching.subjects import SubjectPattern
-from matching.subscriptions.model import AtomicQuery, AttrTest, Condition, SubjectTest
-from matching.subscriptions.predicates import condition_holds
+from matching.subscriptions.language.model import AtomicQuery, AttrTest, Condition, SubjectTest
+from matching.subscriptions.run.predicates import condition_holds
 
 from .tree import IndexTest, MatchingIndex, Residual
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from matching import Interval, Predicate
-from matching.subscriptions.model import AttrTest, WatchQuery
+from matching.subscriptions.language.model import AttrTest, WatchQuery
 
 # An end as a sortable pair: (value, nudge). A closed end is the value itself (0); an open
 # lower end sits just after its value (+1), an open upper end just before it (-1);

@@ -4,16 +4,23 @@
 evaluates it over events given as plain dicts (SPEC 8.1) in ``seq`` order: the live path,
 backtests and ``manage.py subscription_run`` all drive that same object. ``run_offline``
 is the offline contract of SPEC 8.3 on top of it.
+
+The package shows the language's parts: ``language/`` (tokens, the parser of forms 1, 2
+and 4, the parsed model, the canonical printer, the exchange's extra checks), ``patterns/``
+(form 3: its model, parser and printer, automata, and groups of similar patterns run
+together), ``watches/`` (form 4 over the open offers) and ``run/`` (the evaluator, each
+form's engine, many subscriptions at once in ``multi``, the work limits and the versioned
+snapshots of an evaluator's state); ``events`` and ``errors`` are shared by all four.
 """
 
 from .errors import EventError, QueryError
-from .evaluator import STATE_LIMIT, End, Notification, Subscription, run_offline
 from .events import Event, event_from_dict, parse_timestamp
-from .forms import Kind
-from .model import AtomicQuery, CompositeQuery, Query, WatchQuery
-from .parser import parse_query
-from .pattern_model import PatternQuery
-from .printer import to_text
+from .language.forms import Kind
+from .language.model import AtomicQuery, CompositeQuery, Query, WatchQuery
+from .language.parser import parse_query
+from .language.printer import to_text
+from .patterns.model import PatternQuery
+from .run.evaluator import STATE_LIMIT, End, Notification, Subscription, run_offline
 
 __all__ = [
     "STATE_LIMIT",

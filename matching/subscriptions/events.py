@@ -20,7 +20,7 @@ from typing import Any
 from matching import Type, Value
 
 from .errors import EventError
-from .schema import ENVELOPE, EVENT_SCHEMA
+from .language.schema import ENVELOPE, EVENT_SCHEMA
 
 _DECIMAL_RE = re.compile(r"-?\d+(?:\.\d+)?\Z", re.ASCII)
 _TIMESTAMP_RE = re.compile(

@@ -49,7 +49,7 @@ from matching import Interval
 from matching.dissemination import STRATEGIES, Optimizer, Producer
 from matching.subscriptions import parse_query
 from matching.subscriptions.events import event_from_dict
-from matching.subscriptions.model import AttrTest, WatchQuery
+from matching.subscriptions.language.model import AttrTest, WatchQuery
 from ops.benchmarks import machine
 from ops.benchmarks.machine import load_average
 

@@ -1,6 +1,6 @@
 """SPEC 9's patterns benchmark: 1,000 to 100,000 live form 3 patterns (SPEC 8.3's four
 examples with random parameters over 100 markets) in one process through
-``matching.subscriptions.multi``, beside the naive evaluator.
+``matching.subscriptions.run.multi``, beside the naive evaluator.
 
     ops/bench --patterns-only [--quick] [--out DIR]   this benchmark alone; its section of
                                                       DIR/benchmarks.md (default docs/) is
@@ -46,7 +46,7 @@ from typing import Any
 
 from matching.subscriptions import Subscription, event_from_dict, parse_query
 from matching.subscriptions.events import Event
-from matching.subscriptions.multi import SubscriptionSet
+from matching.subscriptions.run.multi import SubscriptionSet
 
 MARKETS = 100
 OFFERS = 10

@@ -87,6 +87,7 @@ from ops.benchmarks.report.patterns import PLOT as PATTERNS_PLOT
 from ops.benchmarks.report.patterns import plot as plot_patterns
 from ops.benchmarks.report.patterns import splice as splice_patterns
 from ops.benchmarks.report.subscriptions import splice as splice_subscriptions
+from ops.benchmarks.scaleout import main as scaleout_main
 from ops.benchmarks.spark_matcher import DEFAULT_MAX_SUBS, spark_budget, spark_plan
 from ops.benchmarks.subscriptions import measure as measure_subscriptions
 
@@ -498,8 +499,6 @@ def live_only(args: argparse.Namespace) -> int:
 
 def scaleout_only(args: argparse.Namespace) -> int:
     """The matching stage with one and two workers (ops/benchmarks/scaleout.py)."""
-    from ops.benchmarks.scaleout import main as scaleout_main
-
     return scaleout_main(["--quick"] if getattr(args, "quick", False) else [])
 
 

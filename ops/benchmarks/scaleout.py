@@ -23,15 +23,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
+import random
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import django
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from ops.benchmarks import machine
+from ops.benchmarks.history import _env, fresh_database
 
 DATABASE = "intersect_bench_scaleout"
 FULL = {"markets": 4, "offers": 100, "bids": 400, "changes": 60, "repeats": 2}
@@ -41,6 +49,7 @@ PARTITIONS = 2
 
 def _book(size: dict[str, int], rng: Any) -> dict[str, Any]:
     """The markets and their matched book; returns what the settings need."""
+    # Django's: this runs in the benchmark's subprocess, after django.setup()
     from django.contrib.auth.models import User
 
     from exchange.management.commands.bench_book import SCHEMA
@@ -82,9 +91,8 @@ def _bid(orders: Any, market: Any, buyer: Any, rng: Any) -> None:
 def _worker(partitions: list[int], batch: int, barrier: Any, out: Any) -> None:
     """One matching worker (a process of its own, started fresh): cycles of its partitions
     in turn until none takes a change."""
-    import django
-
     django.setup()
+    # Django's: importable only after the setup above, in this fresh process
     from django.db import connections
 
     from exchange.services import matching
@@ -133,8 +141,7 @@ def _worker(partitions: list[int], batch: int, barrier: Any, out: Any) -> None:
 def _setting(
     workers: int, book: dict[str, Any], size: dict[str, int], batch: int, rng: Any
 ) -> dict[str, Any]:
-    import multiprocessing
-
+    # Django's: this runs in the benchmark's subprocess, after django.setup()
     from exchange.services import orders
 
     for market in book["markets"]:
@@ -174,8 +181,7 @@ def _setting(
 
 
 def run(size: dict[str, int], batch: int) -> dict[str, Any]:
-    import random
-
+    # Django's: this runs in the benchmark's subprocess, after django.setup()
     from exchange.services import events as event_service
     from exchange.services import orders
     from exchange.services import subscriptions as subscription_service
@@ -196,11 +202,6 @@ def run(size: dict[str, int], batch: int) -> dict[str, Any]:
 
 
 def measure(quick: bool = False, batch: int = 4) -> dict[str, Any]:
-    import subprocess
-
-    from ops.benchmarks import machine
-    from ops.benchmarks.history import _env, fresh_database
-
     size = QUICK if quick else FULL
     started = time.perf_counter()
     url = fresh_database(DATABASE)
@@ -244,8 +245,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.run:
-        import django
-
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "exchange.settings.development")
         django.setup()
         print(json.dumps(run(json.loads(args.run), args.batch)))

@@ -20,7 +20,7 @@ from exchange.selectors.dissemination import dissemination_choices
 from exchange.selectors.events import events_log_end
 from exchange.services.event_partitions import DEFAULT_PARTITION
 from exchange.services.subscriptions import subscription_create
-from matching.subscriptions.snapshot import snapshot_dump
+from matching.subscriptions.run.snapshot import snapshot_dump
 from tests.dissemination.test_live import FLOW, PENS, WATCHES, posted
 from tests.exchange.test_dashboard_spec8 import RISE, _evaluator, _subscription
 from tests.factories import StaffFactory, UserFactory

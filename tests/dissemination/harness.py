@@ -9,7 +9,7 @@ from typing import Any
 from matching.dissemination import Consumer, Producer
 from matching.subscriptions import parse_query
 from matching.subscriptions.events import event_from_dict
-from matching.subscriptions.watches import WatchEngine
+from matching.subscriptions.watches.watch import WatchEngine
 
 Notified = dict[int, list[tuple[int | None, dict[str, Any]]]]
 

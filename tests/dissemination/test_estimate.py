@@ -13,7 +13,7 @@ from matching.dissemination import Entry, FamilyName, Producer, WatchSet
 from matching.dissemination.offers import Family
 from matching.index.intervals import IntervalIndex, Span
 from matching.subscriptions.events import event_from_dict
-from matching.subscriptions.watches import Answer
+from matching.subscriptions.watches.watch import Answer
 from tests.matching.subscriptions.test_form4_intervals import spans
 
 NAME = FamilyName("MIN", "ask", "office.supplies.pencils", "quantity_max")

@@ -16,7 +16,7 @@ from exchange.services.events import events_insert
 from exchange.services.markets import market_create
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_place, offer_publish, offer_withdraw
-from matching.subscriptions.schema import EVENT_TYPES
+from matching.subscriptions.language.schema import EVENT_TYPES
 from tests.api.conftest import client_for
 from tests.factories import PENCILS_SCHEMA, StaffFactory, UserFactory, pencils_market
 

@@ -25,7 +25,7 @@ from exchange.services.orders import (
     offer_withdraw,
 )
 from matching.subscriptions.events import event_from_dict
-from matching.subscriptions.schema import EVENT_TYPES, OWNER_AND_STAFF
+from matching.subscriptions.language.schema import EVENT_TYPES, OWNER_AND_STAFF
 from tests.factories import StaffFactory, UserFactory, pencils_market
 
 pytestmark = pytest.mark.django_db

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from unittest import mock
 
+import psycopg
 import pytest
 from django.conf import settings
 from django.db import connection, transaction
@@ -88,8 +89,6 @@ def test_a_market_whose_cycle_runs_elsewhere_is_waited_for_and_others_are_not(tw
     params = connection.get_connection_params()
     params.pop("cursor_factory", None)
     params.pop("context", None)
-    import psycopg
-
     with psycopg.connect(**params, autocommit=True) as other:
         other.execute("SELECT pg_advisory_lock(%s, %s)", [MARKET_LOCK, first.pk])
         report = matching_cycle_run(partition=second.pk % 2, partitions=2)

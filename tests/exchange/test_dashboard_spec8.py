@@ -27,7 +27,7 @@ from exchange.services.event_partitions import (
 from exchange.services.events import events_insert
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions import parse_query
-from matching.subscriptions.snapshot import snapshot_dump
+from matching.subscriptions.run.snapshot import snapshot_dump
 from tests.factories import StaffFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

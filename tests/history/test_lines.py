@@ -19,7 +19,7 @@ from exchange.models import Event
 from exchange.selectors import history
 from exchange.selectors.history import HistoryWhere, history_events, history_lines
 from matching.subjects import SubjectError
-from matching.subscriptions.schema import EVENT_SCHEMA, EVENT_TYPES, OWNER_AND_STAFF
+from matching.subscriptions.language.schema import EVENT_SCHEMA, EVENT_TYPES, OWNER_AND_STAFF
 from matching.values import format_timestamp_body
 from tests.factories import StaffFactory, UserFactory
 from tests.history.logs import log_write, python_events, python_lines

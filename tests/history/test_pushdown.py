@@ -18,7 +18,7 @@ from exchange.selectors.history import HistoryWhere, history_events, history_pus
 from exchange.services.event_partitions import event_partitions_ensure
 from matching.subjects import subject_matches
 from matching.subscriptions import event_from_dict, parse_query
-from matching.subscriptions.predicates import condition_holds
+from matching.subscriptions.run.predicates import condition_holds
 from tests.factories import StaffFactory, UserFactory
 from tests.history.logs import log_write, python_events
 

@@ -29,7 +29,7 @@ from exchange.subscription_engine import engine as engine_module
 from exchange.subscription_engine.engine import OWNER_BUDGET, Engine
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions import parse_query, run_offline
-from matching.subscriptions.limits import WORK_LIMIT
+from matching.subscriptions.run.limits import WORK_LIMIT
 from tests.conftest import live_engines_stop
 from tests.factories import StaffFactory, UserFactory
 from tests.subscriptions.log import DAY, Log, append_at, outbox, owner_log, register, trade

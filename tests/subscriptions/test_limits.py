@@ -12,7 +12,7 @@ import pytest
 from exchange.models import Subscription
 from exchange.selectors import subscriptions as selectors
 from exchange.services.subscriptions import subscription_create
-from matching.subscriptions.limits import WORK_LIMIT, Meter
+from matching.subscriptions.run.limits import WORK_LIMIT, Meter
 from tests.api.conftest import client_for
 from tests.factories import UserFactory
 from tests.subscriptions.log import DAY, advance, append, append_at, offline, outbox, trade

@@ -12,7 +12,7 @@ import pytest
 
 from exchange.models import Subscription
 from exchange.subscription_engine import engine as engine_module
-from matching.subscriptions.snapshot import MAGIC, VERSION, snapshot_load
+from matching.subscriptions.run.snapshot import MAGIC, VERSION, snapshot_load
 from tests.factories import StaffFactory, UserFactory
 from tests.subscriptions.log import Log, offline, outbox, register
 from tests.subscriptions.test_engine import drain, expire, make, no_wake_ups  # noqa: F401 - a fixture

@@ -31,7 +31,7 @@ from exchange.models.events import EVENT_TABLE
 from exchange.selectors.history import LINE_SQL
 from matching.spark import spark_session
 from matching.subscriptions import EventError, QueryError, parse_query, parse_timestamp
-from matching.subscriptions.pattern_model import PatternQuery
+from matching.subscriptions.patterns.model import PatternQuery
 
 
 class Command(BaseCommand):

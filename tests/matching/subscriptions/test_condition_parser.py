@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 
 import matching
 from matching import ConstraintError, Interval, Type
-from matching.subscriptions.conditions import ConditionReader
-from matching.subscriptions.cursor import Cursor
 from matching.subscriptions.errors import QueryError
-from matching.subscriptions.lexer import tokenize
-from matching.subscriptions.model import AttrTest, Condition, SubjectTest, Test
-from matching.subscriptions.schema import EVENT_SCHEMA
+from matching.subscriptions.language.conditions import ConditionReader
+from matching.subscriptions.language.cursor import Cursor
+from matching.subscriptions.language.lexer import tokenize
+from matching.subscriptions.language.model import AttrTest, Condition, SubjectTest, Test
+from matching.subscriptions.language.schema import EVENT_SCHEMA
 
 ATTRIBUTES = sorted(EVENT_SCHEMA)
 LITERALS = {

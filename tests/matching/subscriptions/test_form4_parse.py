@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from matching import Interval, Type, Wildcard
 from matching.subscriptions import Kind, QueryError, WatchQuery, parse_query, to_text
-from matching.subscriptions.model import AttrTest, Condition, SubjectTest, Threshold
+from matching.subscriptions.language.model import AttrTest, Condition, SubjectTest, Threshold
 from tests.matching.subscriptions.test_subscription_parse import parses_back_or_fails_located
 
 PENCILS = "office.supplies.pencils"

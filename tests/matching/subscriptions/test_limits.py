@@ -1,4 +1,4 @@
-"""What one subscription may cost (``matching.subscriptions.limits``, SPEC 8.3's fine point
+"""What one subscription may cost (``matching.subscriptions.run.limits``, SPEC 8.3's fine point
 on work limits, SPEC 9's Isolation): checked as it runs, past a limit suspended with the
 ``state_limit`` notification, offline and in a ``SubscriptionSet`` alike; an interrupt (a
 backtest's deadline) is asked inside a join."""
@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from matching.subscriptions import Subscription, limits, parse_query, run_offline
+from matching.subscriptions import Subscription, parse_query, run_offline
 from matching.subscriptions.events import event_from_dict
-from matching.subscriptions.limits import (
+from matching.subscriptions.run import limits
+from matching.subscriptions.run.limits import (
     CHECK_EVERY,
     LIMITS,
     OUTPUT_LIMIT,
@@ -23,7 +24,7 @@ from matching.subscriptions.limits import (
     Meter,
     event_size,
 )
-from matching.subscriptions.multi import SubscriptionSet
+from matching.subscriptions.run.multi import SubscriptionSet
 
 NOW = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.UTC)
 SUSPENDED = {"error": "state_limit"}

@@ -1,4 +1,4 @@
-"""Many subscriptions at once (``matching.subscriptions.multi``): the same outputs as each
+"""Many subscriptions at once (``matching.subscriptions.run.multi``): the same outputs as each
 subscription run on its own through ``Subscription``, and the work per event shown by its
 counts."""
 
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from matching import Interval
 from matching.subjects import compile_pattern
 from matching.subscriptions import PatternQuery, Subscription, event_from_dict, parse_query
-from matching.subscriptions.limits import OUTPUT_LIMIT, Limits
-from matching.subscriptions.multi import StaticSplit, SubscriptionSet, split_filter
+from matching.subscriptions.run.limits import OUTPUT_LIMIT, Limits
+from matching.subscriptions.run.multi import StaticSplit, SubscriptionSet, split_filter
 
 BASE = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.UTC)
 SUBJECTS = ["office.supplies.pencils", "office.supplies.pens", "garden.tools.rakes"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import datetime as dt
 
 from matching.subscriptions import Subscription, parse_query, run_offline
-from matching.subscriptions.automaton import PatternEngine
 from matching.subscriptions.events import event_from_dict
+from matching.subscriptions.patterns.automaton import PatternEngine
 
 BASE = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.UTC)
 T = "FILTER{type = 'trade'}(EVENTS)"

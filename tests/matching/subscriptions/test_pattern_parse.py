@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from matching.subscriptions import Kind, QueryError, parse_query, to_text
-from matching.subscriptions import pattern_model as pm
-from matching.subscriptions.pattern_parser import MAX_DEPTH, MAX_SIDES, MAX_STEPS
+from matching.subscriptions.patterns import model as pm
+from matching.subscriptions.patterns.parser import MAX_DEPTH, MAX_SIDES, MAX_STEPS
 
 T = "FILTER{type = 'trade'}(EVENTS)"
 TRADE = pm.Compare("=", pm.Ref(None, "type"), pm.Literal("trade"))

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from matching.subscriptions import QueryError, parse_query
-from matching.subscriptions.parser import MAX_LENGTH
-from matching.subscriptions.pattern_parser import MAX_DEPTH as PATTERN_DEPTH
+from matching.subscriptions.language.parser import MAX_LENGTH
+from matching.subscriptions.patterns.parser import MAX_DEPTH as PATTERN_DEPTH
 from matching.syntax import MAX_DEPTH as CONSTRAINT_DEPTH
 
 # The probe of issue 37: 237 levels, 498 characters.

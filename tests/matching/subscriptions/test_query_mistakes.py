@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from matching.subscriptions import QueryError, parse_query
-from matching.subscriptions.checked import parse_query_checked
+from matching.subscriptions.language.checked import parse_query_checked
 
 TYPES = (
     "best_offer, bid_amended, bid_filled, bid_placed, bid_withdrawn, offer_amended, "

@@ -1,4 +1,4 @@
-"""Evaluator snapshots (``matching.subscriptions.snapshot``, issue 35): for generated queries
+"""Evaluator snapshots (``matching.subscriptions.run.snapshot``, issue 35): for generated queries
 of the four forms and generated logs, a subscription snapshotted after any of its events
 and loaded gives exactly the outputs it gives uninterrupted, and holds the same state;
 values keep their types; a snapshot is plain data, not a pickle; one of another version or
@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from matching.subscriptions import Subscription, event_from_dict, parse_query, run_offline
-from matching.subscriptions import snapshot as snapshot_module
-from matching.subscriptions.atomic import AtomicEngine
-from matching.subscriptions.automaton import PatternEngine
-from matching.subscriptions.composite import CompositeEngine
-from matching.subscriptions.snapshot import (
+from matching.subscriptions.patterns.automaton import PatternEngine
+from matching.subscriptions.run import snapshot as snapshot_module
+from matching.subscriptions.run.atomic import AtomicEngine
+from matching.subscriptions.run.composite import CompositeEngine
+from matching.subscriptions.run.snapshot import (
     DATETIME,
     DECIMAL,
     MAGIC,

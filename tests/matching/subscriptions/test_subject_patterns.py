@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from matching.subscriptions import parse_query
-from matching.subscriptions.subject_patterns import query_subject_patterns
+from matching.subscriptions.language.subject_patterns import query_subject_patterns
 
 T = "FILTER{type = 'trade'}(EVENTS)"
 

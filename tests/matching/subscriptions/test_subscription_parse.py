@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from matching import Interval, Type, Wildcard
 from matching.subscriptions import Kind, QueryError, parse_query, to_text
-from matching.subscriptions.model import (
+from matching.subscriptions.language.model import (
     Aggregate,
     AtomicQuery,
     Attr,
@@ -25,7 +25,7 @@ from matching.subscriptions.model import (
     TimeBound,
     TimeRange,
 )
-from matching.subscriptions.parser import MAX_CONJUNCTS, MAX_LENGTH
+from matching.subscriptions.language.parser import MAX_CONJUNCTS, MAX_LENGTH
 
 
 def cond(*tests):
