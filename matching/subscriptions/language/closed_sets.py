@@ -98,7 +98,7 @@ def closed_sets_check(condition: Condition, text: str, start: int) -> None:
 
 
 def equality_check(left: object, right: object, text: str, at: int) -> None:
-    """In a pattern's condition (``pattern_model``): refuse ``attr = 'value'`` (either way
+    """In a pattern's condition (``patterns.model``): refuse ``attr = 'value'`` (either way
     round) whose value lies outside ``attr``'s closed set; ``at`` is where the comparison
     begins in ``text``. Only while ``CHECKING``."""
     if not CHECKING.get():

@@ -2,7 +2,7 @@
 
 A module of its own so that each form's model can name its kind without importing the
 others: ``model`` (forms 1, 2 and 4) gathers every form into ``Query`` and so imports
-form 3's ``pattern_model``, which must not import ``model`` back.
+form 3's ``patterns.model``, which must not import ``model`` back.
 """
 
 from __future__ import annotations

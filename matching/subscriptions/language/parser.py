@@ -18,8 +18,8 @@
     cmp         := '=' | '!=' | '<>' | '<' | '<=' | '>' | '>='
 
 The query's shape is recognised before anything else is read (``kind_of``): a ``FROM``
-followed by a pattern's words is form 3 (read by ``pattern_parser``), ``FROM offers``
-form 4 (read by ``watch_parser``, whose docstring has its grammar).
+followed by a pattern's words is form 3 (read by ``patterns.parser``), ``FROM offers``
+form 4 (read by ``watches.parser``, whose docstring has its grammar).
 
 Every refusal is a ``QueryError`` at a 0-based character position; limits (``MAX_*``
 below) are checked as the text is read, so an oversized query fails before any work.

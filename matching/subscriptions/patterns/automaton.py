@@ -80,7 +80,7 @@ from .parser import item_key
 # division); a quotient that does not terminate is kept to 50 digits.
 _CTX = Context(prec=50)
 # The operators of ``+ - *`` (``/`` guards a zero divisor itself): the one place their
-# rounding is chosen, read by ``patterns_thresholds.py`` too, whose thresholds must be the
+# rounding is chosen, read by ``patterns/thresholds.py`` too, whose thresholds must be the
 # values these closures compute.
 ARITHMETIC: Mapping[str, Callable[[Any, Any], Any]] = {
     "+": _CTX.add,
@@ -232,7 +232,7 @@ def _get(event: Event | None, attr: str) -> Value:
 
 def compile_cond(c: Cond, aliases: tuple[str, ...], current: int) -> Test:
     """``c`` as a node binding alias ``current`` evaluates it on ``(instance, candidate)``:
-    for code that must reach the same answers as the automata (``patterns_thresholds.py``)."""
+    for code that must reach the same answers as the automata (``patterns/thresholds.py``)."""
     return _Compiler(aliases, current).cond(c)
 
 
@@ -441,7 +441,7 @@ class Automaton:
 
     def restart(self, firsts: Iterable[Event]) -> None:
         """Hold, in place of this automaton's instances, one started by each of ``firsts``
-        (in order) and waiting at the first step: ``patterns_thresholds.py`` gives a
+        (in order) and waiting at the first step: ``patterns/thresholds.py`` gives a
         pattern of one step leaving its group the instances it would hold alone so."""
         for node in self.nodes:
             node.waiting, node.ranked, node.loose = {}, {}, {}

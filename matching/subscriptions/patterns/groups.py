@@ -1,7 +1,7 @@
 """What the groups of patterns run on one record per start have in common (issue 20).
 
-``patterns_thresholds.py`` (patterns equal but for a threshold's factor) and
-``patterns_bounds.py`` (equal but for two literal bounds) each keep, instead of one
+``patterns/thresholds.py`` (patterns equal but for a threshold's factor) and
+``patterns/bounds.py`` (equal but for two literal bounds) each keep, instead of one
 instance per pattern, one record per start for all their members; each record holds the
 *generation* of members that stood when it started (the members sorted by the literal
 the group bisects on), so that members joining later never wait on it. This module holds

@@ -40,12 +40,12 @@ A ``SubscriptionSet`` holds live ``Subscription`` objects (the one evaluator of
   higher", one per p and window) run as one ``ThresholdGroup`` (``share`` too): one record
   per start instead of one instance per pattern, and an event completes the members whose
   thresholds it passes, found by bisection over the members sorted by factor
-  (``patterns_thresholds.py`` says why that is exact, and when the group hands its members
+  (``patterns/thresholds.py`` says why that is exact, and when the group hands its members
   their own instances and lets them go on alone). Only the completed members are pushed.
 * Patterns of one step that are equal but for a literal bound of their first ``FILTER``
   and one of the step's condition (``price > 1.00`` ... ``b.price < 0.95``), ``WITHIN``,
   ``WHERE`` and ``SELECT`` run as one ``BoundGroup`` the same way (``share`` too;
-  ``patterns_bounds.py`` says why that is exact).
+  ``patterns/bounds.py`` says why that is exact).
 * The members a shared automaton or group completed instances for are given their
   outputs at once (``evaluator.deliver_all``): each instance's ``data`` built once per
   ``SELECT`` and shared by their notifications (which no consumer changes), numbered as
@@ -391,8 +391,8 @@ class _Shared:
 
 @dataclass(eq=False)
 class _Grouped:
-    """A ``ThresholdGroup`` (``patterns_thresholds.py``) or ``BoundGroup``
-    (``patterns_bounds.py``) in the set: ``runner`` holds its sources in the index under
+    """A ``ThresholdGroup`` (``patterns/thresholds.py``) or ``BoundGroup``
+    (``patterns/bounds.py``) in the set: ``runner`` holds its sources in the index under
     an id of no subscription; its members' payloads are their ``_Held``s."""
 
     key: Hashable
