@@ -19,6 +19,8 @@ and the Spark batch matcher on the same workloads and batches.
     ops/bench scaleout [--quick]    the matching stage with one and with two matching
                               workers on four markets (ops/benchmarks/scaleout.py); prints
                               its table
+    ops/bench fairness [--quick] [--out DIR]    a victim's alert beside an offender's 100
+                              heavy subscriptions, on the stack (ops/benchmarks/fairness.py)
     ops/bench live [--live-json F] [--load-json F] [--out DIR]    the end-to-end
                               benchmark alone (ops/bench_live.py, SPEC 9's book built
                               afresh): its target rows, sections and explanation put into
@@ -72,6 +74,8 @@ from matching.workload import KINDS, Workload, generate, terms
 from ops.benchmarks import machine, timing
 from ops.benchmarks.dissemination import measure as measure_dissemination
 from ops.benchmarks.experiments import Context, run_experiment
+from ops.benchmarks.fairness import measure as measure_fairness
+from ops.benchmarks.fairness import splice as splice_fairness
 from ops.benchmarks.history import measure as measure_history
 from ops.benchmarks.index import measure as measure_index
 from ops.benchmarks.patterns import measure as measure_patterns
@@ -110,6 +114,8 @@ ALONE = {
     "section put into the report",
     "scaleout": "the matching stage with one and two matching workers on four markets "
     "(ops/benchmarks/scaleout.py): prints its table, docs/benchmarks.md quotes it",
+    "fairness": "another user's alert beside an offender's 100 heavy subscriptions on the "
+    "stack (ops/benchmarks/fairness.py, issue 37), its section put into the report",
     "live": "the end-to-end benchmark (ops/bench_live.py with its defaults, or take "
     "--live-json; --load-json adds the sustained-load run): its rows of the targets table, "
     "its sections and its explanation put into the report already in --out (default docs/)",
@@ -481,6 +487,19 @@ def dissemination_only(args: argparse.Namespace) -> int:
     return 0
 
 
+def fairness_only(args: argparse.Namespace) -> int:
+    """The fairness benchmark alone (two runs of about 45 s each; ``--quick``: 5 s of
+    trades each), its section spliced into the existing report."""
+
+    def measure(*, quick: bool) -> Any:
+        return measure_fairness(seconds=5 if quick else 20)
+
+    out, raw, results = _alone(args, "fairness", measure)
+    report = splice_fairness(out / "benchmarks.md", results["fairness"])
+    print(f"raw results: {raw}\nreport: {report}")
+    return 0
+
+
 def live_only(args: argparse.Namespace) -> int:
     """The end-to-end benchmark alone, its parts spliced into the existing report."""
     out = args.out or ROOT / "docs"
@@ -511,6 +530,7 @@ def main(argv: list[str] | None = None) -> int:
             "subscriptions": subscriptions_only,
             "patterns": patterns_only,
             "dissemination": dissemination_only,
+            "fairness": fairness_only,
             "live": live_only,
             "scaleout": scaleout_only,
         }

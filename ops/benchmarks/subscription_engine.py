@@ -87,6 +87,24 @@ def _append(rng: Any, count: int) -> None:
         events_append(closed=rows)
 
 
+def produce(rng: Any, rate: float, seconds: float) -> tuple[int, int]:
+    """Trades appended one at a time at ``rate`` a second for ``seconds``: the log's last
+    ``seq`` before the first, and how many."""
+    # Django's: this runs in the --run process, after django.setup() (main)
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT last_seq FROM exchange_eventcounter WHERE id = 1")
+        (head,) = cursor.fetchone() or (0,)
+    begun = time.monotonic()
+    n = 0
+    while time.monotonic() - begun < seconds:
+        _append(rng, 1)
+        n += 1
+        time.sleep(max(0.0, begun + n / rate - time.monotonic()))
+    return int(head), n
+
+
 def _query(i: int, rng: Any, watches: bool) -> str:
     s = SUBJECTS[i % len(SUBJECTS)]
     kind = i % 10
@@ -209,15 +227,7 @@ def run(
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT last_seq FROM exchange_eventcounter WHERE id = 1")
-            (head,) = cursor.fetchone() or (0,)
-        begun = time.monotonic()
-        n = 0
-        while time.monotonic() - begun < seconds:
-            _append(rng, 1)
-            n += 1
-            time.sleep(max(0.0, begun + n / rate - time.monotonic()))
+        head, n = produce(rng, rate, seconds)
         time.sleep(3)
     finally:
         process.terminate()
