@@ -515,3 +515,27 @@ def test_a_lane_behind_is_checkpointed_at_its_own_cursor_and_taken_over_exactly(
             run_offline(parse_query(sub.query), owner_log(owner), now=sub.now)
         )
     assert sum(len(outbox(sub)) for sub in subs) > 5
+
+
+def test_a_watch_registered_on_an_empty_log_sends_its_answer_at_registration():
+    # Given an empty log
+    assert events_log_end() == 0
+    owner = UserFactory()
+    # When a form 4 watch is registered
+    sub = subscription_create(
+        owner=owner, query="SELECT MIN(ask) FROM offers WHERE subject = 'office.supplies.pencils'"
+    )
+    # Then its first notification, at registration, holds no offer and no seq (SPEC 8.3)
+    expected = [{"n": 1, "seq": None, "data": {"offer": None}}]
+    assert outbox(sub) == expected
+    assert list(run_offline(parse_query(sub.query), [], now=sub.now)) == expected
+    # and as the log grows, the outbox stays what the offline contract gives
+    running = make("a")
+    log = Log([owner], random.Random(11))
+    for _ in range(4):
+        log.add(6)
+        drain(running)
+        assert outbox(sub) == list(
+            run_offline(parse_query(sub.query), owner_log(owner), now=sub.now)
+        )
+    assert len(outbox(sub)) > 2
