@@ -15,7 +15,7 @@ from exchange.subscription_engine import engine as engine_module
 from matching.subscriptions.snapshot import MAGIC, VERSION, snapshot_load
 from tests.factories import StaffFactory, UserFactory
 from tests.subscriptions.log import Log, offline, outbox, register
-from tests.subscriptions.test_engine import drain, engine_on, expire, make  # noqa: F401
+from tests.subscriptions.test_engine import drain, expire, make, no_wake_ups  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
