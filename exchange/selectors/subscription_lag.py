@@ -2,11 +2,10 @@
 the ``sub:<id>`` streams' ``lagging`` frames (``exchange/subscription_lag_tasks.py``) and
 the REST subscription's ``behind_events``.
 
-Where a subscription stands depends on who advances it. The Celery pass writes every row's
-``cursor`` each step. The subscription engine (``SUBSCRIPTION_ENGINE``) commits its
-partition's ``cursor`` with each batch and writes a row's own only at a checkpoint, so a
-subscription stands at the later of the two; a joiner still reading its past between two
-checkpoints reads as its partition's cursor (its place is held in the engine's memory).
+The subscription engine commits a partition's ``cursor`` with each batch and writes a row's
+own only at a checkpoint, so a subscription stands at the later of the two; a joiner still
+reading its past between two checkpoints reads as its partition's cursor (its place is held
+in the engine's memory).
 
 A subscription is *lagging* when it is active, its cursor is before the log's end and the
 first event it has not read is older than ``SUBSCRIPTION_LAG_SECONDS``: a quiet log whose
@@ -37,20 +36,14 @@ LAGGING_SHOWN = 50
 def _standing() -> tuple[str, list[Any]]:
     """SQL of the active subscriptions as ``(id, owner_id, kind, cur)``, ``cur`` where each
     stands, and its parameters."""
-    if settings.SUBSCRIPTION_ENGINE:
-        return (
-            """
-            SELECT s.id, s.owner_id, s.kind, GREATEST(s.cursor, coalesce(p.cursor, 0)) AS cur
-            FROM exchange_subscription s
-            LEFT JOIN exchange_subscriptionpartition p ON p.partition = s.id %% %s
-            WHERE s.state = 'active'
-            """,
-            [settings.SUBSCRIPTION_ENGINE_PARTITIONS],
-        )
     return (
-        "SELECT s.id, s.owner_id, s.kind, s.cursor AS cur "
-        "FROM exchange_subscription s WHERE s.state = 'active'",
-        [],
+        """
+        SELECT s.id, s.owner_id, s.kind, GREATEST(s.cursor, coalesce(p.cursor, 0)) AS cur
+        FROM exchange_subscription s
+        LEFT JOIN exchange_subscriptionpartition p ON p.partition = s.id %% %s
+        WHERE s.state = 'active'
+        """,
+        [settings.SUBSCRIPTION_ENGINE_PARTITIONS],
     )
 
 
@@ -120,17 +113,14 @@ def subscription_behind_events(subscription: Subscription) -> int | None:
     active (a paused one stands still on purpose, an ended one has nothing to read)."""
     if subscription.state != Subscription.State.ACTIVE:
         return None
-    cur = subscription.cursor
-    if settings.SUBSCRIPTION_ENGINE:
-        partition = (
-            SubscriptionPartition.objects.filter(
-                partition=subscription.pk % settings.SUBSCRIPTION_ENGINE_PARTITIONS
-            )
-            .values_list("cursor", flat=True)
-            .first()
+    partition = (
+        SubscriptionPartition.objects.filter(
+            partition=subscription.pk % settings.SUBSCRIPTION_ENGINE_PARTITIONS
         )
-        cur = max(cur, partition or 0)
-    return max(log_end() - cur, 0)
+        .values_list("cursor", flat=True)
+        .first()
+    )
+    return max(log_end() - max(subscription.cursor, partition or 0), 0)
 
 
 def engine_partitions_lag(*, now: dt.datetime) -> list[dict[str, Any]]:

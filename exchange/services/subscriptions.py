@@ -34,13 +34,14 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 
 from exchange.errors import Conflict, InvalidInput, NotFound
-from exchange.models import Subscription
+from exchange.models import Subscription, SubscriptionNotification
 from exchange.pending import request_once
 from exchange.realtime.streams import group_for, group_send_all
 from exchange.redis_clients import redis_client
 from exchange.selectors.subscriptions import (
     evaluator_start,
     log_seq_before,
+    notification_json,
     subscription_active_count,
     subscription_query_parsed,
 )
@@ -138,7 +139,9 @@ def subscription_create(*, owner: User, query: str, name: str = "") -> Subscript
     """Register ``query`` for ``owner``: parsed (``InvalidInput`` with the error's code and
     position, nothing stored), at most ``MAX_ACTIVE`` active or paused per user
     (``too_many_subscriptions``). Its history is replayed by the engine, woken after
-    commit."""
+    commit. With no history to replay its history is over at once: what that gives (a
+    watch's first answer, SPEC 8.3) goes to the outbox now, and an end at or before ``NOW``
+    completes it."""
     parsed = subscription_query_parsed(text=query)
     if not isinstance(name, str) or len(name) > MAX_NAME:
         raise InvalidInput(
@@ -156,8 +159,11 @@ def subscription_create(*, owner: User, query: str, name: str = "") -> Subscript
         evaluator = Evaluator(parsed, now=now, state_limit=STATE_LIMIT)
         cursor = _replay_start(evaluator, seam=seam, now=now)
         state, reason = Subscription.State.ACTIVE, ""
-        if cursor >= seam and any(isinstance(o, End) for o in evaluator.history_done()):
-            # No history to replay and an end at or before NOW: complete already.
+        outputs = evaluator.history_done() if cursor >= seam else []
+        notes = [
+            notification_json(o.n, o.seq, o.data) for o in outputs if isinstance(o, Notification)
+        ]
+        if any(isinstance(o, End) for o in outputs):
             state, reason = Subscription.State.DONE, "completed"
         subscription = Subscription.objects.create(
             owner=owner,
@@ -170,8 +176,16 @@ def subscription_create(*, owner: User, query: str, name: str = "") -> Subscript
             now=now,
             seam=seam,
             cursor=cursor,
+            last_n=len(notes),
+            checkpoint_n=len(notes),
             evaluator=_state_dump(evaluator) if state == Subscription.State.ACTIVE else None,
         )
+        if notes:
+            SubscriptionNotification.objects.bulk_create(
+                SubscriptionNotification(subscription=subscription, **note) for note in notes
+            )
+            messages = _messages(subscription.pk, notes, end=state == Subscription.State.DONE)
+            after_commit("sending a registration's notifications", lambda: group_send_all(messages))
         if state == Subscription.State.ACTIVE:
             after_commit("advancing a new subscription", subscriptions_changed_request)
     return subscription

@@ -284,8 +284,7 @@ SPENDING_LIMIT_DEFAULT = Decimal(env("SPENDING_LIMIT_DEFAULT", "100000"))
 
 # The subscription engine (exchange/subscription_engine, issue 35): long-lived processes that
 # follow the log with every live subscription in memory; the only way live subscriptions
-# advance. Always True: kept while the staff dashboard's lag panel still reads it.
-SUBSCRIPTION_ENGINE = True
+# advance.
 # Partitions the live subscriptions fall into (``id % N``), each leased to one process.
 SUBSCRIPTION_ENGINE_PARTITIONS = int(env("SUBSCRIPTION_ENGINE_PARTITIONS", "16"))
 # Engine processes ops/run and ops/stack.py start.

@@ -98,9 +98,7 @@ def _processes(now: dt.datetime, partitions: list[dict[str, Any]]) -> list[dict[
 
 def _lag() -> dict[str, Any]:
     """The subscriptions lagging behind the log, and the subscription engine's processes
-    and partitions with their lag (issues 39 and 35), written for people. The engine's are
-    shown whether or not ``SUBSCRIPTION_ENGINE`` is set: with it off they say that no
-    process beats (or show one started by hand)."""
+    and partitions with their lag (issues 39 and 35), written for people."""
     now = timezone.now()
     forms = dict(log_status.FORMS)
     lagging = subscription_lag.subscriptions_lagging(now=now)
@@ -130,7 +128,6 @@ def _lag() -> dict[str, Any]:
             }
             for r in lagging["rows"]
         ],
-        "engine_on": settings.SUBSCRIPTION_ENGINE,
         "processes": _processes(now, by_partition),
         "partitions": partitions,
     }

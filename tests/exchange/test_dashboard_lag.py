@@ -69,10 +69,9 @@ def _rows(page: str, table_id: str) -> list[list[str]]:
     ]
 
 
-def test_the_pass_mode_lists_the_subscriptions_behind_by_more_than_the_setting(
+def test_lists_the_subscriptions_behind_by_more_than_the_setting(
     client, monkeypatch, settings, log
 ):
-    settings.SUBSCRIPTION_ENGINE = False
     ann, bob = UserFactory(username="ann"), UserFactory(username="bob")
     # behind since T0 (4 events), since 20 s (2 events), since 30 s (1 event, only 2 s),
     # at the end, and a paused one standing still at 0
@@ -88,10 +87,10 @@ def test_the_pass_mode_lists_the_subscriptions_behind_by_more_than_the_setting(
     ]
     text = _text(page)
     assert "first unread event is more than 5 s old" in text
-    # the engine's panel is shown without the engine too: no process, every partition free
+    # with no engine process beating, the engine's panel says so and every partition is free
     assert (
-        "No subscription engine process has beaten: the subscriptions are advanced by the "
-        "Celery pass (SUBSCRIPTION_ENGINE is off)."
+        "No subscription engine process has beaten: none is running, so no live subscription "
+        "advances."
     ) in text
     assert len(_rows(page, "engine-partitions")) == settings.SUBSCRIPTION_ENGINE_PARTITIONS
     assert {row[1] for row in _rows(page, "engine-partitions")} == {"none (lease free)"}
@@ -102,16 +101,14 @@ def test_the_pass_mode_lists_the_subscriptions_behind_by_more_than_the_setting(
     ]
 
 
-def test_nobody_behind_says_so(client, monkeypatch, settings, log):
-    settings.SUBSCRIPTION_ENGINE = False
+def test_nobody_behind_says_so(client, monkeypatch, log):
     _sub(UserFactory(username="ann"), "events", 3)
     page = _page(client, monkeypatch, _at(34))
     assert 'aria-labelledby="lagging"' not in page
     assert "None: every active subscription is within 5 s of the log." in _text(page)
 
 
-def test_numbers_are_grouped_and_counted(client, monkeypatch, settings, log):
-    settings.SUBSCRIPTION_ENGINE = False
+def test_numbers_are_grouped_and_counted(client, monkeypatch, log):
     # a log end far past the events here: 1,234 events behind, one of them for an hour
     EventCounter.objects.filter(id=1).update(last_seq=1234)
     one = _sub(UserFactory(username="ann"), "state", 0)
@@ -120,10 +117,7 @@ def test_numbers_are_grouped_and_counted(client, monkeypatch, settings, log):
     ]
 
 
-def test_the_engine_mode_shows_each_partition_and_where_its_subscriptions_stand(
-    client, monkeypatch, settings, log
-):
-    settings.SUBSCRIPTION_ENGINE = True
+def test_shows_each_partition_and_where_its_subscriptions_stand(client, monkeypatch, settings, log):
     settings.SUBSCRIPTION_ENGINE_PARTITIONS = 3
     now = _at(32)
     # partition 0 held by eng-a at seq 3, checkpointed 40 s ago; partition 1's lease ran
@@ -153,11 +147,9 @@ def test_the_engine_mode_shows_each_partition_and_where_its_subscriptions_stand(
     ]
 
 
-@pytest.mark.parametrize("engine", [False, True])
 def test_the_lag_reads_in_three_queries_however_many_rows(
-    settings, monkeypatch, log, engine, django_assert_num_queries
+    settings, monkeypatch, log, django_assert_num_queries
 ):
-    settings.SUBSCRIPTION_ENGINE = engine
     owners = [UserFactory() for _ in range(3)]
     for i in range(80):
         _sub(owners[i % 3], "events", i % 4)
@@ -176,13 +168,10 @@ def test_the_lag_reads_in_three_queries_however_many_rows(
     ] * 10
 
 
-@pytest.mark.parametrize("engine", [False, True])
-def test_each_engine_process_with_its_partitions_lag_and_checkpoint_in_either_mode(
-    client, monkeypatch, settings, log, engine
+def test_each_engine_process_with_its_partitions_lag_and_checkpoint(
+    client, monkeypatch, settings, log
 ):
-    # Given the engine's rows as its processes leave them, whether or not this deployment
-    # sets SUBSCRIPTION_ENGINE (the panel reads the rows, not the setting)
-    settings.SUBSCRIPTION_ENGINE = engine
+    # Given the engine's rows as its processes leave them
     settings.SUBSCRIPTION_ENGINE_PARTITIONS = 4
     settings.SUBSCRIPTION_ENGINE_LEASE_SECONDS = 5
     now = _at(32)
@@ -230,8 +219,7 @@ def test_each_engine_process_with_its_partitions_lag_and_checkpoint_in_either_mo
     ]
 
 
-def test_no_process_with_the_engine_on_says_nothing_advances(client, monkeypatch, settings, log):
-    settings.SUBSCRIPTION_ENGINE = True
+def test_no_engine_process_says_nothing_advances(client, monkeypatch, settings, log):
     page = _page(client, monkeypatch, _at(32))
     assert 'aria-labelledby="engine-processes"' not in page
     assert (

@@ -515,3 +515,79 @@ def test_a_lane_behind_is_checkpointed_at_its_own_cursor_and_taken_over_exactly(
             run_offline(parse_query(sub.query), owner_log(owner), now=sub.now)
         )
     assert sum(len(outbox(sub)) for sub in subs) > 5
+
+
+def test_a_watch_registered_on_an_empty_log_sends_its_answer_at_registration():
+    # Given an empty log
+    assert events_log_end() == 0
+    owner = UserFactory()
+    # When a form 4 watch is registered
+    sub = subscription_create(
+        owner=owner, query="SELECT MIN(ask) FROM offers WHERE subject = 'office.supplies.pencils'"
+    )
+    # Then its first notification, at registration, holds no offer and no seq (SPEC 8.3)
+    expected = [{"n": 1, "seq": None, "data": {"offer": None}}]
+    assert outbox(sub) == expected
+    assert list(run_offline(parse_query(sub.query), [], now=sub.now)) == expected
+    # and as the log grows, the outbox stays what the offline contract gives
+    running = make("a")
+    log = Log([owner], random.Random(11))
+    for _ in range(4):
+        log.add(6)
+        drain(running)
+        assert outbox(sub) == list(
+            run_offline(parse_query(sub.query), owner_log(owner), now=sub.now)
+        )
+    assert len(outbox(sub)) > 2
+
+
+def test_a_hundred_composites_that_keep_every_event_write_their_state_only_at_checkpoints(
+    monkeypatch,
+):
+    """Issue 37's probe: 100 copies of a join whose ``b`` never matches, so ``a`` keeps
+    every event, had their state pickled and written on every pass. The engine holds it in
+    memory and writes it only at a checkpoint, each subscription's once."""
+    owner = UserFactory()
+    query = "SELECT * FROM a AND b WHERE a.start_time = NOW - 7d, b.seq = 0"
+    subs = [subscription_create(owner=owner, query=query) for _ in range(100)]
+    ids = sorted(s.pk for s in subs)
+    written: list[int] = []
+    write = engine_module._write
+
+    def counted(notes, only_n, rows):
+        written.extend(r.sub_id for r in rows if r.evaluator is not None)
+        return write(notes, only_n, rows)
+
+    monkeypatch.setattr(engine_module, "_write", counted)
+
+    def stored() -> list[tuple[int, bytes]]:
+        return [
+            (cursor, bytes(evaluator))
+            for cursor, evaluator in Subscription.objects.order_by("pk").values_list(
+                "cursor", "evaluator"
+            )
+        ]
+
+    running = make("a", checkpoint_events=10)
+    before = stored()
+    for batch in range(6):
+        # Given four more events each batch (a checkpoint is due every 10: after the 12th)
+        written.clear()
+        for i in range(4):
+            minute = batch * 4 + i
+            append_at([trade("1.00", trade_id=minute + 1)], DAY + dt.timedelta(minutes=minute))
+        drain(running)
+        after = stored()
+        if batch % 3 == 2:
+            # Then at a checkpoint each evaluator is written once, where the log ends
+            assert sorted(written) == ids
+            assert [cursor for cursor, _ in after] == [events_log_end()] * 100
+            assert all(new != old for (_, new), (_, old) in zip(after, before, strict=True))
+        else:
+            # and between two checkpoints none is written
+            assert written == []
+            assert after == before
+        before = after
+    assert set(Subscription.objects.filter(pk__in=ids).values_list("state", "last_n")) == {
+        ("active", 0)
+    }

@@ -151,7 +151,6 @@ def test_the_rest_detail_says_how_many_events_it_has_still_to_read():
 
 
 def test_with_the_engine_a_subscription_stands_where_its_partition_does(settings):
-    settings.SUBSCRIPTION_ENGINE = True
     settings.SUBSCRIPTION_ENGINE_PARTITIONS = 4
     alice = UserFactory(username="alice")
     _two_trades()
