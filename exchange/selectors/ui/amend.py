@@ -168,23 +168,26 @@ class Exposure:
 
 
 def user_exposure(*, user: User) -> list[Exposure]:
-    """Open exposure per market over the user's active bids, markets by subject: two
-    queries (the bids' stored awards, then their markets) however many bids."""
-    rows = (
+    """Open exposure per market over the user's active bids, markets by subject: one query
+    (the bids' stored awards with their markets) however many bids."""
+    bids = (
         Bid.objects.filter(buyer=user, state=Bid.State.ACTIVE)
+        .select_related("market")
+        .only("id", "largest_award", "market")
         .order_by("market_id", "id")
-        .values_list("market_id", "id", "largest_award")
     )
-    per_market: dict[int, tuple[Decimal, int, list[int]]] = {}
-    for market_id, bid_id, award in rows:
-        total, count, uncounted = per_market.get(market_id, (Decimal(0), 0, []))
-        if award is None:
-            uncounted.append(bid_id)
-        per_market[market_id] = (total + (award or 0), count + 1, uncounted)
-    markets = Market.objects.filter(pk__in=per_market).order_by("subject")
+    per_market: dict[int, tuple[Market, Decimal, int, list[int]]] = {}
+    for bid in bids:
+        market, total, count, uncounted = per_market.get(
+            bid.market_id, (bid.market, Decimal(0), 0, [])
+        )
+        if bid.largest_award is None:
+            uncounted.append(bid.pk)
+        per_market[bid.market_id] = (market, total + (bid.largest_award or 0), count + 1, uncounted)
     out = []
-    for market in markets:
-        total, count, uncounted = per_market[market.pk]
+    for market, total, count, uncounted in sorted(
+        per_market.values(), key=lambda entry: entry[0].subject
+    ):
         out.append(
             Exposure(
                 market=market,
