@@ -259,7 +259,13 @@ class Engine:
                 subscriptions=len(self.subs) + sum(len(lane.subs) for lane in self.lanes.values()),
             ),
         )
-        self._forget(self.held - held)
+        # A partition claimed again (its lease was taken by another process, or its row
+        # vanished with an emptied database) is a new claim: what this process remembers
+        # of it is stale, since another may have written its outboxes meanwhile.
+        regained = claimed & self.held
+        self._forget((self.held - held) | regained)
+        if regained and regained == self.held:
+            self.reset()  # nothing it remembers holds: start again from the rows
         self.held = held
         try:  # /healthz reads the beats from Redis, as the workers' (``selectors.status``)
             redis_client().zadd(

@@ -410,6 +410,33 @@ def test_a_lease_that_ran_out_unclaimed_is_still_the_processs_own():
     )
 
 
+def test_a_partition_taken_by_another_and_claimed_back_is_read_again_from_its_rows():
+    """A process that stalled past its lease while another took its partitions, wrote
+    their outboxes and died, must not go on from what it remembers: claimed back, each
+    subscription is read again from its row, and nothing is written twice."""
+    sub = subscription_create(owner=UserFactory(), query="SELECT price WHERE type = 'trade'")
+    a = make("a")
+    drain(a)
+    append_at([trade("1.10")], DAY)
+    drain(a)
+    # a stalls; its leases run out and b takes every partition and follows the log
+    expire("a")
+    b = make("b")
+    b.upkeep()
+    assert set(owners().values()) == {"b"}
+    append_at([trade("1.20")], DAY + dt.timedelta(minutes=1))
+    drain(b)
+    assert [x["seq"] for x in outbox(sub)] == [1, 2]
+    # b dies; a wakes up, claims the partitions back and goes on
+    expire("b")
+    a.upkeep()
+    assert set(owners().values()) == {"a"}
+    append_at([trade("1.30")], DAY + dt.timedelta(minutes=2))
+    drain(a)
+    assert [x["seq"] for x in outbox(sub)] == [1, 2, 3]
+    assert [x["n"] for x in outbox(sub)] == [1, 2, 3]
+
+
 T = "FILTER{type = 'trade'}(EVENTS)"
 # An offender's costly forms (issue 37's probes): a join with no equality that outputs
 # nothing, a pattern over a long window, a watch over every offer.
