@@ -239,6 +239,7 @@ class Engine:
         self._rescanned = self._upkept = float("-inf")
         self._checkpointed = clock()
         self._since_checkpoint = 0
+        self._cursor_due = False  # a claimed partition's cursor to write (``upkeep``)
 
     # -- leases ------------------------------------------------------------------------
 
@@ -275,6 +276,9 @@ class Engine:
             log.warning("subscription engine %s: no heartbeat in Redis", self.name, exc_info=True)
         if claimed:
             self.changed = True
+            # its cursor is written at the next step even with nothing else to write, so
+            # that a claimed partition does not read as behind while the log is quiet
+            self._cursor_due = True
         self._upkept = self.clock()
 
     def stop(self) -> None:
@@ -418,7 +422,11 @@ class Engine:
         """Whether a commit has something to write though the cursor did not move (a
         joiner's outputs, an end, a pause, a checkpoint due): an idle process writes
         nothing."""
-        return self._since_checkpoint >= self.checkpoint_events or bool(self._dirty)
+        return (
+            self._since_checkpoint >= self.checkpoint_events
+            or bool(self._dirty)
+            or self._cursor_due
+        )
 
     def _catch_up(self, start: int) -> bool:
         """Feed the joiners behind the engine's cursor one slice of their past; True if
@@ -620,6 +628,7 @@ class Engine:
             if checkpoint:
                 partitions_checkpointed(partitions=mine, cursor=upto)
         self._dirty.clear()
+        self._cursor_due = False
         for f in gone:
             self._drop(f)
         self._forget(lost)

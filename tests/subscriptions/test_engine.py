@@ -437,6 +437,22 @@ def test_a_partition_taken_by_another_and_claimed_back_is_read_again_from_its_ro
     assert [x["n"] for x in outbox(sub)] == [1, 2, 3]
 
 
+def test_partitions_claimed_while_the_log_is_quiet_have_their_cursor_written():
+    """A process that takes a dead one's partitions writes their cursors at its next step
+    though it has no notification to write: they do not read as behind a quiet log."""
+    a = make("a")
+    drain(a)
+    append_at([trade("1.10"), trade("1.20")], DAY)  # a dies before it reads them
+    expire("a")
+    b = make("b")
+    drain(b)
+    end = events_log_end()
+    assert set(owners().values()) == {"b"}
+    assert sorted(SubscriptionPartition.objects.values_list("cursor", flat=True)) == [end] * (
+        PARTITIONS
+    )
+
+
 T = "FILTER{type = 'trade'}(EVENTS)"
 # An offender's costly forms (issue 37's probes): a join with no equality that outputs
 # nothing, a pattern over a long window, a watch over every offer.
