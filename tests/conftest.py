@@ -128,23 +128,6 @@ def _flush_guard_released():
     yield
 
 
-@pytest.fixture(autouse=True)
-def _flush_guarded(request, _flush_guard_released):
-    """A committed test (its tables emptied after it) ends holding the flush guard, as the
-    stack tests' ``clean_engine`` does: the session stack's matching workers and engine
-    processes keep running between tests, and a batch of theirs between the tables'
-    ``TRUNCATE`` statements can deadlock with them and leave the database unflushed."""
-    marker = request.node.get_closest_marker("django_db")
-    committed = bool(marker and marker.kwargs.get("transaction")) or bool(
-        {"transactional_db", "live_stack"} & set(request.fixturenames)
-    )
-    if committed:
-        request.getfixturevalue("_django_db_helper")  # torn down (flushed) after this one
-    yield
-    if committed:
-        hold_flush_guard()
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _flush_guard_at_exit():
     yield

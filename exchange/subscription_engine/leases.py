@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from django.db import connection, transaction
 from django.db.models.functions import Now
 
 from exchange.models import SubscriptionEngineProcess, SubscriptionPartition
-from exchange.services.matching import CYCLE_LOCK
 
 ENSURE_PARTITIONS = (
     "INSERT INTO exchange_subscriptionpartition "
@@ -84,7 +82,6 @@ def leases_upkeep(
     over its share given back. Returns (held now, newly claimed); a partition missing from
     the first was lost (expired and taken) or given back."""
     with transaction.atomic(), connection.cursor() as cursor:
-        cycle_lock_shared(cursor)
         cursor.execute(ENSURE_PARTITIONS, [log_end, log_end, count])
         cursor.execute(BEAT, [name, len(held), beat.cursor, beat.lag, beat.subscriptions])
         cursor.execute(LIVE_PROCESSES, [lease_seconds])
@@ -103,20 +100,11 @@ def leases_upkeep(
     return kept | claimed, claimed
 
 
-def cycle_lock_shared(cursor: Any) -> None:
-    """The cycle lock, shared, first in each of the engine's transactions that write: a
-    holder of it exclusively (closing; the tests' guard while the database is emptied
-    between committed tests) is waited for before any table is touched, so the two
-    cannot deadlock."""
-    cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [CYCLE_LOCK])
-
-
 def leases_locked(*, name: str, held: set[int]) -> set[int]:
     """Inside a batch's transaction: lock the lease rows of ``held`` that ``name`` still
     holds (no other process claimed them), in partition order, and return them; the batch
     writes only for those."""
     with connection.cursor() as cursor:
-        cycle_lock_shared(cursor)
         cursor.execute(LOCK, [sorted(held), name])
         return {row[0] for row in cursor.fetchall()}
 
