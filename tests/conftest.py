@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from django.conf import settings
 from django.core.management.color import no_style
-from django.db import connection, connections
+from django.db import OperationalError, connection, connections
 from django.test import TransactionTestCase
 
 from exchange.redis_clients import redis_client
@@ -139,6 +139,31 @@ def _flush_guard_at_exit():
 KEPT_BY_FLUSH = frozenset({"django_content_type", "auth_permission"})
 
 
+# How often a flush that PostgreSQL chose as a deadlock's victim is tried again.
+FLUSH_ATTEMPTS = 5
+
+
+def flush_retrying(connection, statements: list[str]) -> int:
+    """Run the flush's statements (one ``TRUNCATE`` of every table), again if PostgreSQL
+    aborts it to break a deadlock; returns the attempts it took. The session stack's matching
+    workers and subscription engines keep running between tests, and the ``TRUNCATE`` takes
+    its tables' locks one by one: a batch holding one table's rows while it waits for another
+    can close a cycle with it. The aborted ``TRUNCATE`` changed nothing, and the batch that
+    won commits or rolls back in milliseconds, so the next attempt finds the way clear. A
+    flush that fails otherwise, or every time, raises as before."""
+    for attempt in range(1, FLUSH_ATTEMPTS + 1):
+        try:
+            connection.ops.execute_sql_flush(statements)
+            return attempt
+        except OperationalError as error:
+            if attempt == FLUSH_ATTEMPTS or not isinstance(
+                error.__cause__, psycopg.errors.DeadlockDetected
+            ):
+                raise
+            time.sleep(0.05 * attempt)
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _flush_keeps_static_rows():
     """``TransactionTestCase``'s flush after a committed test, without the ``post_migrate``
@@ -160,8 +185,8 @@ def _flush_keeps_static_rows():
                 only_existing=True, include_views=False
             )
             kept = [name for name in tables if name not in KEPT_BY_FLUSH]
-            connection.ops.execute_sql_flush(
-                connection.ops.sql_flush(no_style(), kept, reset_sequences=False)
+            flush_retrying(
+                connection, connection.ops.sql_flush(no_style(), kept, reset_sequences=False)
             )
 
     TransactionTestCase._fixture_teardown = flush
