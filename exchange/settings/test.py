@@ -52,6 +52,11 @@ CELERY_TASK_ROUTES = {"exchange.matching_cycle": {"queue": f"{MATCHING_QUEUE}.0"
 MATCHING_PARTITIONS = int(env("MATCHING_PARTITIONS", "2"))
 CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"intersect-{TEST_RUN}"
 PRESENCE_PREFIX = f"intersect-{TEST_RUN}:presence"
+# A killed server's announcements lapse after 10 s rather than 30 (tests/stack/test_presence.py
+# waited the 30 out); the live servers renew every 2.5 s, so a stall of several seconds on a
+# loaded machine still leaves theirs in place.
+PRESENCE_TTL_SECONDS = int(env("PRESENCE_TTL_SECONDS", "10"))
+PRESENCE_HEARTBEAT_SECONDS = float(env("PRESENCE_HEARTBEAT_SECONDS", "2.5"))
 # Tests share one server id (the test process) and many leave sockets open: the per-user
 # caps are out of the way except where a test sets them (tests/realtime/test_caps.py).
 WS_MAX_CONNECTIONS_PER_USER = int(env("WS_MAX_CONNECTIONS_PER_USER", "100000"))
