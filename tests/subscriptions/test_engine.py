@@ -13,10 +13,12 @@ import time
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
-from exchange.models import Subscription, SubscriptionPartition
+from exchange.models import Subscription, SubscriptionEngineProcess, SubscriptionPartition
 from exchange.redis_clients import redis_client
 from exchange.selectors.events import events_log_end
+from exchange.selectors.subscription_lag import engine_processes_lag
 from exchange.services import events as event_service
 from exchange.services import subscriptions as service
 from exchange.services.subscriptions import (
@@ -390,6 +392,34 @@ def test_a_clean_stop_checkpoints_every_evaluator_and_gives_the_partitions_back(
     append_at([trade("1.00")], DAY + dt.timedelta(minutes=3))
     drain(second)
     assert outbox(sub) == list(run_offline(parse_query(sub.query), owner_log(owner), now=sub.now))
+
+
+def test_a_killed_processs_heartbeat_row_goes_after_the_retention_a_stopped_one_stays(settings):
+    """A killed process never deletes its row (a clean stop does): a live process's upkeep
+    deletes those that stopped beating over ``SUBSCRIPTION_ENGINE_PROCESS_RETENTION_SECONDS``
+    ago, and keeps the recently stopped ones for the staff dashboard."""
+    settings.SUBSCRIPTION_ENGINE_PROCESS_RETENTION_SECONDS = 3600
+    names = ["live", "killed-long-ago", "killed-lately"]
+    engines = [make(name) for name in names]
+    for e in engines:
+        e.upkeep()
+    with connection.cursor() as cursor:
+        for name, ago in (("killed-long-ago", 3601), ("killed-lately", 3500)):
+            cursor.execute(
+                "UPDATE exchange_subscriptionengineprocess "
+                "SET heartbeat_at = clock_timestamp() - make_interval(secs => %s) WHERE name = %s",
+                [ago, name],
+            )
+    engines[0].upkeep()
+    rows = SubscriptionEngineProcess.objects.order_by("name").values_list("name", flat=True)
+    assert list(rows) == ["killed-lately", "live"]
+    # The dashboard lists the one that stopped lately as stopped, with its age
+    processes = engine_processes_lag(now=timezone.now(), partitions=[])
+    assert [(p["name"], p["live"]) for p in processes] == [
+        ("live", True),
+        ("killed-lately", False),
+    ]
+    assert 3500 <= processes[1]["heartbeat_age"] < 3600
 
 
 def test_a_lease_that_ran_out_unclaimed_is_still_the_processs_own():
