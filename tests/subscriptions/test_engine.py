@@ -535,6 +535,43 @@ def test_one_owners_heavy_subscriptions_do_not_delay_anothers_alerts():
     assert sum(len(outbox(sub)) for sub in heavy) > 100
 
 
+def test_an_owner_past_its_budget_does_no_more_work_in_that_batch(monkeypatch):
+    """The bound is the budget plus the one event during which the owner passed it: its
+    lane, made at that event, is not fed again in the same batch (it was, one more event
+    of all its members, up to twice the overshoot), and is fed from the next batch on."""
+    offender, victim = UserFactory(), UserFactory()
+    log = Log([offender, victim], random.Random(37))
+    log.add(5)
+    heavy = [subscription_create(owner=offender, query=HEAVY[i % 3]) for i in range(100)]
+    alert = subscription_create(owner=victim, query="SELECT price WHERE type = 'trade'")
+    engine = make("a")
+    drain(engine)
+    deferred: dict[int, tuple[int, int]] = {}
+    defer = engine._defer
+
+    def deferring(owner: int, at: int) -> None:
+        deferred[owner] = (at, engine._work[owner])
+        defer(owner, at)
+
+    monkeypatch.setattr(engine, "_defer", deferring)
+    log.add(60)
+    end = events_log_end()
+    assert engine.step() is True
+    assert engine.cursor == end and len(outbox(alert)) > 20
+    # The offender passed the budget at event ``at``: after that event its subscriptions
+    # did nothing more in this batch, and its lane stands at that event
+    at, work = deferred[offender.pk]
+    assert OWNER_BUDGET <= work == engine._work[offender.pk]
+    assert engine.lanes[offender.pk].cursor == at < end
+    # The next batches feed the lane (an event at least each) up to the log's end
+    while engine.step():
+        pass
+    assert engine.lanes == {}
+    for sub in heavy:
+        expected = list(run_offline(parse_query(sub.query), owner_log(offender), now=sub.now))
+        assert outbox(sub) == expected, sub.query
+
+
 def test_a_lane_behind_holds_a_new_subscription_of_its_owner_until_it_catches_up():
     owner, other = UserFactory(), UserFactory()
     first = subscription_create(owner=owner, query=HEAVY[1])
