@@ -11,7 +11,9 @@ A worker takes a role (``celery -A exchange worker --role ...``):
 * ``all`` (the default): both queues, for a single development worker.
 
 Every worker also keeps a heartbeat in Redis (``WorkerHeartbeat``), which ``/healthz`` reads
-instead of pinging the workers: one Redis read instead of a second-long broadcast.
+instead of pinging the workers: one Redis read instead of a second-long broadcast. A
+matching worker beats for each of its partitions too, so that ``/healthz`` can tell a
+partition nobody consumes (its markets would never be matched).
 """
 
 import contextlib
@@ -84,14 +86,24 @@ class WorkerRole(bootsteps.Step):
         worker.app.amqp.queues.select(role_queues(role, partitions or ""))
 
 
+def matching_partition_heartbeat_key(partition: int) -> str:
+    """Where the workers consuming matching ``partition``'s queue beat (``/healthz`` asks
+    that every partition has a live one)."""
+    return f"{settings.MATCHING_HEARTBEAT_KEY}.{partition}"
+
+
 def heartbeat_keys(queues: list[str]) -> list[str]:
     """Where a worker consuming ``queues`` beats: the workers' key if it takes the default
-    queue, the matching workers' key if it takes a matching partition's queue."""
+    queue, the matching workers' key if it takes a matching partition's queue, and that
+    partition's own key for each such queue."""
     keys = []
     if app.conf.task_default_queue in queues:
         keys.append(settings.WORKER_HEARTBEAT_KEY)
-    if any(q.startswith(f"{settings.MATCHING_QUEUE}.") for q in queues):
+    prefix = f"{settings.MATCHING_QUEUE}."
+    partitions = sorted(int(q[len(prefix) :]) for q in queues if q.startswith(prefix))
+    if partitions:
         keys.append(settings.MATCHING_HEARTBEAT_KEY)
+        keys.extend(matching_partition_heartbeat_key(p) for p in partitions)
     return keys
 
 

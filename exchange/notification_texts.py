@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from exchange.numbers import grouped_text
+from exchange.numbers import PLAIN_NUMBER, grouped_text, money_text
 
 
 def _bids(count: Any) -> str:
@@ -23,6 +23,13 @@ def _bids(count: Any) -> str:
 def _money(value: Any, data: dict[str, Any]) -> str:
     unit = data.get("unit")
     text = grouped_text(value)
+    return f"{text} {unit}" if unit else text
+
+
+def _amount(value: Any, data: dict[str, Any]) -> str:
+    """An amount of money (a total, the room left): two places at least, as the pages."""
+    unit = data.get("unit")
+    text = grouped_text(money_text(value) if PLAIN_NUMBER.fullmatch(str(value)) else value)
     return f"{text} {unit}" if unit else text
 
 
@@ -38,7 +45,7 @@ def _terms(data: dict[str, Any]) -> str:
         return f"at {price}"
     unit = data.get("quantity_unit")
     amount = f"{grouped_text(quantity)} {unit}" if unit else grouped_text(quantity)
-    total = f", {_money(data['total'], data)} in all" if data.get("total") else ""
+    total = f", {_amount(data['total'], data)} in all" if data.get("total") else ""
     return f"{amount} at {price}{total}"
 
 
@@ -99,13 +106,13 @@ def note_text(kind: str, data: dict[str, Any]) -> tuple[str, str]:
                 "bad",
             )
         if status == "over_limit":
-            total = _money(data["total"], data) if data.get("total") else "an unbounded amount"
+            total = _amount(data["total"], data) if data.get("total") else "an unbounded amount"
             tail = (
                 f"; it went to another bid at {price}" if data.get("sold") else "; it closed unsold"
             )
             return (
                 f"{ended}, you did not win {offer}: {bid} would have cost {total}, more than "
-                f"the {_money(data.get('remaining'), data)} left of your spending limit{tail}.",
+                f"the {_amount(data.get('remaining'), data)} left of your spending limit{tail}.",
                 "bad",
             )
         if status == "closed":

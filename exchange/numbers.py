@@ -10,6 +10,12 @@ forms:
 * *grouped* text, what people read: the plain text with thousands separated by commas
   (``8,000``, ``9,440.00``).
 
+An amount of money (a spending limit, what bids commit, an exposure, a trade's total) is
+shown to people with two places at least (``money_text``: ``33,100.00``, also in a market
+priced in whole units, where a price reads ``30``), so that one page never writes money two
+ways; a price keeps its market's places (``price_text``). JSON carries amounts as
+``price_text`` writes them.
+
 The pages' script groups no numbers itself: what arrives live in a sentence was written here
 (``exchange/notification_texts.py`` renders the ``me`` frames' sentences).
 
@@ -65,6 +71,25 @@ def price_text(value: Decimal | int | None, tick: Decimal) -> str | None:
     """A price in plain text with the market's number of places (``1.10`` at a tick of
     0.01 or 0.05, ``25`` at 25); None for None."""
     return None if value is None else format(Decimal(value).quantize(price_quantum(tick)), "f")
+
+
+MONEY_QUANTUM = Decimal("0.01")
+
+
+@overload
+def money_text(value: Decimal | int | str) -> str: ...
+@overload
+def money_text(value: None) -> None: ...
+def money_text(value: Decimal | int | str | None) -> str | None:
+    """An amount of money in plain text with two places at least, never cut: ``33100.00``
+    (from ``33100``, the stored ``33100.0000000000`` or a whole-unit market's total),
+    ``2.50``, and ``1.234`` in a market priced in thousandths; None for None."""
+    if value is None:
+        return None
+    amount = Decimal(value).normalize()
+    if decimal_exponent(amount) > decimal_exponent(MONEY_QUANTUM):
+        amount = amount.quantize(MONEY_QUANTUM)
+    return format(amount, "f")
 
 
 def grouped_text(value: object) -> str:

@@ -11,7 +11,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from exchange.models import SpendingLimit
-from exchange.numbers import grouped_text, number_text
+from exchange.numbers import grouped_text, money_text
 from exchange.selectors.limits import buyer_committed
 from exchange.services.limits import spending_limit_set
 
@@ -35,17 +35,17 @@ class SpendingLimitAdmin(admin.ModelAdmin):
     list_select_related = ["user"]
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> Any:
-        default = grouped_text(number_text(settings.SPENDING_LIMIT_DEFAULT))
+        default = grouped_text(money_text(settings.SPENDING_LIMIT_DEFAULT))
         extra = {**(extra_context or {}), "subtitle": f"Default for everyone else: {default}"}
         return super().changelist_view(request, extra_context=extra)
 
     @admin.display(description="limit", ordering="amount")
     def amount_shown(self, row: SpendingLimit) -> str:
-        return grouped_text(number_text(row.amount))
+        return grouped_text(money_text(row.amount))
 
     @admin.display(description="committed by active bids")
     def committed(self, row: SpendingLimit) -> str:
-        return grouped_text(number_text(buyer_committed(buyer_id=row.user_id)))
+        return grouped_text(money_text(buyer_committed(buyer_id=row.user_id)))
 
     def save_model(self, request: HttpRequest, obj: SpendingLimit, form: Any, change: bool) -> None:
         staff = request.user

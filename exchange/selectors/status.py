@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from django.conf import settings
 
+from exchange.celery import matching_partition_heartbeat_key, matching_partitions
 from exchange.redis_clients import redis_client
 from exchange.selectors import health
 from exchange.selectors.subscription_engine import subscription_engine_status
@@ -35,8 +36,16 @@ def _check_workers() -> dict[str, Any]:
 
 
 def _check_matching_worker() -> dict[str, Any]:
-    """Workers that take the matching queue: without one no cycle runs."""
-    return _recent_beats(settings.MATCHING_HEARTBEAT_KEY)
+    """Workers that take the matching queues: up while every one of the
+    ``MATCHING_PARTITIONS`` has a live worker (a partition without one has its markets'
+    cycles never run); the partitions without one are named."""
+    beats = _recent_beats(settings.MATCHING_HEARTBEAT_KEY)
+    uncovered = [
+        partition
+        for partition in matching_partitions()
+        if not _recent_beats(matching_partition_heartbeat_key(partition))["ok"]
+    ]
+    return {"ok": not uncovered, "workers": beats["workers"], "uncovered_partitions": uncovered}
 
 
 def _check_subscription_engine() -> dict[str, Any]:

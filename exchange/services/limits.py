@@ -31,7 +31,7 @@ from django.contrib.auth.models import User
 
 from exchange.errors import InvalidInput, NotAllowed
 from exchange.models import SpendingLimit
-from exchange.numbers import grouped_text, number_text, price_text
+from exchange.numbers import grouped_text, money_text, number_text, price_text
 from exchange.selectors.limits import Award, Room
 
 
@@ -44,8 +44,8 @@ def award_check(*, award: Award, room: Room, tick: Decimal) -> None:
     def money(value: Decimal) -> str:
         return price_text(value, tick) or "0"
 
-    def read(value: Decimal) -> str:  # for people: grouped, 552,000.00
-        return grouped_text(money(value))
+    def read(value: Decimal) -> str:  # an amount for people: grouped, 552,000.00
+        return grouped_text(money_text(money(value)))
 
     remaining = max(room.remaining, Decimal(0))
     left = (
@@ -62,7 +62,7 @@ def award_check(*, award: Award, room: Room, tick: Decimal) -> None:
     else:
         lot = grouped_text(number_text(award.lot))
         message = (
-            f"Bid refused: it could win {lot} at {read(award.price)}, "
+            f"Bid refused: it could win {lot} at {grouped_text(money(award.price))}, "
             f"{read(award.amount)} in all, but {left}. Lower its price or give it an upper "
             f"quantity{upper}"
         )

@@ -292,6 +292,12 @@ SUBSCRIPTION_ENGINE_PROCESSES = int(env("SUBSCRIPTION_ENGINE_PROCESSES", "1"))
 # Seconds a lease lasts unless renewed (renewed every third of it): a dead process's
 # partitions are taken over after at most this long.
 SUBSCRIPTION_ENGINE_LEASE_SECONDS = float(env("SUBSCRIPTION_ENGINE_LEASE_SECONDS", "5"))
+# A process that stopped beating this long ago (killed: a clean stop deletes its row at once)
+# has its heartbeat row deleted by a live one's upkeep; until then the staff dashboard lists
+# it as stopped.
+SUBSCRIPTION_ENGINE_PROCESS_RETENTION_SECONDS = float(
+    env("SUBSCRIPTION_ENGINE_PROCESS_RETENTION_SECONDS", "3600")
+)
 # The evaluators are stored (a checkpoint) every this many events or seconds.
 SUBSCRIPTION_ENGINE_CHECKPOINT_EVENTS = int(env("SUBSCRIPTION_ENGINE_CHECKPOINT_EVENTS", "20000"))
 SUBSCRIPTION_ENGINE_CHECKPOINT_SECONDS = float(env("SUBSCRIPTION_ENGINE_CHECKPOINT_SECONDS", "60"))

@@ -180,6 +180,8 @@ class Lane:
     subs: SubscriptionSet
     cursor: int
     sees: Callable[[int | None], bool]  # the owner's visibility (``Member.sees``)
+    # Made in this batch, at the event where its owner passed the budget: not fed in it.
+    fresh: bool = True
 
 
 @dataclass
@@ -511,7 +513,8 @@ class Engine:
     def _lanes_feed(self, events: list[LogEvent], start: int, upto: int) -> bool:
         """Each lane fed the log from its cursor towards ``upto`` while its owner's work
         this batch is within ``owner_budget`` (counted after each event, so past it by at
-        most one event's work; one event at least); a lane behind the batch reads at most
+        most one event's work; one event at least, but none in the batch that made the
+        lane, whose owner is past the budget already); a lane behind the batch reads at most
         ``chunk`` events of its past. A lane standing at ``upto`` goes back into the
         shared set. Then the joiners standing at ``upto`` go live. True if a lane is still
         behind."""
@@ -527,13 +530,14 @@ class Engine:
                     end = min(upto, lane.cursor + self.chunk)
                     stretch = _read(lane.cursor, end)
                 for i, (event_owner, event) in enumerate(stretch):
-                    if i and self._work.get(owner, 0) >= self.owner_budget:
+                    if (i or lane.fresh) and self._work.get(owner, 0) >= self.owner_budget:
                         end = lane.cursor  # (one event a batch at least: it moves on)
                         break
                     if lane.sees(event_owner):
                         self._outputs(lane.subs.push(event))
                     lane.cursor = event.seq
                 lane.cursor = end
+                lane.fresh = False
             if lane.cursor < upto:
                 behind = True
                 continue

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models.functions import Now
 
@@ -40,6 +41,12 @@ BEAT = (
 LIVE_PROCESSES = (
     "SELECT count(*) FROM exchange_subscriptionengineprocess "
     "WHERE heartbeat_at > clock_timestamp() - make_interval(secs => %s)"
+)
+# A killed process never deletes its own row (``leases_release`` is a clean stop's): the
+# live ones delete those that stopped beating over the retention ago (never within a lease).
+FORGET_DEAD = (
+    "DELETE FROM exchange_subscriptionengineprocess "
+    "WHERE heartbeat_at < clock_timestamp() - make_interval(secs => greatest(%s, %s))"
 )
 RENEW = (
     "UPDATE exchange_subscriptionpartition "
@@ -78,12 +85,15 @@ def leases_upkeep(
     *, name: str, held: set[int], count: int, lease_seconds: float, log_end: int, beat: Beat
 ) -> tuple[set[int], set[int]]:
     """One round of the process ``name``'s lease upkeep, in one transaction: its heartbeat,
-    its held partitions renewed, free or expired ones claimed up to its share, and those
-    over its share given back. Returns (held now, newly claimed); a partition missing from
+    the rows of processes dead over ``SUBSCRIPTION_ENGINE_PROCESS_RETENTION_SECONDS``
+    deleted, its held partitions renewed, free or expired ones claimed up to its share,
+    and those over its share given back. Returns (held now, newly claimed); a partition missing from
     the first was lost (expired and taken) or given back."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(ENSURE_PARTITIONS, [log_end, log_end, count])
         cursor.execute(BEAT, [name, len(held), beat.cursor, beat.lag, beat.subscriptions])
+        retention = settings.SUBSCRIPTION_ENGINE_PROCESS_RETENTION_SECONDS
+        cursor.execute(FORGET_DEAD, [retention, lease_seconds])
         cursor.execute(LIVE_PROCESSES, [lease_seconds])
         (live,) = cursor.fetchone() or (1,)
         share = math.ceil(count / max(1, live))

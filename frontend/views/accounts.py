@@ -13,7 +13,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from exchange.notification_texts import note_text
-from exchange.numbers import grouped_text, number_text
+from exchange.numbers import grouped_text, money_text
 from exchange.selectors import ui
 from exchange.selectors.limits import buyer_room
 from exchange.selectors.markets import market_schema
@@ -115,9 +115,9 @@ def _room(user_id: int) -> dict[str, str]:
     """The buyer's spending limit, what its active bids commit and what is left, as read."""
     room = buyer_room(buyer_id=user_id)
     return {
-        "limit": grouped_text(number_text(room.limit)),
-        "committed": grouped_text(number_text(room.committed)),
-        "remaining": grouped_text(number_text(room.remaining)),
+        "limit": grouped_text(money_text(room.limit)),
+        "committed": grouped_text(money_text(room.committed)),
+        "remaining": grouped_text(money_text(room.remaining)),
     }
 
 

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from exchange.errors import ExchangeError
 from exchange.market_rules import MarketSchema
 from exchange.models import Market
-from exchange.numbers import grouped_text, number_text, price_text
+from exchange.numbers import grouped_text, money_text, number_text, price_text
 from exchange.selectors import ui
 from exchange.selectors.limits import AwardPreview, bid_award_preview
 from exchange.selectors.markets import market_schema
@@ -21,8 +21,14 @@ from frontend.posting import PostingForm
 from .common import check_throttled
 
 
-def _money(value: Decimal, market: Market, unit: str) -> str:
+def _price(value: Decimal, market: Market, unit: str) -> str:
     text = grouped_text(price_text(value, market.tick))
+    return f"{text} {unit}" if unit else text
+
+
+def _money(value: Decimal, market: Market, unit: str) -> str:
+    """An amount (a total, the room left) as money: two places at least."""
+    text = grouped_text(money_text(price_text(value, market.tick) or "0"))
     return f"{text} {unit}" if unit else text
 
 
@@ -31,7 +37,7 @@ def award_text(preview: AwardPreview, market: Market, schema: MarketSchema) -> s
     award, room = preview.award, preview.room
     unit = schema.price.unit
     quantity = schema.by_role("quantity")
-    price = _money(award.price, market, unit)
+    price = _price(award.price, market, unit)
     if award.amount is None:
         text = (
             "It has no upper lot and matches an open offer with none either: it could cost "

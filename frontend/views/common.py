@@ -11,7 +11,7 @@ from django.http import HttpRequest, JsonResponse
 from exchange.http import error_body
 from exchange.market_rules import MarketSchema
 from exchange.models import Market, Offer, Trade
-from exchange.numbers import grouped_text, price_quantum, price_text
+from exchange.numbers import grouped_text, money_text, price_quantum, price_text
 from exchange.selectors import ui
 from exchange.selectors.markets import market_schema
 from exchange.selectors.orders import notification_latest_seq, trade_party
@@ -126,7 +126,7 @@ def trade_row(trade: Trade, request: HttpRequest) -> dict:
         "total": (
             None
             if trade.quantity is None
-            else grouped_text(price_text(trade.price * trade.quantity, tick))
+            else grouped_text(money_text(price_text(trade.price * trade.quantity, tick)))
         ),
         "party": party,
         "side": side,

@@ -217,7 +217,7 @@ def test_exposure_sums_the_largest_award_each_active_bid_commits(book, client):
     client.force_login(buyer)
     page = client.get("/account/").content.decode()
     assert "<span data-exposure-total>33,100.00</span> EUR" in page
-    assert '<span class="num" data-committed>33,100</span>' in page
+    assert '<span class="num" data-committed>33,100.00</span>' in page
     assert f"Withdraw all my bids in {market.title}" in page
     # A bid placed before limits existed has no largest award: it commits nothing, said so
     Bid.objects.filter(pk=bid.pk).update(largest_award=None)

@@ -147,7 +147,7 @@ def test_the_account_page_shows_the_spending_limit_and_what_is_left(auction, cli
     client.force_login(bea)
     page = text_of(client.get("/account/").content.decode())
     assert (
-        "Spending limit 100,000; your active bids commit 530 (each as it could cost when "
-        "placed or last amended); 99,470 left. A bid that could cost more than is left is "
+        "Spending limit 100,000.00; your active bids commit 530.00 (each as it could cost "
+        "when placed or last amended); 99,470.00 left. A bid that could cost more than is left is "
         "refused."
     ) in page

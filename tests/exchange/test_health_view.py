@@ -31,13 +31,15 @@ def heartbeats(settings):
     redis_client().delete(
         settings.WORKER_HEARTBEAT_KEY,
         settings.MATCHING_HEARTBEAT_KEY,
+        *(f"{settings.MATCHING_HEARTBEAT_KEY}.{p}" for p in range(settings.MATCHING_PARTITIONS)),
         settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY,
     )
 
 
-def beat(name: str, role: str = "all") -> None:
-    """One heartbeat of a worker ``name`` of ``role``, as its timer sends it."""
-    step = SimpleNamespace(keys=heartbeat_keys(role_queues(role)))
+def beat(name: str, role: str = "all", partitions: str = "") -> None:
+    """One heartbeat of a worker ``name`` of ``role`` (on ``partitions``, by default all), as
+    its timer sends it."""
+    step = SimpleNamespace(keys=heartbeat_keys(role_queues(role, partitions)))
     WorkerHeartbeat.beat(step, SimpleNamespace(hostname=name))
 
 
@@ -50,7 +52,11 @@ def test_without_a_recent_heartbeat_the_worker_is_down(client, heartbeats):
     body = response.json()
     assert body["ok"] is False
     assert body["components"]["celery_worker"] == {"ok": False, "workers": []}
-    assert body["components"]["matching_worker"] == {"ok": False, "workers": []}
+    assert body["components"]["matching_worker"] == {
+        "ok": False,
+        "workers": [],
+        "uncovered_partitions": [0, 1],
+    }
     assert body["components"]["database"]["ok"] is True
     assert body["components"]["redis"] == {"ok": True}
     assert body["components"]["channel_layer"] == {"ok": True}
@@ -64,7 +70,11 @@ def test_a_recent_heartbeat_makes_the_worker_up(client, heartbeats):
     response = client.get("/healthz")
     assert response.status_code == 200
     assert response.json()["components"]["celery_worker"] == {"ok": True, "workers": ["w1@host"]}
-    assert response.json()["components"]["matching_worker"] == {"ok": True, "workers": ["w1@host"]}
+    assert response.json()["components"]["matching_worker"] == {
+        "ok": True,
+        "workers": ["w1@host"],
+        "uncovered_partitions": [],
+    }
 
 
 def test_without_a_matching_worker_the_stack_is_down(client, heartbeats):
@@ -75,13 +85,50 @@ def test_without_a_matching_worker_the_stack_is_down(client, heartbeats):
     assert response.status_code == 503
     components = response.json()["components"]
     assert components["celery_worker"] == {"ok": True, "workers": ["tasks@host"]}
-    assert components["matching_worker"] == {"ok": False, "workers": []}
+    assert components["matching_worker"] == {
+        "ok": False,
+        "workers": [],
+        "uncovered_partitions": [0, 1],
+    }
     beat("matching@host", "matching")
     response = client.get("/healthz")
     assert response.status_code == 200
     components = response.json()["components"]
     assert components["celery_worker"] == {"ok": True, "workers": ["tasks@host"]}
-    assert components["matching_worker"] == {"ok": True, "workers": ["matching@host"]}
+    assert components["matching_worker"] == {
+        "ok": True,
+        "workers": ["matching@host"],
+        "uncovered_partitions": [],
+    }
+
+
+def test_every_matching_partition_needs_a_live_worker(client, heartbeats):
+    """Workers take partitions (``--partitions``): one live worker is not enough while a
+    partition has none, whose markets would never be matched; /healthz names it."""
+    assert settings.MATCHING_PARTITIONS == 2
+    client.force_login(StaffFactory())
+    beat("tasks@host", "tasks")
+    beat("m0@host", "matching", "0")
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["components"]["matching_worker"] == {
+        "ok": False,
+        "workers": ["m0@host"],
+        "uncovered_partitions": [1],
+    }
+    # The worker of partition 1 died: its stale beat does not cover it.
+    stale = time.time() - settings.WORKER_HEARTBEAT_STALE_SECONDS - 1
+    redis_client().zadd(f"{settings.MATCHING_HEARTBEAT_KEY}.1", {"m1@host": stale})
+    redis_client().zadd(settings.MATCHING_HEARTBEAT_KEY, {"m1@host": stale})
+    assert client.get("/healthz").status_code == 503
+    beat("m1@host", "matching", "1")
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json()["components"]["matching_worker"] == {
+        "ok": True,
+        "workers": ["m0@host", "m1@host"],
+        "uncovered_partitions": [],
+    }
 
 
 @pytest.mark.parametrize("who", ["anonymous", "user"])

@@ -225,9 +225,9 @@ def test_staff_set_a_limit_in_the_admin(client, limit_1000):
     assert answer.status_code == 302
     assert buyer_limit(buyer_id=buyer.pk) == Decimal("25000")
     listing = client.get("/admin/exchange/spendinglimit/").content.decode()
-    assert "Default for everyone else: 1,000" in listing
-    assert '<td class="field-amount_shown">25,000</td>' in listing
-    assert '<td class="field-committed">400</td>' in listing
+    assert "Default for everyone else: 1,000.00" in listing
+    assert '<td class="field-amount_shown">25,000.00</td>' in listing
+    assert '<td class="field-committed">400.00</td>' in listing
     # a negative limit is refused by the database's check and the form alike
     answer = client.post(
         f"/admin/exchange/spendinglimit/{buyer.pk}/change/", {"user": buyer.pk, "amount": "-1"}

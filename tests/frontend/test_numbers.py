@@ -10,15 +10,25 @@ from decimal import Decimal
 
 import pytest
 
-from exchange.models import Notification, Trade
+from exchange.models import Notification, SpendingLimit, Trade
 from exchange.notification_texts import note_text
-from exchange.numbers import grouped_text, number_text, price_quantum, price_text, tick_text
+from exchange.numbers import (
+    grouped_text,
+    money_text,
+    number_text,
+    price_quantum,
+    price_text,
+    tick_text,
+)
+from exchange.selectors.limits import Award, AwardPreview, Room
+from exchange.selectors.markets import market_schema
 from exchange.services.closing import offer_close
 from exchange.services.markets import market_create
 from exchange.services.matching import matching_cycle_run
 from exchange.services.orders import bid_place, offer_publish
+from frontend.views.award import award_text
 from tests.api.conftest import client_for
-from tests.factories import StaffFactory, UserFactory
+from tests.factories import StaffFactory, UserFactory, pencils_market
 
 # (input, what grouped_text gives); inputs are what JSON can carry.
 GROUPED = [
@@ -142,3 +152,66 @@ def test_a_decimal_quantity_reads_the_same_everywhere(client):
     client.force_login(buyer)
     page = client.get("/account/").content.decode()
     assert "12,345.5 t" in page and "12345.5000000000" not in page
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("33100", "33100.00"),
+        (Decimal("33100.0000000000"), "33100.00"),  # a limit as stored
+        (Decimal("3E+3"), "3000.00"),
+        ("2.5", "2.50"),
+        ("1.10", "1.10"),
+        ("1.234", "1.234"),  # a market priced in thousandths keeps its places
+        (0, "0.00"),
+        ("-12.5", "-12.50"),
+    ],
+)
+def test_money_has_two_places_at_least(value, expected):
+    assert money_text(value) == expected
+
+
+@pytest.mark.django_db
+def test_money_reads_one_way_on_every_page_that_shows_it(client):
+    """Amounts of money (a limit, what bids commit, an exposure, a trade's total) read with
+    two places at least on every page, also in a market priced in whole units, where a
+    price reads ``30``: the account page's limit line said ``33,100`` beside its exposure
+    table's ``33,100.00``."""
+    market = pencils_market(tick="1")
+    seller, buyer = UserFactory(username="seller"), UserFactory(username="buyer")
+    SpendingLimit.objects.create(user=buyer, amount=Decimal("33100"))
+    offer = offer_publish(seller=seller, market=market, constraint="lot <= 100 AND price >= 25")
+    bid_place(buyer=buyer, market=market, constraint="lot = 100 AND price <= 30")
+    matching_cycle_run()
+    client.force_login(buyer)
+    page = client.get("/account/").content.decode()
+    assert '<span class="num" data-limit>33,100.00</span>' in page
+    assert '<span class="num" data-committed>3,000.00</span>' in page
+    assert '<span class="num" data-remaining>30,100.00</span>' in page
+    assert "<span data-exposure-total>3,000.00</span> EUR" in page
+    client.force_login(seller)  # the depth of matching bids is the seller's to see
+    page = client.get(f"/offers/{offer.pk}/").content.decode()
+    assert '<td class="num">3,000.00</td>' in page  # the depth table's total
+    client.force_login(buyer)
+    # What the bid form says a bid could cost
+    preview = AwardPreview(
+        award=Award(amount=Decimal("3000"), lot=Decimal("100"), price=Decimal("30")),
+        room=Room(limit=Decimal("33100"), committed=Decimal("3000")),
+    )
+    assert award_text(preview, market, market_schema(market=market)) == (
+        "It could win at most 100 pencils at 30 EUR: 3,000.00 EUR in all. "
+        "30,100.00 EUR is left of your spending limit."
+    )
+    # The trade, in the account's trade table, the offer page and the notification
+    offer_close(offer_id=offer.pk, staff=StaffFactory())
+    page = client.get("/account/").content.decode()
+    assert "3,000.00 EUR" in page and ">3,000 EUR<" not in page
+    note = Notification.objects.get(type="trade", recipient=buyer)
+    assert note_text("trade", note.data)[0].endswith("100 pencils at 30 EUR, 3,000.00 EUR in all.")
+    page = client.get(f"/offers/{offer.pk}/").content.decode()
+    assert "3,000.00 EUR" in page
+    # The admin's list of spending limits
+    client.force_login(StaffFactory(is_superuser=True))
+    page = client.get("/admin/exchange/spendinglimit/").content.decode()
+    assert '<td class="field-amount_shown">33,100.00</td>' in page
+    assert '<td class="field-committed">0.00</td>' in page  # the bid won: nothing active

@@ -70,6 +70,7 @@ def test_healthz_reports_every_component_up(live_stack):
     components = report["components"]
     assert components["celery_worker"]["workers"] == [live_stack.worker_name("tasks")]
     assert components["matching_worker"]["workers"] == [live_stack.worker_name("matching")]
+    assert components["matching_worker"]["uncovered_partitions"] == []
 
 
 def test_a_task_round_trips_through_the_worker(live_stack):

@@ -13,10 +13,12 @@ import time
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
-from exchange.models import Subscription, SubscriptionPartition
+from exchange.models import Subscription, SubscriptionEngineProcess, SubscriptionPartition
 from exchange.redis_clients import redis_client
 from exchange.selectors.events import events_log_end
+from exchange.selectors.subscription_lag import engine_processes_lag
 from exchange.services import events as event_service
 from exchange.services import subscriptions as service
 from exchange.services.subscriptions import (
@@ -392,6 +394,34 @@ def test_a_clean_stop_checkpoints_every_evaluator_and_gives_the_partitions_back(
     assert outbox(sub) == list(run_offline(parse_query(sub.query), owner_log(owner), now=sub.now))
 
 
+def test_a_killed_processs_heartbeat_row_goes_after_the_retention_a_stopped_one_stays(settings):
+    """A killed process never deletes its row (a clean stop does): a live process's upkeep
+    deletes those that stopped beating over ``SUBSCRIPTION_ENGINE_PROCESS_RETENTION_SECONDS``
+    ago, and keeps the recently stopped ones for the staff dashboard."""
+    settings.SUBSCRIPTION_ENGINE_PROCESS_RETENTION_SECONDS = 3600
+    names = ["live", "killed-long-ago", "killed-lately"]
+    engines = [make(name) for name in names]
+    for e in engines:
+        e.upkeep()
+    with connection.cursor() as cursor:
+        for name, ago in (("killed-long-ago", 3601), ("killed-lately", 3500)):
+            cursor.execute(
+                "UPDATE exchange_subscriptionengineprocess "
+                "SET heartbeat_at = clock_timestamp() - make_interval(secs => %s) WHERE name = %s",
+                [ago, name],
+            )
+    engines[0].upkeep()
+    rows = SubscriptionEngineProcess.objects.order_by("name").values_list("name", flat=True)
+    assert list(rows) == ["killed-lately", "live"]
+    # The dashboard lists the one that stopped lately as stopped, with its age
+    processes = engine_processes_lag(now=timezone.now(), partitions=[])
+    assert [(p["name"], p["live"]) for p in processes] == [
+        ("live", True),
+        ("killed-lately", False),
+    ]
+    assert 3500 <= processes[1]["heartbeat_age"] < 3600
+
+
 def test_a_lease_that_ran_out_unclaimed_is_still_the_processs_own():
     """A batch longer than a lease (thousands of evaluators read) loses nothing while no
     other process has claimed the partitions."""
@@ -503,6 +533,43 @@ def test_one_owners_heavy_subscriptions_do_not_delay_anothers_alerts():
         expected = list(run_offline(parse_query(sub.query), owner_log(offender), now=sub.now))
         assert outbox(sub) == expected, sub.query
     assert sum(len(outbox(sub)) for sub in heavy) > 100
+
+
+def test_an_owner_past_its_budget_does_no_more_work_in_that_batch(monkeypatch):
+    """The bound is the budget plus the one event during which the owner passed it: its
+    lane, made at that event, is not fed again in the same batch (it was, one more event
+    of all its members, up to twice the overshoot), and is fed from the next batch on."""
+    offender, victim = UserFactory(), UserFactory()
+    log = Log([offender, victim], random.Random(37))
+    log.add(5)
+    heavy = [subscription_create(owner=offender, query=HEAVY[i % 3]) for i in range(100)]
+    alert = subscription_create(owner=victim, query="SELECT price WHERE type = 'trade'")
+    engine = make("a")
+    drain(engine)
+    deferred: dict[int, tuple[int, int]] = {}
+    defer = engine._defer
+
+    def deferring(owner: int, at: int) -> None:
+        deferred[owner] = (at, engine._work[owner])
+        defer(owner, at)
+
+    monkeypatch.setattr(engine, "_defer", deferring)
+    log.add(60)
+    end = events_log_end()
+    assert engine.step() is True
+    assert engine.cursor == end and len(outbox(alert)) > 20
+    # The offender passed the budget at event ``at``: after that event its subscriptions
+    # did nothing more in this batch, and its lane stands at that event
+    at, work = deferred[offender.pk]
+    assert OWNER_BUDGET <= work == engine._work[offender.pk]
+    assert engine.lanes[offender.pk].cursor == at < end
+    # The next batches feed the lane (an event at least each) up to the log's end
+    while engine.step():
+        pass
+    assert engine.lanes == {}
+    for sub in heavy:
+        expected = list(run_offline(parse_query(sub.query), owner_log(offender), now=sub.now))
+        assert outbox(sub) == expected, sub.query
 
 
 def test_a_lane_behind_holds_a_new_subscription_of_its_owner_until_it_catches_up():

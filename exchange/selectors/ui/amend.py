@@ -18,7 +18,7 @@ import matching
 from exchange.errors import InvalidInput
 from exchange.market_rules import MarketSchema, SchemaAttribute, fixed_price, numeric_value
 from exchange.models import Bid, Market, Offer
-from exchange.numbers import price_text, tick_text
+from exchange.numbers import money_text, price_text, tick_text
 from exchange.selectors.markets import market_schema
 from exchange.selectors.orders import Standing
 from matching.model import Constraint, Disjunct, Interval, Type
@@ -157,7 +157,7 @@ def offer_bid_prefill(
 class Exposure:
     """A buyer's open exposure in one market: the sum of its active bids' largest awards
     (``Bid.largest_award``, what each commits of the spending limit: the one rule of
-    ``exchange.services.limits``), in the price's unit. ``uncounted`` lists the bids placed
+    ``exchange.services.limits``), in the price's unit, as money (``money_text``). ``uncounted`` lists the bids placed
     before limits existed, which have no largest award and commit nothing."""
 
     market: Market
@@ -191,7 +191,7 @@ def user_exposure(*, user: User) -> list[Exposure]:
         out.append(
             Exposure(
                 market=market,
-                total=price_text(total, market.tick) or "0",
+                total=money_text(price_text(total, market.tick) or "0"),
                 unit=market_schema(market=market).price.unit,
                 bids=count,
                 uncounted=uncounted,

@@ -11,7 +11,7 @@ import matching
 from exchange.engine.constraints import market_schema_of, order_constraints
 from exchange.market_rules import numeric_value
 from exchange.models import BestOfferChange, Bid, Offer, OfferBidMatch
-from exchange.numbers import price_text
+from exchange.numbers import money_text, price_text
 from exchange.selectors.orders import bid_standings, offer_list
 
 
@@ -104,7 +104,7 @@ def offer_depth(*, offer: Offer, limit: int = 20) -> list[dict[str, Any]]:
                 "rank": rank,
                 "value": price_text(value, tick),
                 "quantity": amount,
-                "total": None if amount is None else price_text(value * amount, tick),
+                "total": None if amount is None else money_text(price_text(value * amount, tick)),
             }
         )
     return depth
