@@ -9,11 +9,10 @@ from celery import shared_task
 from django.conf import settings
 
 # Imported to register their tasks with Celery, which finds only this module by itself
-# (``autodiscover_tasks``): the event log's partitions, the lagging subscriptions, the live
-# subscriptions, the webhooks and the nightly analytics.
+# (``autodiscover_tasks``): the event log's partitions, the lagging subscriptions, the
+# webhooks and the nightly analytics.
 from exchange import event_tasks as _event_tasks  # noqa: F401 (imported to register)
 from exchange import subscription_lag_tasks as _subscription_lag_tasks  # noqa: F401 (ditto)
-from exchange import subscription_tasks as _subscription_tasks  # noqa: F401 (ditto)
 from exchange import webhook_tasks as _webhook_tasks  # noqa: F401 (ditto)
 from exchange.analytics import tasks as _analytics_tasks  # noqa: F401 (ditto)
 from exchange.pending import pending_clear, pending_renew, request_once

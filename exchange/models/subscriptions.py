@@ -116,7 +116,10 @@ class SubscriptionPartition(models.Model):
     ``expires_at``, renewing it as it goes; another process may take it once it has
     expired. ``cursor`` is the last ``seq`` whose notifications are in the outboxes of its
     followed subscriptions, committed with them; ``checkpointed_at`` and
-    ``checkpoint_cursor`` say when the evaluators were last stored and where."""
+    ``checkpoint_cursor`` say when the evaluators were last stored and where. ``book``: the
+    open offers at ``checkpoint_cursor`` (``snapshot.book_dump``), which the form 4 watches
+    checkpointed then left out of their own snapshots (the engine's ``WatchHub`` holds
+    them once); None when none of its watches was."""
 
     partition = models.IntegerField(primary_key=True)
     owner = models.CharField(max_length=100, blank=True)
@@ -124,6 +127,7 @@ class SubscriptionPartition(models.Model):
     cursor = models.BigIntegerField(default=0)
     checkpoint_cursor = models.BigIntegerField(default=0)
     checkpointed_at = models.DateTimeField(null=True)
+    book = models.BinaryField(null=True)
 
     def __str__(self) -> str:
         return f"partition {self.partition} ({self.owner or 'free'})"

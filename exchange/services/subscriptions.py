@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 
 from exchange.errors import Conflict, InvalidInput, NotFound
 from exchange.models import Subscription, SubscriptionNotification
-from exchange.pending import request_once
 from exchange.realtime.streams import group_for, group_send_all
 from exchange.redis_clients import redis_client
 from exchange.selectors.subscriptions import (
@@ -50,6 +49,7 @@ from matching.subscriptions import STATE_LIMIT as EVALUATOR_STATE_LIMIT
 from matching.subscriptions import End, Notification, parse_query, to_text
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions.run.snapshot import snapshot_dump, snapshot_load
+from matching.subscriptions.watches.offers import OpenOffers
 
 log = logging.getLogger(__name__)
 
@@ -81,11 +81,14 @@ def evaluator_dump(evaluator: Evaluator) -> bytes:
     return snapshot_dump(evaluator)
 
 
-def _state_load(raw: bytes | memoryview) -> Evaluator:
-    """The evaluator a stored state holds. ``SnapshotStale`` (a checkpoint of another
-    version, or a pickle of before snapshots): rebuild it with ``subscription_rebuilt``;
-    ``SnapshotError``: the bytes are no snapshot."""
-    return snapshot_load(bytes(raw))
+def _state_load(
+    raw: bytes | memoryview, *, offers: Callable[[], OpenOffers | None] | None = None
+) -> Evaluator:
+    """The evaluator a stored state holds (``offers``: the shared open offers a watch's
+    checkpoint may have left out, ``snapshot_load``). ``SnapshotStale`` (a checkpoint of
+    another version, a pickle of before snapshots, a watch without its offers): rebuild it
+    with ``subscription_rebuilt``; ``SnapshotError``: the bytes are no snapshot."""
+    return snapshot_load(bytes(raw), offers=offers)
 
 
 def _replay_start(evaluator: Evaluator, *, seam: int, now: dt.datetime) -> int:
@@ -299,16 +302,6 @@ def _messages(subscription_id: int, notes: list[dict[str, Any]], *, end: bool) -
     ]
 
 
-# The dissemination shadow's task, asked for by name: the task module imports this one.
-SHADOW_TASK = "exchange.dissemination_shadow"
-
-
-def shadow_pending_key() -> str:
-    """While this Redis key exists a shadow task is queued and has not started reading,
-    so a new request need not queue another (it expires on its own if that task is lost)."""
-    return f"{settings.CELERY_TASK_DEFAULT_QUEUE}:dissemination-shadow-pending"
-
-
 # The Redis channel that wakes the subscription engine's processes: "log" after an append,
 # "subscriptions" after a registration, pause, resume or deletion (they then look for the
 # changed rows).
@@ -318,18 +311,9 @@ WAKE_SUBSCRIPTIONS = "subscriptions"
 
 
 def subscriptions_advance_request() -> None:
-    """After a commit that appended events: wake the engine's processes, and ask for a
-    round of the dissemination shadow. Without Redis it raises; the caller's after-commit
-    guard logs it, and the engine's polling (and beat's shadow round) catch up."""
+    """After a commit that appended events: wake the engine's processes. Without Redis it
+    raises; the caller's after-commit guard logs it, and the engine's polling catches up."""
     redis_client().publish(ENGINE_WAKE_CHANNEL, WAKE_LOG)
-    dissemination_shadow_request()
-
-
-def dissemination_shadow_request() -> None:
-    """Queue a round of the dissemination shadow (``subscription_tasks``) unless one is
-    queued already or the shadow is off (``DISSEMINATION_SHADOW``)."""
-    if getattr(settings, "DISSEMINATION_SHADOW", True):
-        request_once(shadow_pending_key(), SHADOW_TASK)
 
 
 def subscriptions_changed_request() -> None:

@@ -250,9 +250,6 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     # The event log's daily partitions, a week ahead (SPEC 8.1); hourly, so a missed run
     # costs nothing.
     "event-partitions": {"task": "exchange.event_partitions", "schedule": crontab(minute=5)},
-    # The dissemination shadow follows the log after every append; this round is the safety
-    # net for a request lost with Redis (exchange/subscription_tasks.py).
-    "dissemination-shadow": {"task": "exchange.dissemination_shadow", "schedule": 5.0},
     # The subscriptions lagging behind the log are told so on their streams
     # (exchange/services/subscription_lag.py), at most once per SUBSCRIPTION_LAG_SECONDS.
     "subscriptions-lag": {

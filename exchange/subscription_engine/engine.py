@@ -45,6 +45,12 @@ shared set at most the budget a batch and merged back once it stands where the s
 the others' notifications commit in the batch that reads their events, after at most the
 budget plus one event's work of each costly owner (docs/subscriptions.md, *Fairness*).
 
+Form 4 watches are not in the set: the live ones are delivered by dissemination in the
+process's ``WatchHub`` (``matching/dissemination/hosted.py``), over the open offers held
+once for all of them; joiners keep their own until they join it. Their checkpoints leave
+the offers out and the hub's book is stored once with the partitions' checkpoint
+(``watches.py``). The hub is not charged to owners' budgets (its watches go in no lane).
+
 Pause, resume, delete: the services publish a change (``subscriptions_changed_request``);
 the engine then reads its partitions' active and paused rows (``_rescan``): a paused one
 is checkpointed where it stands and dropped at the next commit, a deleted one dropped (its
@@ -54,6 +60,7 @@ or new one joins from its row.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -88,6 +95,8 @@ from exchange.subscription_engine.leases import (
     partitions_checkpointed,
     partitions_cursor_commit,
 )
+from exchange.subscription_engine.watches import Books, choices_flush, hub_book
+from matching.dissemination.hosted import WatchHub, hosted
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions.events import Event, event_from_dict
 from matching.subscriptions.language.forms import Kind
@@ -103,8 +112,9 @@ BATCH = 2000
 # event, and ``limits.CHECK_EVERY`` each time a member's meter asks its interrupt (join
 # candidates). Past it, the owner's forms 2-4 go on in a lane of their own (``Lane``).
 OWNER_BUDGET = 10_000
-# The forms that move into their owner's lane (form 1 costs the matching index's walk).
-LANE_KINDS = frozenset({Kind.COMPOSITE, Kind.PATTERN, Kind.STATE})
+# The forms that move into their owner's lane (form 1 costs the matching index's walk, form
+# 4 is delivered by the process's WatchHub).
+LANE_KINDS = frozenset({Kind.COMPOSITE, Kind.PATTERN})
 # Seconds between reads of the partitions' rows when nothing said they changed.
 RESCAN_SECONDS = 5.0
 
@@ -228,6 +238,7 @@ class Engine:
         self.cursor: int | None = None
         self.log_end = 0
         self.subs = SubscriptionSet(share=False)  # visibility differs between members
+        self.watches = WatchHub()  # the live form 4 watches, by dissemination
         self.followed: dict[int, Followed] = {}
         self.lanes: dict[int, Lane] = {}  # by owner
         self.subs.charge = self._charge
@@ -259,7 +270,9 @@ class Engine:
             beat=Beat(
                 cursor=self.cursor or 0,
                 lag=self.log_end - (self.cursor or self.log_end),
-                subscriptions=len(self.subs) + sum(len(lane.subs) for lane in self.lanes.values()),
+                subscriptions=len(self.subs)
+                + len(self.watches)
+                + sum(len(lane.subs) for lane in self.lanes.values()),
             ),
         )
         # A partition claimed again (its lease was taken by another process, or its row
@@ -303,12 +316,18 @@ class Engine:
         self.followed.pop(followed.sub_id, None)
         self._joiners.pop(followed.sub_id, None)
         self._dirty.discard(followed.sub_id)
-        if followed.sub_id in self._set_of(followed):
+        if followed.sub_id in self.watches:
+            self.watches.discard(followed.sub_id)
+        elif followed.sub_id in self._set_of(followed):
             self._set_of(followed).remove(followed.sub_id)
         followed.lane = None
 
-    def _set_of(self, followed: Followed) -> SubscriptionSet:
-        """The set ``followed`` is in while live: its lane's or the shared one."""
+    def _set_of(self, followed: Followed) -> SubscriptionSet | WatchHub:
+        """The set ``followed`` is in while live: the hub for a watch, else its lane's or
+        the shared one."""
+        sub = followed.member.sub
+        if sub is not None and hosted(sub):
+            return self.watches
         return followed.lane.subs if followed.lane is not None else self.subs
 
     def reset(self) -> None:
@@ -317,6 +336,7 @@ class Engine:
         for followed in list(self.followed.values()):
             self._drop(followed)
         self.lanes.clear()
+        self.watches = WatchHub(optimizer=self.watches.optimizer)  # its costs as learnt
         self.cursor = None
         self.changed = True
 
@@ -366,11 +386,12 @@ class Engine:
                 "owner__is_staff",
             )
         )
+        books = Books(self.held, self.count)
         for row in rows:
             member: Member
             checkpoint_n = row.checkpoint_n
             try:
-                evaluator, cursor, checkpoint_n = _restored(row)
+                evaluator, cursor, checkpoint_n = _restored(row, books)
             except Exception as exc:  # it is suspended alone
                 # no evaluator: the member only carries its failure to the commit
                 member = Member(row.pk, None, row.cursor, row.seam, row.owner_id)  # type: ignore[arg-type]
@@ -417,6 +438,7 @@ class Engine:
             except Exception:
                 self.reset()
                 raise
+        choices_flush(self.watches)
         self.cursor = upto
         return behind or upto < self.log_end
 
@@ -470,6 +492,8 @@ class Engine:
                 return followed[sub_id].member.sees(owner)
 
             self._outputs(self.subs.push(event, visible))
+            if owner is None:  # offer and best_offer events are public (SPEC 5.6)
+                self._outputs(self.watches.push(event))
             while self._over:
                 self._defer(self._over.pop(), event.seq)
         self._since_checkpoint += len(events)
@@ -630,7 +654,8 @@ class Engine:
             _write(notes, only_n, rows)
             partitions_cursor_commit(partitions=mine, cursor=upto, lease_seconds=self.lease_seconds)
             if checkpoint:
-                partitions_checkpointed(partitions=mine, cursor=upto)
+                book = hub_book(self.watches, upto)
+                partitions_checkpointed(partitions=mine, cursor=upto, book=book)
         self._dirty.clear()
         self._cursor_due = False
         for f in gone:
@@ -669,6 +694,8 @@ class Engine:
             row.state = state
             if checkpoint or state == PAUSED:
                 sub = self._set_of(f).subscription(f.sub_id) if f.live else member.sub
+                if f.live and not checkpoint and f.sub_id in self.watches:
+                    sub = self.watches.detached(f.sub_id)  # no book is stored with it
                 if not f.live:
                     row.cursor = member.cursor
                 else:
@@ -678,14 +705,15 @@ class Engine:
         return row
 
 
-def _restored(row: Subscription) -> tuple[Evaluator, int, int]:
+def _restored(row: Subscription, books: Books) -> tuple[Evaluator, int, int]:
     """The evaluator of ``row``'s checkpoint, the cursor it stands at and the outputs it
-    had given. A snapshot of another version (or a pickle of before snapshots) is rebuilt:
-    the evaluator as registered, at its first cursor, having given none (the replay drops
-    the ``last_n`` in the outbox)."""
+    had given. A snapshot of another version (or a pickle of before snapshots, or a watch's
+    without the book of its cursor) is rebuilt: the evaluator as registered, at its first
+    cursor, having given none (the replay drops the ``last_n`` in the outbox)."""
     assert row.evaluator is not None  # an active row has one (a constraint)
     try:
-        return _state_load(row.evaluator), row.cursor, row.checkpoint_n
+        offers = functools.partial(books.at, row.pk, row.cursor)
+        return _state_load(row.evaluator, offers=offers), row.cursor, row.checkpoint_n
     except SnapshotStale as stale:
         log.info("subscription %s: %s; rebuilt by replay", row.pk, stale)
     evaluator, cursor = subscription_rebuilt(query=row.query, now=row.now, seam=row.seam)

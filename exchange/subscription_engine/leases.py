@@ -139,8 +139,19 @@ def partitions_cursor_commit(*, partitions: set[int], cursor: int, lease_seconds
         )
 
 
-def partitions_checkpointed(*, partitions: set[int], cursor: int) -> None:
-    """Inside a batch's transaction: the partitions' evaluators were stored at ``cursor``."""
+def partitions_checkpointed(
+    *, partitions: set[int], cursor: int, book: bytes | None = None
+) -> None:
+    """Inside a batch's transaction: the partitions' evaluators were stored at ``cursor``,
+    the watches' shared open offers in ``book`` (None: no watch left them out)."""
     SubscriptionPartition.objects.filter(partition__in=partitions).update(
-        checkpoint_cursor=cursor, checkpointed_at=Now()
+        checkpoint_cursor=cursor, checkpointed_at=Now(), book=book
     )
+
+
+def partitions_books(*, partitions: set[int]) -> dict[int, tuple[int, bytes | None]]:
+    """Each partition's checkpoint cursor and the book of open offers stored with it."""
+    rows = SubscriptionPartition.objects.filter(partition__in=partitions).values_list(
+        "partition", "checkpoint_cursor", "book"
+    )
+    return {p: (cursor, None if book is None else bytes(book)) for p, cursor, book in rows}

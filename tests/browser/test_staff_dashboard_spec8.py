@@ -1,7 +1,7 @@
 """The staff dashboard's SPEC 8 panel in real headless Chromium against the live stack
 (issue 23): range watches registered and an order flow appended through the log's writer;
-the live worker advances the watches and its dissemination shadow logs the optimizer's
-choices, and the page shows the log's head, the replica, the partitions, the subscriptions
+the stack's subscription engine delivers the watches by dissemination and logs the
+optimizer's choice for each change it delivered, and the page shows the log's head, the replica, the partitions, the subscriptions
 by form, a suspended one, a pattern's instances and those choices."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import pytest
 from playwright.sync_api import expect
 
 from exchange.dissemination.choices import choices_key
-from exchange.dissemination.live import owner_key
 from exchange.models import Subscription, SubscriptionNotification
 from exchange.redis_clients import redis_client
 from exchange.selectors.dissemination import dissemination_choices
@@ -32,9 +31,7 @@ pytestmark = [pytest.mark.stack, pytest.mark.usefixtures("clean_engine")]
 
 
 def _setup() -> dict[str, int]:
-    # Earlier tests that ran the advance task in this process may hold the shadow's key
-    # for a minute; the live worker must get it
-    redis_client().delete(choices_key(), owner_key())
+    redis_client().delete(choices_key())  # only this test's choices
     append([posted(1, "1.20", 3000), posted(2, "1.10", 8000), posted(3, "0.50", 100, subject=PENS)])
     ann, bob = UserFactory(username="ann"), UserFactory(username="bob")
     watches = [subscription_create(owner=ann, query=WATCHES[n]) for n in ("lot", "cheapest")]
@@ -53,7 +50,8 @@ def _flow() -> int:
 
 
 def _wait_for_choices(seq: int) -> list[dict]:
-    """The worker's shadow follows the log after each append; wait until it logged ``seq``."""
+    """The engine delivers the watches after each append and logs its choices after the
+    commit; wait until it logged ``seq``."""
     deadline = time.monotonic() + WAIT_MS / 1000
     while time.monotonic() < deadline:
         got = off_loop(dissemination_choices, limit=100)
@@ -66,14 +64,14 @@ def _wait_for_choices(seq: int) -> list[dict]:
 def test_staff_see_the_spec8_panel_with_live_choices(new_page, live_stack):
     StaffFactory(username="stella", is_superuser=True)
     ids = off_loop(_setup)
-    # The worker advances the watches (their first answers) before the flow starts
+    # The engine advances the watches (their first answers) before the flow starts
     deadline = time.monotonic() + WAIT_MS / 1000
     while off_loop(lambda: Subscription.objects.get(pk=ids["watch"]).last_n) < 1:
         assert time.monotonic() < deadline, "the watches were never advanced"
         time.sleep(0.2)
     last = off_loop(_flow)
     choices = _wait_for_choices(last)
-    # One worker process follows the log: no change is logged twice
+    # One engine process holds both watches: no change is logged twice
     seqs = [c["seq"] for c in choices]
     assert len(seqs) == len(set(seqs)), seqs
 

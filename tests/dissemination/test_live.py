@@ -1,8 +1,11 @@
-"""The dissemination optimizer beside the subscription engine (``exchange.dissemination.live``):
-on an order flow through the log, the shadow's consumers notify every range watch exactly
-what the watch's outbox holds after its registration (which is what ``subscription_run``
-prints), its choices reach the dashboard's Redis log with their estimates and measured
-time, and only one worker process runs it."""
+"""Live form 4 watches delivered by dissemination in the subscription engine (issue 35 item
+5, ``matching/dissemination/hosted.py``, ``exchange/subscription_engine/watches.py``): on
+order flows through the log's writer every watch's outbox is what the offline contract
+gives (``subscription_run``), the open offers are held once by the engine's ``WatchHub``
+(not by each watch), each change that reaches a watch is logged with the optimizer's
+estimates and measured time for the staff dashboard, and a restart from a checkpoint (the
+watches' snapshots without offers, the book stored once with the partitions) sends
+nothing twice and loses nothing, a missing book rebuilding the watches by replay."""
 
 from __future__ import annotations
 
@@ -10,16 +13,24 @@ from typing import Any
 
 import pytest
 
-from exchange.dissemination import live
 from exchange.dissemination.choices import choices_key
-from exchange.models import Subscription
+from exchange.models import Subscription, SubscriptionPartition
 from exchange.redis_clients import redis_client
 from exchange.selectors.dissemination import dissemination_choices
 from exchange.selectors.events import events_log_end
-from exchange.services.subscriptions import subscription_create
+from exchange.services.subscriptions import (
+    subscription_create,
+    subscription_delete,
+    subscription_pause,
+    subscription_resume,
+)
+from exchange.subscription_engine import engine as engine_module
 from matching.dissemination import STRATEGIES
+from matching.subscriptions.run.snapshot import SnapshotStale, book_load, snapshot_load
+from matching.subscriptions.watches.watch import WatchEngine
 from tests.factories import UserFactory
-from tests.subscriptions.log import PENCILS, advance, append, engine, offline, outbox
+from tests.subscriptions.log import PENCILS, append, offline, outbox
+from tests.subscriptions.test_engine import drain, expire, make, no_wake_ups  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -70,64 +81,64 @@ FLOW = [
     [posted(5, "1.33", 100, subject=PENS, kind="offer_amended")],  # dearest: within 5%
     [best(1, "1.10")],  # one: 1.15 -> 1.10 is more than 3%; best: 1.10
 ]
+# More of the same market, for the tests that go on after a restart.
+MORE = [
+    [posted(6, "0.80", 3000)],
+    [best(6, "0.70"), posted(7, "1.50", 200, subject=PENS)],
+    [posted(6, "0.90", 4000, kind="offer_amended")],
+    [ended(6, "offer_cancelled"), best(1, "1.00")],
+]
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def clean():
-    # The shadow starts from the watches' stored states: the engine checkpoints them at
-    # every batch here (a process does every SUBSCRIPTION_ENGINE_CHECKPOINT_EVENTS events,
-    # and the shadow then has that much more to follow).
-    engine().checkpoint_events = 0
-    client = redis_client()
-    client.delete(choices_key(), live.owner_key())
+    redis_client().delete(choices_key())
     yield
-    client.delete(choices_key(), live.owner_key())
+    redis_client().delete(choices_key())
 
 
 def _register() -> dict[str, Subscription]:
     append([posted(1, "1.20", 3000), posted(2, "1.10", 8000), posted(3, "0.50", 100, subject=PENS)])
     ann = UserFactory(username="ann")
-    subs = {name: subscription_create(owner=ann, query=text) for name, text in WATCHES.items()}
-    advance()
-    return subs
+    return {name: subscription_create(owner=ann, query=text) for name, text in WATCHES.items()}
 
 
-def test_the_shadow_notifies_each_range_watch_what_its_outbox_holds(clean):
+def _same(subs: dict[str, Subscription]) -> None:
+    for sub in subs.values():
+        assert outbox(sub) == offline(sub), sub.query
+
+
+def test_the_engine_delivers_watches_by_dissemination_as_the_offline_contract_gives():
     subs = _register()
-    shadow = live.Shadow()
-    # When it first runs, it takes the open offers from a watch and holds the range watches
-    assert shadow.round() is False
-    assert shadow.position == events_log_end()
-    assert sorted(shadow.producer.home) == sorted(s.pk for n, s in subs.items() if n != "one")
+    running = make("a")
+    drain(running)
+    # The live watches are the hub's, not the set's, and hold no open offers of their own
+    ids = {s.pk for s in subs.values()}
+    assert set(running.watches.subs) == ids and not ids & set(running.followed) - ids
+    assert all(sub_id not in running.subs for sub_id in ids)
+    for sub in running.watches.subs.values():
+        assert isinstance(sub.engine, WatchEngine) and sub.engine.offers.offers == {}
+    assert sorted(running.watches.offers.offers) == [1, 2, 3]
     for commit in FLOW:
         append(commit)
-    advance()
-    assert shadow.round() is False
-    for name, sub in subs.items():
-        lines = outbox(sub)
-        # The live path is the offline contract (its own tests say so; checked here too)
-        assert lines == offline(sub)
-        if name == "one":
-            assert sub.pk not in shadow.notified  # single-offer watches are not disseminated
-            continue
-        # After the registration line, the shadow notified exactly the outbox
-        assert [(line["seq"], line["data"]) for line in lines[1:]] == shadow.notified[sub.pk]
-    # and the flow moved every range watch (not an empty comparison)
+    drain(running)
+    _same(subs)
+    # and the flow moved every watch (not an empty comparison)
     assert {name: len(outbox(s)) - 1 for name, s in subs.items()} == {
         "lot": 2, "cheapest": 3, "dearest": 1, "best": 4, "one": 2,
     }  # fmt: skip
 
 
-def test_each_change_that_reaches_a_watch_is_logged_with_estimates_and_measured_time(clean):
+def test_each_change_that_reaches_a_watch_is_logged_with_estimates_and_measured_time():
     _register()
-    shadow = live.Shadow()
-    shadow.round()
+    running = make("a")
+    drain(running)
     first = events_log_end()
     for commit in FLOW:
         append(commit)
-    shadow.round()
+    drain(running)
     got = dissemination_choices(limit=100)
-    # Newest first; the trade reaches no watch and is not logged
+    # Newest first; the trade reaches no watch and is not logged, nor the registrations
     trade_seq = first + 6
     assert sorted(c["seq"] for c in got) == [
         s for s in range(first + 1, events_log_end() + 1) if s != trade_seq
@@ -141,72 +152,90 @@ def test_each_change_that_reaches_a_watch_is_logged_with_estimates_and_measured_
         assert chosen == min(e["seconds"] for e in c["estimates"].values())
 
 
-def test_a_watch_that_ends_leaves_and_a_new_one_joins(clean):
+def test_registered_mid_flow_paused_resumed_and_deleted_watches_keep_the_contract():
     subs = _register()
-    shadow = live.Shadow()
-    shadow.round()
-    Subscription.objects.filter(pk=subs["lot"].pk).update(state="done", reason="deleted")
-    newer = subscription_create(owner=subs["lot"].owner, query=WATCHES["lot"])
-    advance()
-    shadow.round()
-    assert subs["lot"].pk not in shadow.producer.home
-    assert newer.pk in shadow.producer.home
-    append(FLOW[0])
-    advance()
-    shadow.round()
-    assert shadow.notified == {
-        newer.pk: [(events_log_end(), {"offer": 4, "value": "1.00"})],
-        subs["cheapest"].pk: [(events_log_end(), {"offer": 4, "value": "1.00"})],
-    }
+    running = make("a")
+    drain(running)
+    for commit in FLOW[:3]:
+        append(commit)
+    drain(running)
+    # A watch registered mid-flow (its history up to the seam), one paused, one deleted
+    later = subscription_create(owner=subs["lot"].owner, query=WATCHES["cheapest"])
+    subscription_pause(owner=subs["dearest"].owner, subscription_id=subs["dearest"].pk)
+    subscription_delete(owner=subs["best"].owner, subscription_id=subs["best"].pk)
+    running.changed = True  # what the process is told through Redis
+    before = outbox(subs["best"])
+    for commit in FLOW[3:7]:
+        append(commit)
+    drain(running)
+    assert subs["dearest"].pk not in running.watches
+    assert subs["best"].pk not in running.watches and outbox(subs["best"]) == before
+    subscription_resume(owner=subs["dearest"].owner, subscription_id=subs["dearest"].pk)
+    running.changed = True
+    for commit in FLOW[7:]:
+        append(commit)
+    drain(running)
+    assert {subs["dearest"].pk, later.pk} <= set(running.watches.subs)
+    del subs["best"]
+    _same({**subs, "later": later})
+    assert len(outbox(later)) > 1 and len(outbox(subs["dearest"])) == 2
 
 
-def test_without_range_watches_the_shadow_holds_nothing(clean):
-    append([posted(1, "1.20", 3000)])
-    shadow = live.Shadow()
-    assert shadow.round() is False
-    assert shadow.producer is None
-    assert dissemination_choices() == []
+def _checkpointed() -> dict[str, Subscription]:
+    """Watches followed through FLOW by a process that checkpoints at every batch, which
+    then dies; the rows hold snapshots without offers and the partitions the book."""
+    subs = _register()
+    first = make("a")
+    first.checkpoint_events = 0  # a checkpoint at every batch
+    drain(first)
+    for commit in FLOW:
+        append(commit)
+    drain(first)
+    for sub in subs.values():
+        sub.refresh_from_db()
+        with pytest.raises(SnapshotStale):
+            snapshot_load(sub.evaluator)  # its offers are the book's
+    books = SubscriptionPartition.objects.exclude(book=None).values_list(
+        "checkpoint_cursor", "book"
+    )
+    assert {cursor for cursor, _ in books} == {events_log_end()}
+    cursor, offers = book_load(books[0][1])
+    assert cursor == events_log_end() and sorted(offers.offers) == [1, 3, 5]
+    expire("a")
+    return subs
 
 
-def test_one_worker_process_runs_it_and_a_failure_never_stops_the_task(clean, monkeypatch):
-    calls = []
-
-    def follow(self):
-        calls.append(self)
-        return True
-
-    monkeypatch.setattr(live.Shadow, "round", follow)
-    # Taking the key starts a shadow afresh; keeping it goes on with the same one
-    assert live.dissemination_round() is True
-    assert live.dissemination_round() is True
-    assert len(calls) == 2 and calls[0] is calls[1] is live._SHADOW
-    # Another process holds the key: this one skips
-    redis_client().set(live.owner_key(), "elsewhere:1", ex=60)
-    assert live.dissemination_round() is False
-    assert len(calls) == 2
-    # Once free again, this process takes it with a new shadow: the old one may have missed
-    # what the other owner followed
-    redis_client().delete(live.owner_key())
-    assert live.dissemination_round() is True
-    assert calls[2] is not calls[1]
-    # A process forked from this one after the import (a prefork child) is another owner
-    monkeypatch.setattr(live.os, "getpid", lambda: -1)
-    assert live.dissemination_round() is False
-    assert len(calls) == 3
-    monkeypatch.undo()
-    redis_client().delete(live.owner_key())
-
-    def fails(self):
-        raise RuntimeError("boom")
-
-    monkeypatch.setattr(live.Shadow, "round", fails)
-    assert live.dissemination_round() is False  # taken, failed
-    broken = live._SHADOW
-    assert live.dissemination_round() is False  # kept, failed
-    assert live._SHADOW is not broken  # after a failure it starts afresh
+def test_a_process_restores_the_watches_from_the_book_and_sends_nothing_twice(monkeypatch):
+    subs = _checkpointed()
+    rebuilt: list[int] = []
+    monkeypatch.setattr(
+        engine_module,
+        "subscription_rebuilt",
+        lambda **kw: rebuilt.append(kw["seam"]) or pytest.fail("rebuilt"),
+    )
+    second = make("b")
+    for commit in MORE:
+        append(commit)
+    drain(second)
+    _same(subs)
+    assert rebuilt == []
+    assert sum(len(outbox(s)) for s in subs.values()) > 17
 
 
-def test_the_setting_turns_it_off(clean, settings, monkeypatch):
-    settings.DISSEMINATION_SHADOW = False
-    monkeypatch.setattr(live._SHADOW, "round", lambda: pytest.fail("ran"))
-    assert live.dissemination_round() is False
+def test_watches_whose_book_is_gone_are_rebuilt_by_replay(monkeypatch):
+    subs = _checkpointed()
+    SubscriptionPartition.objects.update(book=None)
+    rebuilt: list[int] = []
+    rebuild = engine_module.subscription_rebuilt
+
+    def counted(**kwargs):
+        rebuilt.append(kwargs["seam"])
+        return rebuild(**kwargs)
+
+    monkeypatch.setattr(engine_module, "subscription_rebuilt", counted)
+    second = make("b")
+    for commit in MORE:
+        append(commit)
+    drain(second)
+    assert len(rebuilt) == len(subs)
+    _same(subs)

@@ -326,7 +326,9 @@ def test_a_restarted_process_writes_nothing_twice_and_reads_only_its_checkpoints
     # When a new one restores the checkpoints and goes on
     loads: list[int] = []
     load = engine_module._state_load
-    monkeypatch.setattr(engine_module, "_state_load", lambda raw: loads.append(1) or load(raw))
+    monkeypatch.setattr(
+        engine_module, "_state_load", lambda raw, **kw: loads.append(1) or load(raw, **kw)
+    )
     second = make("b")
     append_at([trade("2.00")], DAY + dt.timedelta(minutes=5))
     drain(second)
@@ -520,7 +522,8 @@ def test_one_owners_heavy_subscriptions_do_not_delay_anothers_alerts():
     work = engine._work[offender.pk]
     assert OWNER_BUDGET <= work < OWNER_BUDGET + 100 * (1 + WORK_LIMIT)
     lane = engine.lanes[offender.pk]
-    assert 5 < lane.cursor < end and len(lane.subs) == 100
+    # (its 33 watches are delivered by the process's WatchHub, by dissemination, in no lane)
+    assert 5 < lane.cursor < end and len(lane.subs) == 67
     # When the log is quiet, the following batches bring the lane up to the log's end,
     # and its subscriptions go back into the shared set
     batches = 1

@@ -1,22 +1,16 @@
 """Waking the subscription engine (``services/subscriptions.py``): each append publishes a
-wake-up for the engine's processes and asks for one dissemination shadow round while one
-is queued; each registration, pause, resume and deletion publishes a change. The shadow's
-task runs on the default queue, and beat asks for it as a safety net."""
+wake-up for the engine's processes and each registration, pause, resume and deletion
+publishes a change. No task follows the log: form 4 watches are delivered by the engine's
+own dissemination (``matching/dissemination/hosted.py``), not by a shadow beside it."""
 
 from __future__ import annotations
 
 import pytest
 
-from exchange import pending, subscription_tasks
+from exchange import pending
 from exchange.redis_clients import redis_client
 from exchange.services import subscriptions as service
-from exchange.services.subscriptions import (
-    ENGINE_WAKE_CHANNEL,
-    SHADOW_TASK,
-    WAKE_LOG,
-    WAKE_SUBSCRIPTIONS,
-    shadow_pending_key,
-)
+from exchange.services.subscriptions import ENGINE_WAKE_CHANNEL, WAKE_LOG, WAKE_SUBSCRIPTIONS
 from tests.factories import UserFactory
 from tests.subscriptions.log import append, trade
 
@@ -27,9 +21,7 @@ def sent_tasks(monkeypatch):
     monkeypatch.setattr(
         pending.current_app, "send_task", lambda name, **options: calls.append(name)
     )
-    redis_client().delete(shadow_pending_key())
-    yield calls
-    redis_client().delete(shadow_pending_key())
+    return calls
 
 
 @pytest.fixture
@@ -50,41 +42,30 @@ def wakes():
 
 
 @pytest.mark.django_db
-def test_appends_wake_the_engine_and_ask_for_one_shadow_round_while_one_is_queued(
-    sent_tasks, wakes, django_capture_on_commit_callbacks, monkeypatch
+def test_appends_and_changes_wake_the_engine_and_queue_no_task(
+    sent_tasks, wakes, django_capture_on_commit_callbacks
 ):
-    # When a subscription registers and two appends commit
+    # When a watch registers and two appends commit
     owner = UserFactory()
     with django_capture_on_commit_callbacks(execute=True):
-        sub = service.subscription_create(owner=owner, query="SELECT price")
+        sub = service.subscription_create(
+            owner=owner,
+            query="SELECT MIN(ask) FROM offers WHERE subject = 'office.supplies.pencils'",
+        )
     with django_capture_on_commit_callbacks(execute=True):
         append([trade("1.00")])
     with django_capture_on_commit_callbacks(execute=True):
         append([trade("1.10")])
-    # Then the engine is told of the change, then of each append
+    # Then the engine is told of the change, then of each append, and no task is queued
     assert wakes() == [WAKE_SUBSCRIPTIONS, WAKE_LOG, WAKE_LOG]
-    # and one shadow round is queued: the second request found it pending
-    assert sent_tasks == [SHADOW_TASK]
-    # When the round runs, it clears the request first, so the next append asks again
-    monkeypatch.setattr(subscription_tasks, "dissemination_round", lambda: False)
-    assert subscription_tasks.dissemination_shadow_task() is False
-    with django_capture_on_commit_callbacks(execute=True):
-        append([trade("1.20")])
-    assert sent_tasks == [SHADOW_TASK, SHADOW_TASK]
+    assert sent_tasks == []
     # and a deletion is a change the engine is told of
     with django_capture_on_commit_callbacks(execute=True):
         service.subscription_delete(owner=owner, subscription_id=sub.pk)
-    assert wakes() == [WAKE_LOG, WAKE_SUBSCRIPTIONS]
+    assert wakes() == [WAKE_SUBSCRIPTIONS]
 
 
-@pytest.mark.django_db
-def test_the_shadow_off_queues_no_task(sent_tasks, settings, django_capture_on_commit_callbacks):
-    settings.DISSEMINATION_SHADOW = False
-    with django_capture_on_commit_callbacks(execute=True):
-        append([trade("1.00")])
-    assert sent_tasks == []
-
-
-def test_the_shadow_task_is_not_routed_to_the_matching_queue_and_beat_asks_for_it(settings):
-    assert SHADOW_TASK not in settings.CELERY_TASK_ROUTES
-    assert any(e["task"] == SHADOW_TASK for e in settings.CELERY_BEAT_SCHEDULE.values())
+def test_no_task_or_beat_round_follows_the_log_for_watches(settings):
+    tasks = {e["task"] for e in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert not any("dissemination" in task for task in tasks)
+    assert not hasattr(settings, "DISSEMINATION_SHADOW")

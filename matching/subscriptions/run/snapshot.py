@@ -23,6 +23,12 @@ Values keep their types exactly: a ``Decimal`` as its string (``1.00`` stays ``1
 ``DECIMAL``, ``DATETIME``, ``TUPLE``); any other type than msgpack's own is refused when
 dumping (``TypeError``), never written approximately.
 
+A form 4 watch held by the subscription engine's ``WatchHub`` (its open offers held once
+for all the engine's watches, ``matching/dissemination/hosted.py``) is dumped without them
+(``"offers": None``, version 2): they are the engine's *book*, dumped once per checkpoint
+by ``book_dump`` with the cursor it stands at, and a load is given them (``offers``).
+Without them such a snapshot is stale (rebuilt by replay, below).
+
 Versions. ``snapshot_load`` reads ``VERSION``, and an older version for which ``UPGRADES``
 has a step (a function from that version's body to the next version's). Anything else that
 is not a current snapshot (a newer or unknown version, an older one without an upgrade, or
@@ -55,7 +61,7 @@ from matching.subscriptions.language.parser import parse_query
 from matching.subscriptions.language.printer import to_text
 from matching.subscriptions.language.schema import EVENT_SCHEMA
 from matching.subscriptions.patterns.automaton import Instance, PatternEngine
-from matching.subscriptions.watches.offers import OFFER_SCHEMA, OpenOffer
+from matching.subscriptions.watches.offers import OFFER_SCHEMA, OpenOffer, OpenOffers
 from matching.subscriptions.watches.watch import Answer, WatchEngine
 
 from .atomic import AtomicEngine
@@ -64,8 +70,12 @@ from .evaluator import Subscription
 from .limits import Limits
 
 __all__ = [
+    "BOOK_MAGIC",
+    "BOOK_VERSION",
     "MAGIC",
     "VERSION",
+    "book_dump",
+    "book_load",
     "SnapshotError",
     "SnapshotStale",
     "snapshot_dump",
@@ -73,9 +83,13 @@ __all__ = [
 ]
 
 MAGIC = b"ISNP"
-VERSION = 1
+# 2: a watch's ``offers`` may be None (the engine's shared book); a body of 1 is one of 2.
+VERSION = 2
 # An older version's body to the next version's, by the older version.
-UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: lambda body: body}
+# The engine's shared open offers (``book_dump``), versioned on their own.
+BOOK_MAGIC = b"IBOK"
+BOOK_VERSION = 1
 
 # msgpack extension types
 DECIMAL = 1
@@ -280,11 +294,16 @@ def _pattern_dump(engine: PatternEngine, events: _Events) -> dict[str, Any]:
     return {"sides": sides}
 
 
+def _offers_dump(offers: OpenOffers) -> list[list[Any]]:
+    # the typed values are read again from the shown ones (_offers_load)
+    return [[offer, row.shown] for offer, row in offers.offers.items()]
+
+
 def _watch_dump(engine: WatchEngine) -> dict[str, Any]:
     last = engine.last
     return {
-        # the typed values are read again from the shown ones (_watch_load)
-        "offers": [[offer, row.shown] for offer, row in engine.offers.offers.items()],
+        # None: the engine's shared book holds them (the module docstring)
+        "offers": None if engine.shared else _offers_dump(engine.offers),
         "registered": engine.registered,
         "last_seq": engine.last_seq,
         "last": None if last is None else [last.offer, last.value, last.shown],
@@ -294,11 +313,19 @@ def _watch_dump(engine: WatchEngine) -> dict[str, Any]:
 # -- loading ----------------------------------------------------------------------------
 
 
-def snapshot_load(raw: bytes, query: Query | None = None) -> Subscription:
+def snapshot_load(
+    raw: bytes,
+    query: Query | None = None,
+    *,
+    offers: Callable[[], OpenOffers | None] | None = None,
+) -> Subscription:
     """The subscription a snapshot holds, ready to be fed the events after it.
     ``query``, if given, is its parsed query (else the snapshot's text is parsed).
+    ``offers`` gives the shared open offers at the snapshot's cursor (``book_load``), asked
+    only by a watch dumped without its own; the watch borrows them (``WatchEngine._own``).
     ``SnapshotStale`` for a snapshot of another version without an upgrade or a pickle,
-    ``SnapshotError`` for bytes that are no snapshot."""
+    or a watch without its own offers when ``offers`` gives none; ``SnapshotError`` for
+    bytes that are no snapshot."""
     raw = bytes(raw)
     if raw.startswith(_PICKLE):
         raise SnapshotStale("a pickled evaluator of before snapshots")
@@ -318,7 +345,9 @@ def snapshot_load(raw: bytes, query: Query | None = None) -> Subscription:
         body = upgrade(body)
         version += 1
     try:
-        return _build(body, query)
+        return _build(body, query, offers)
+    except SnapshotStale:
+        raise
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise SnapshotError(f"a damaged snapshot: {type(exc).__name__}: {exc}") from exc
 
@@ -330,7 +359,9 @@ def _parsed(text: str) -> Query:
     return query
 
 
-def _build(body: dict[str, Any], query: Query | None) -> Subscription:
+def _build(
+    body: dict[str, Any], query: Query | None, offers: Callable[[], OpenOffers | None] | None
+) -> Subscription:
     sub = Subscription(
         _parsed(body["query"]) if query is None else query,
         now=body["now"],
@@ -349,7 +380,7 @@ def _build(body: dict[str, Any], query: Query | None) -> Subscription:
     elif isinstance(engine, PatternEngine):
         _pattern_load(engine, state, events)
     else:
-        _watch_load(engine, state)
+        _watch_load(engine, state, offers)
     return sub
 
 
@@ -426,14 +457,58 @@ def _same(value: Any) -> Any:
 _OFFER_VALUE = {name: _offer_value(name) for name in OFFER_SCHEMA}
 
 
-def _watch_load(engine: WatchEngine, state: dict[str, Any]) -> None:
-    offers = engine.offers.offers
-    for offer, shown in state["offers"]:
+def _offers_load(rows: list[list[Any]]) -> OpenOffers:
+    offers = OpenOffers()
+    for offer, shown in rows:
         values = {name: _OFFER_VALUE[name](value) for name, value in shown.items()}
-        offers[offer] = OpenOffer(values, shown)
+        offers.offers[offer] = OpenOffer(values, shown)
+    return offers
+
+
+def _watch_load(
+    engine: WatchEngine, state: dict[str, Any], shared: Callable[[], OpenOffers | None] | None
+) -> None:
+    if state["offers"] is None:
+        book = None if shared is None else shared()
+        if book is None:
+            raise SnapshotStale(
+                "a watch checkpointed with the engine's shared open offers, which are not "
+                "at hand at its cursor"
+            )
+        engine.offers, engine.borrowed = book, True  # ranked when first read (_own)
+    else:
+        engine.offers = _offers_load(state["offers"])
         if engine.q.func is not None:
-            engine._rerank(offer)
+            for offer in engine.offers.offers:
+                engine._rerank(offer)
     engine.registered = state["registered"]
     engine.last_seq = state["last_seq"]
     last = state["last"]
     engine.last = None if last is None else Answer(*last)
+
+
+# -- the engine's shared open offers ------------------------------------------------------
+
+
+def book_dump(offers: OpenOffers, cursor: int) -> bytes:
+    """The open offers at ``cursor`` (the subscription engine's ``WatchHub``), read by
+    ``book_load``: ``BOOK_MAGIC``, a two-byte ``BOOK_VERSION`` and msgpack."""
+    body = {"cursor": cursor, "offers": _offers_dump(offers)}
+    return BOOK_MAGIC + BOOK_VERSION.to_bytes(2, "big") + _pack(body)
+
+
+def book_load(raw: bytes) -> tuple[int, OpenOffers]:
+    """The cursor and the open offers of a ``book_dump``; ``SnapshotStale`` for another
+    version (the watches that need it are rebuilt by replay), ``SnapshotError`` for bytes
+    that are no book."""
+    raw = bytes(raw)
+    if not raw.startswith(BOOK_MAGIC) or len(raw) < len(BOOK_MAGIC) + 2:
+        raise SnapshotError("not a book of open offers")
+    version = int.from_bytes(raw[len(BOOK_MAGIC) : len(BOOK_MAGIC) + 2], "big")
+    if version != BOOK_VERSION:
+        raise SnapshotStale(f"a book of version {version}; this code reads {BOOK_VERSION}")
+    try:
+        body = _unpack(raw[len(BOOK_MAGIC) + 2 :])
+        return body["cursor"], _offers_load(body["offers"])
+    except (KeyError, IndexError, TypeError, ValueError, msgpack.UnpackException) as exc:
+        raise SnapshotError(f"a damaged book: {type(exc).__name__}: {exc}") from exc

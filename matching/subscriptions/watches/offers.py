@@ -72,6 +72,16 @@ class OpenOffers:
     def get(self, offer: int) -> OpenOffer | None:
         return self.offers.get(offer)
 
+    def copy(self) -> OpenOffers:
+        """A copy that ``apply`` may change without changing this one (``best_offer``
+        changes a row in place)."""
+        other = OpenOffers()
+        other.offers = {
+            offer: OpenOffer(dict(row.values), dict(row.shown))
+            for offer, row in self.offers.items()
+        }
+        return other
+
     def apply(self, e: Event) -> int | None:
         """Applies one event; the id of the offer it changed (opened, changed or removed),
         or ``None`` when the set is unchanged."""

@@ -78,8 +78,25 @@ class WatchEngine:
         self.registered = False
         self.last_seq: int | None = None
         self.last: Answer | None = None
+        # ``shared``: the open offers are held once for many watches, by the subscription
+        # engine's ``WatchHub`` (``matching/dissemination/hosted.py``), and ``offers`` is
+        # empty here; a snapshot then leaves them out (``run/snapshot.py``). ``borrowed``:
+        # ``offers`` are another's (a checkpoint's shared open offers, read once for all
+        # the watches restored from it): copied, and the ranking built, before this
+        # engine first reads or changes them (``_own``).
+        self.shared = False
+        self.borrowed = False
+
+    def _own(self) -> None:
+        if self.borrowed:
+            self.borrowed = False
+            self.offers = self.offers.copy()
+            if self.q.func is not None:
+                for offer in self.offers.offers:
+                    self._rerank(offer)
 
     def event(self, e: Event) -> list[tuple[int | None, dict[str, Any]]]:
+        self._own()
         changed_offer = self.offers.apply(e)
         self.last_seq = e.seq
         if changed_offer is not None and self.q.func is not None:
@@ -99,6 +116,7 @@ class WatchEngine:
         return [(self.last_seq, answer_data(self.last))]
 
     def answer(self) -> Answer | None:
+        self._own()
         q = self.q
         if q.func is None:
             assert q.offer is not None

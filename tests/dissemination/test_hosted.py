@@ -1,0 +1,261 @@
+"""The subscription engine's ``WatchHub`` (``matching/dissemination/hosted.py``, issue 35 item
+5): form 4 watches delivered by the strategy the optimizer picks, over open offers held
+once, notify exactly what the one evaluator gives (``run_offline``).
+
+On generated order flows (form 4's property test's generators), range and single-offer
+watches with thresholds are registered at any point of the log (the history seam), paused
+(taken out of the hub, fed alone, put back), deleted, and the hub is restarted from a
+checkpoint (each watch's snapshot without offers, the book dumped once) with the restored
+watches fed alone for a while before they join again (the engine's joiners). Every
+watch's notifications, numbered, must be the offline contract's."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from matching.dissemination import STRATEGIES, Optimizer
+from matching.dissemination.hosted import WatchHub
+from matching.dissemination.optimizer import Plan
+from matching.subscriptions import Subscription, parse_query, parse_timestamp, run_offline
+from matching.subscriptions.events import event_from_dict
+from matching.subscriptions.run.snapshot import (
+    BOOK_MAGIC,
+    SnapshotStale,
+    book_dump,
+    book_load,
+    snapshot_dump,
+    snapshot_load,
+)
+from matching.subscriptions.watches.watch import WatchEngine
+from tests.matching.subscriptions.form4_cases import RANGE_MIN_QUERY, Flow, range_min_flow
+from tests.matching.subscriptions.test_form4_properties import flows, watches
+
+
+class Rotating(Optimizer):
+    """Picks the strategies in turn, so that relax replicas fall behind and catch up."""
+
+    def choose(self, seq: int | None, plan: Plan) -> str:
+        choice = STRATEGIES[len(self.log) % 3]
+        self.log.append({"seq": seq, "choice": choice, "estimates": {}})
+        return choice
+
+
+@dataclass
+class Plot:
+    """When each watch registers, pauses, comes back or is deleted (indexes into the
+    log: the action happens before that event), and the restart."""
+
+    registered: list[int]
+    paused: dict[int, tuple[int, int]] = field(default_factory=dict)
+    deleted: dict[int, int] = field(default_factory=dict)
+    restart: tuple[int, int] | None = None  # checkpoint at, restored watches join at
+
+
+def offline(text: str, events: list[dict[str, Any]], registered: int) -> list[dict[str, Any]]:
+    """``run_offline`` with the first ``registered`` events as history."""
+    now = _now(events, registered)
+    return list(run_offline(parse_query(text), events, now=now))
+
+
+def _now(events: list[dict[str, Any]], registered: int) -> dt.datetime:
+    if registered < len(events):
+        return parse_timestamp(events[registered]["time"], what="now")
+    return parse_timestamp(Flow().time(len(events) + 1), what="now")
+
+
+def hosted(
+    events: list[dict[str, Any]],
+    texts: list[str],
+    plot: Plot,
+    *,
+    hub: WatchHub,
+) -> tuple[dict[int, list[dict[str, Any]]], WatchHub]:
+    """Each watch's notifications through the hub, with the plot's pauses, deletions and
+    restart; the hub at the end."""
+    typed = [event_from_dict(e) for e in events]
+    subs = {
+        i: Subscription(parse_query(t), now=_now(events, plot.registered[i]))
+        for i, t in enumerate(texts)
+    }
+    got: dict[int, list[dict[str, Any]]] = {i: [] for i in subs}
+    state = dict.fromkeys(subs, "waiting")  # waiting, hub, alone, gone
+    rejoin = dict.fromkeys(subs, 0)  # an alone watch joins again from this index
+
+    def take(i: int, outputs: list[Any]) -> None:
+        got[i].extend(o.to_json() for o in outputs)
+
+    for k in range(len(typed) + 1):
+        if plot.restart is not None and plot.restart[0] == k:
+            raws = {
+                i: snapshot_dump(hub.subscription(i) if state[i] == "hub" else subs[i])
+                for i in subs
+            }
+            at, shared = book_load(book_dump(hub.offers, k))
+            assert at == k
+
+            def offers(shared: Any = shared) -> Any:
+                return shared  # one book for all the watches restored from it
+
+            hub = WatchHub(hub.count, hub.optimizer, log_slack=hub.log_slack)
+            for i, raw in raws.items():
+                subs[i] = snapshot_load(raw, offers=offers)
+                if state[i] == "hub":
+                    state[i] = "alone"
+                    rejoin[i] = plot.restart[1]
+        for i, at in enumerate(plot.registered):
+            if at == k:
+                take(i, subs[i].history_done())
+                state[i] = "alone"
+        for i, at in plot.deleted.items():
+            if at == k and state[i] != "gone":
+                if state[i] == "hub":
+                    hub.discard(i)
+                state[i] = "gone"
+        for i, (start, end) in plot.paused.items():
+            if start == k and state[i] == "hub":
+                subs[i] = hub.remove(i)
+                state[i] = "alone"
+                rejoin[i] = max(rejoin[i], end)
+        for i in subs:
+            if state[i] == "alone" and rejoin[i] <= k:
+                hub.add(i, subs[i])
+                state[i] = "hub"
+        if k == len(typed):
+            break
+        e = typed[k]
+        for i, sub in subs.items():
+            if state[i] == "waiting":
+                take(i, sub.push(e, live=False))
+            elif state[i] == "alone":
+                take(i, sub.push(e, live=True))
+        for i, output in hub.push(e):
+            got[i].append(output.to_json())  # type: ignore[union-attr]  # a watch never ends
+    return got, hub
+
+
+@st.composite
+def plots(draw, count: int, length: int) -> Plot:
+    index = st.integers(0, length)
+    plot = Plot([draw(index) for _ in range(count)])
+    for i in range(count):
+        action = draw(st.sampled_from(["none", "none", "pause", "delete"]))
+        start = draw(st.integers(plot.registered[i], length))
+        if action == "pause":
+            plot.paused[i] = (start, draw(st.integers(start, length)))
+        elif action == "delete":
+            plot.deleted[i] = start
+    if draw(st.booleans()):
+        at = draw(index)
+        plot.restart = (at, draw(st.integers(at, length)))
+    return plot
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    flows(),
+    st.lists(watches(), min_size=1, max_size=6),
+    st.integers(1, 4),
+    st.sampled_from(["auto", "rotating"]),
+    st.integers(1, 6),
+    st.data(),
+)
+def test_the_hub_notifies_each_watch_what_the_offline_contract_gives(
+    flow, ws, consumers, optimizer, slack, draw
+):
+    events = flow.events
+    texts = [w["text"] for w in ws]
+    plot = draw.draw(plots(len(texts), len(events)))
+    hub = WatchHub(consumers, Rotating() if optimizer == "rotating" else Optimizer(),
+                   log_slack=slack)  # fmt: skip
+    got, _ = hosted(events, texts, plot, hub=hub)
+    for i, text in enumerate(texts):
+        expected = offline(text, events, plot.registered[i])
+        if i in plot.deleted:  # what it was given before its deletion
+            cut = plot.deleted[i]
+            limit = events[cut]["seq"] if cut < len(events) else None
+            expected = [
+                line
+                for line in expected
+                if limit is None or line["seq"] is None or line["seq"] < limit
+            ]
+        assert got[i] == expected, (text, plot)
+
+
+def test_the_open_offers_are_held_once_and_every_strategy_is_used():
+    # Given SPEC 8.3's range-min example and three watches on it, in a hub whose optimizer
+    # takes the strategies in turn
+    flow = range_min_flow()
+    for offer in (5, 6, 7):
+        flow.post(offer, f"0.9{offer}", quantity_max=3000)
+    events = flow.events
+    texts = [RANGE_MIN_QUERY, RANGE_MIN_QUERY + " NOTIFY WHEN CHANGED BY 1%",
+             "SELECT ask FROM offers WHERE offer = 1"]  # fmt: skip
+    hub = WatchHub(2, Rotating())
+    got, hub = hosted(events, texts, Plot([3, 0, 3]), hub=hub)
+    # Then each watch is the offline contract's
+    for i, text in enumerate(texts):
+        assert got[i] == offline(text, events, [3, 0, 3][i])
+    # and the open offers are the hub's alone: none of the watches keeps a copy
+    assert sorted(hub.offers.offers) == [1, 2, 3, 5, 6, 7]
+    for sub in hub.subs.values():
+        assert isinstance(sub.engine, WatchEngine)
+        assert sub.engine.shared and sub.engine.offers.offers == {}
+    # and each change that reached a range watch was logged with its measured time
+    choices = hub.take_choices()
+    assert [c["choice"] for c in choices] == [STRATEGIES[i % 3] for i in range(len(choices))]
+    # (watch 1 from the start: every change reached it)
+    assert [c["seq"] for c in choices] == [e["seq"] for e in events]
+    assert all(c["measured_seconds"] >= 0 for c in choices)
+    assert hub.take_choices() == []
+
+
+def test_a_snapshot_without_its_offers_is_stale_without_the_book():
+    # Given a watch checkpointed in a hub (its offers left to the book)
+    flow = range_min_flow()
+    sub = Subscription(parse_query(RANGE_MIN_QUERY), now=_now(flow.events, 3))
+    for raw in flow.events[:3]:
+        sub.push(event_from_dict(raw), live=False)
+    sub.history_done()
+    hub = WatchHub()
+    hub.add(7, sub)
+    raw = snapshot_dump(hub.subscription(7))
+    book = book_dump(hub.offers, 3)
+    assert book.startswith(BOOK_MAGIC)
+    # When it is loaded without the book, or with no book at its cursor, it is stale (the
+    # engine rebuilds it by replay)
+    for offers in (None, lambda: None):
+        try:
+            snapshot_load(raw, offers=offers)
+        except SnapshotStale as stale:
+            assert "shared open offers" in str(stale)
+        else:
+            raise AssertionError("loaded without its offers")
+    # and with the book it is the watch it was, with the book's offers as its own
+    loaded = snapshot_load(raw, offers=lambda: book_load(book)[1])
+    engine = loaded.engine
+    assert isinstance(engine, WatchEngine)
+    assert engine.answer() == hub._last(7, engine.q)
+    assert sorted(engine.offers.offers) == [1, 2, 3]
+
+
+def test_a_paused_watch_comes_back_comparing_with_what_it_was_told():
+    # Given offers 1 at 1.00 and 2 at 1.02, a watch told of moves over 5% and one of any
+    pencils = "office.supplies.pencils"
+    flow = Flow()
+    flow.post(1, "1.00")
+    flow.post(2, "1.02")
+    flow.amend(1, "0.99")  # within 5% of 1.00: the first is not told
+    flow.end(1)  # while the first is paused: offer 2 at 1.02, within 5% of 1.00
+    flow.amend(2, "1.06")  # back in the hub: 6% over the 1.00 it was told
+    texts = [f"SELECT MIN(ask) FROM offers WHERE subject = '{pencils}' NOTIFY WHEN CHANGED BY 5%",
+             f"SELECT MIN(ask) FROM offers WHERE subject = '{pencils}'"]  # fmt: skip
+    got, _ = hosted(flow.events, texts, Plot([2, 2], paused={0: (3, 4)}), hub=WatchHub())
+    assert got[0] == offline(texts[0], flow.events, 2)
+    assert got[1] == offline(texts[1], flow.events, 2)
+    assert [line["data"]["value"] for line in got[0]] == ["1.00", "1.06"]
+    assert [line["data"]["value"] for line in got[1]] == ["1.00", "0.99", "1.02", "1.06"]
