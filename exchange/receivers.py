@@ -1,5 +1,6 @@
 """Django's signals wired to the services that close the WebSockets of a login that lost its
-authority. Signals rather than calls in each view, because Django itself ends sessions and
+authority, and a request's start and end to the lookups it may keep (``exchange.selectors.
+lookups``). Signals rather than calls in each view, because Django itself ends sessions and
 changes passwords and users in many places (its logout, the admin's password and user forms,
 ``set_password`` in a shell), and every one of them must close the sockets; the work itself
 is in ``exchange.services.sessions`` and happens after commit."""
@@ -10,10 +11,12 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_out
+from django.core.signals import request_finished, request_started
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
 from exchange.selectors.accounts import AuthorityLost, user_authority_lost
+from exchange.selectors.lookups import request_lookups_begin, request_lookups_end
 from exchange.services.sessions import (
     session_sockets_close,
     user_session_sockets_close,
@@ -52,3 +55,13 @@ def _user_saved(sender: Any, instance: Any, **kwargs: Any) -> None:
 @receiver(post_delete, sender=settings.AUTH_USER_MODEL, dispatch_uid="exchange.user_deleted")
 def _user_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
     user_sockets_close(user_id=instance.pk)
+
+
+@receiver(request_started, dispatch_uid="exchange.request_lookups_begin")
+def _request_started(sender: Any, **kwargs: Any) -> None:
+    request_lookups_begin()
+
+
+@receiver(request_finished, dispatch_uid="exchange.request_lookups_end")
+def _request_finished(sender: Any, **kwargs: Any) -> None:
+    request_lookups_end()

@@ -78,6 +78,9 @@ def accepted_parameters(view: Any) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+_accepted: dict[tuple[type, str | None], frozenset[str]] = {}
+
+
 class KnownParameters:
     """Mix into an API view (before the DRF class) to refuse unknown query parameters.
 
@@ -94,10 +97,15 @@ class KnownParameters:
         super().initial(request, *args, **kwargs)  # type: ignore[misc]
         if request.method not in CHECKED_METHODS:
             return
-        accepted = accepted_parameters(self)
+        # What a view accepts is fixed by its class (its declarations and its paginator's):
+        # worked out once, not per read (it builds the query serializer's fields; issue 36).
+        key = (type(self), api_settings.URL_FORMAT_OVERRIDE)
+        accepted = _accepted.get(key)
+        if accepted is None:
+            accepted = _accepted[key] = frozenset(accepted_parameters(self))
         unknown = [name for name in request.query_params if name not in accepted]
         if unknown:
-            listed = ", ".join(accepted)
+            listed = ", ".join(accepted_parameters(self))
             raise InvalidInput(
                 "unknown_parameter",
                 f"This endpoint has no query parameter {unknown[0]!r}; it takes {listed}.",

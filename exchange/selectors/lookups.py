@@ -5,11 +5,23 @@ with the instances built from the row by ``Model.from_db``: through the ORM they
 1.2 and 1.1 ms of CPU per request, a fifth of ``POST /api/v1/bids/`` (issue 17), and as
 plain statements about 0.3 ms. tests/api/test_lookups.py checks that they load every field
 as the ORM does.
+
+Inside a request, their rows are also kept per process under the version of
+``exchange_lookup_version``, which every write to users, tokens and markets replaces in its
+own transaction (migration 0020: a statement trigger, so every way of writing counts). A
+request reads that version once, with its first lookup; a row kept under the same version
+is still what the table holds, so the token and market of a bid cost one small statement
+instead of two (issue 36). A key not kept at all is read with the version in one statement,
+so a first request costs what it did. A revoked token, a deactivated user or a changed
+market is seen by the next request of every process: the write changed the version.
+Outside a request (commands, tasks) nothing is kept: every lookup reads its row.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from django.contrib.auth.models import User
@@ -42,22 +54,78 @@ _TOKEN = (
     f'SELECT {_columns(Token, "t")}, {_columns(User, "u")} FROM "{Token._meta.db_table}" t '
     f'JOIN "{User._meta.db_table}" u ON u."id" = t."user_id" WHERE t."key" = %s'
 )
+_VERSION = "SELECT version::text FROM exchange_lookup_version WHERE id = 1"
+# A lookup with the version, from one snapshot: a row kept under it is no older than it.
+_WITH_VERSION = "SELECT ({version}), q.* FROM ({query}) q"
+
+# Outside a request nothing is kept; in one, the version its first lookup read, or UNREAD.
+OUTSIDE, UNREAD = "outside", "unread"
+_request_version: ContextVar[str] = ContextVar("lookup_version", default=OUTSIDE)
+# (statement, key) -> (version, row); rows are tuples, which no request can change.
+_kept: dict[tuple[str, str], tuple[str, tuple[Any, ...]]] = {}
+_kept_lock = threading.Lock()
+KEPT_MAX = 10_000
+
+
+def request_lookups_begin() -> None:
+    """A request starts (``request_started``): its lookups may use the kept rows."""
+    _request_version.set(UNREAD)
+
+
+def request_lookups_end() -> None:
+    """The request ended (``request_finished``): lookups read their rows again."""
+    _request_version.set(OUTSIDE)
+
+
+def _version(cursor: Any) -> str:
+    cursor.execute(_VERSION)
+    (version,) = cursor.fetchone()
+    return str(version)
+
+
+def _row(query: str, key: str) -> tuple[Any, ...] | None:
+    """The row of ``query`` for ``key`` (None if there is none); in a request, the kept one
+    while the version is the one it was kept under."""
+    version = _request_version.get()
+    with connection.cursor() as cursor:
+        if version == OUTSIDE:
+            cursor.execute(query, [key])
+            return cursor.fetchone()
+        kept = _kept.get((query, key))
+        if kept is not None:
+            if version == UNREAD:
+                version = _version(cursor)
+                _request_version.set(version)
+            if kept[0] == version:
+                return kept[1]
+        if version == UNREAD:
+            cursor.execute(_WITH_VERSION.format(version=_VERSION, query=query), [key])
+            found = cursor.fetchone()
+            version = _version(cursor) if found is None else str(found[0])
+            _request_version.set(version)
+            row = None if found is None else tuple(found[1:])
+        else:
+            cursor.execute(query, [key])
+            found = cursor.fetchone()
+            row = None if found is None else tuple(found)
+    if row is not None:  # a key that names nothing is not kept: any key can be sent
+        with _kept_lock:
+            if len(_kept) >= KEPT_MAX:
+                _kept.clear()
+            _kept[query, key] = (version, row)
+    return row
 
 
 def market_by_subject(*, subject: str) -> Market | None:
     """The market named ``subject`` (no counts annotated: cheaper than ``ui.market_get``)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_MARKET, [subject])
-        row = cursor.fetchone()
+    row = _row(_MARKET, subject)
     return None if row is None else _instance(Market, row)
 
 
 def token_with_user(*, key: str) -> Token | None:
     """The API token ``key`` with its user loaded (what DRF's ``TokenAuthentication`` reads
     with ``select_related("user")``), or None."""
-    with connection.cursor() as cursor:
-        cursor.execute(_TOKEN, [key])
-        row = cursor.fetchone()
+    row = _row(_TOKEN, key)
     if row is None:
         return None
     width = len(Token._meta.concrete_fields)

@@ -10,8 +10,8 @@ import datetime as dt
 from decimal import Decimal
 
 from django.contrib.auth.models import User
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
+from django.db.models import F, Field
 from django.utils import timezone
 
 from exchange.engine.constraints import market_schema_of
@@ -21,7 +21,7 @@ from exchange.models import BestOffer, Bid, Market, Offer, OrderChange
 from exchange.models.orders import OrderT
 from exchange.selectors.limits import bid_largest_award, buyer_room
 from exchange.selectors.markets import constraint_check
-from exchange.services.events import order_event
+from exchange.services.events import OrderEvent, order_event
 from exchange.services.limits import award_check
 from exchange.services.notifications import offer_event
 from exchange.services.side_effects import after_commit
@@ -114,15 +114,60 @@ def bid_place(*, buyer: User, market: Market, constraint: ConstraintSource) -> B
     rules = _rules(market, "bid", constraint)
     with transaction.atomic():
         award = _bid_award(market, rules, buyer.pk, None)
-        bid = Bid.objects.create(
+        bid = Bid(
             market=market,
             buyer=buyer,
             constraint_text=rules.text,
             constraint_json=rules.json,
             largest_award=award,
         )
-        order_changed(bid, "bid_placed", rules.constraint)
+        _bid_insert(bid, order_event("bid_placed", bid, rules.constraint))
+        market_id = market.pk
+        after_commit("triggering a matching cycle", lambda: matching_cycle_request(market_id))
     return bid
+
+
+def _insert_sql() -> tuple[str, list[Field]]:
+    """``_bid_insert``'s statement and the bid's fields whose values it takes, in order."""
+    fields = [f for f in Bid._meta.concrete_fields if not f.primary_key]
+    change = OrderChange._meta
+    columns = ", ".join(f'"{f.column}"' for f in fields)
+    values = ", ".join("%s" for _ in fields)
+    return (
+        f'WITH b AS (INSERT INTO "{Bid._meta.db_table}" ({columns}) VALUES ({values}) '
+        f'RETURNING "id"), c AS (INSERT INTO "{change.db_table}" ("side", "order_id", '
+        '"created_at", "processed_at", "event", "event_owner_id") '
+        'SELECT %s, b."id", %s, NULL, jsonb_set(%s, \'{bid}\', to_jsonb(b."id")), %s '
+        'FROM b) SELECT b."id" FROM b',
+        fields,
+    )
+
+
+_BID_INSERT: tuple[str, list[Field]] | None = None
+
+
+def _bid_insert(bid: Bid, event: OrderEvent) -> None:
+    """Write a new ``bid`` and its ``OrderChange`` (with ``event``, whose ``bid`` the
+    statement fills in with the new id) as one statement, each field's value prepared as
+    ``Model.save`` prepares it: through the ORM these were two ``INSERT``s and about a
+    seventh of ``POST /api/v1/bids/``'s CPU (py-spy, issue 36)."""
+    global _BID_INSERT
+    if _BID_INSERT is None:
+        _BID_INSERT = _insert_sql()
+    sql, fields = _BID_INSERT
+    params = [f.get_db_prep_save(f.pre_save(bid, True), connection) for f in fields]
+    event_field = OrderChange._meta.get_field("event")
+    params += [
+        OrderChange.Side.BID,
+        timezone.now(),
+        event_field.get_db_prep_save(event.event, connection),
+        event.owner_id,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        (bid.pk,) = cursor.fetchone()
+    bid._state.adding = False
+    bid._state.db = connection.alias
 
 
 def _locked(model: type[OrderT], order_id: int) -> OrderT:

@@ -38,13 +38,14 @@ PY_SPY = Path(__file__).resolve().parents[3] / ".venv" / "bin" / "py-spy"
 
 
 @contextmanager
-def _profiled(pid: int, out: Path | None) -> Iterator[None]:
-    """py-spy recording process ``pid`` (its threads holding the GIL, 500 samples a second,
-    raw collapsed stacks) into ``out`` while the block runs; nothing when ``out`` is None."""
+def _profiled(pid: int, out: Path | None, *, gil: bool = True) -> Iterator[None]:
+    """py-spy recording process ``pid`` (its threads holding the GIL, or with ``gil`` false
+    those the system has running, 500 samples a second, raw collapsed stacks) into ``out``
+    while the block runs; nothing when ``out`` is None."""
     if out is None:
         yield
         return
-    argv = [str(PY_SPY), "record", "--pid", str(pid), "--gil", "--rate", "500"]
+    argv = [str(PY_SPY), "record", "--pid", str(pid), *(["--gil"] if gil else []), "--rate", "500"]
     argv += ["--format", "raw", "--output", str(out)]
     spy = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)  # py-spy attaches
