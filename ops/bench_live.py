@@ -47,7 +47,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument(
-        "--web-workers", type=int, default=2, help="uvicorn worker processes (as ops/run)"
+        "--web-workers", type=int, default=2, help="HTTP processes (WEB_WORKERS, as ops/run)"
+    )
+    parser.add_argument(
+        "--socket-workers",
+        type=int,
+        default=1,
+        help="WebSocket processes (SOCKET_WORKERS, as ops/run; 0: the HTTP processes serve the "
+        "sockets too, as before issue 36)",
     )
     parser.add_argument("--out", help="also write the result as a short Markdown report here")
     parser.add_argument("--json", help="write the result as JSON here (ops/bench reads it)")
@@ -149,7 +156,11 @@ def main() -> int:
         stack.start_beat()
         # /healthz answers 200 once the workers do too.
         stack.start_server(
-            port=args.port, workers=args.web_workers, ready_path="/healthz", ready_seconds=120
+            port=args.port,
+            workers=args.web_workers,
+            socket_workers=args.socket_workers,
+            ready_path="/healthz",
+            ready_seconds=120,
         )
         for rate in args.sweep or [args.rate]:
             runs.append(drive_rate(args, rate, tokens))
@@ -164,6 +175,7 @@ def main() -> int:
         "readers": args.readers,
         "seconds": args.seconds,
         "web_workers": args.web_workers,
+        "socket_workers": args.socket_workers,
         "setup_s": setup_s,
         "verify": verdict,
     }
@@ -205,12 +217,15 @@ def request_costs(
     load_before = os.getloadavg()[0]
     try:
         stack.start_workers()
-        server = stack.start_server(port=args.port, workers=1, ready_path="/healthz")
+        server = stack.start_server(
+            port=args.port, workers=1, socket_workers=args.socket_workers, ready_path="/healthz"
+        )
         if args.profile:
             args.profile.mkdir(parents=True, exist_ok=True)
+        (http_process,) = server.children("web")
         rows = costs.measure(
             base_url=stack.url,
-            pid=server.pid,
+            pid=http_process,
             token=token,
             offers=offers,
             count=args.request_costs,

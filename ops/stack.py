@@ -1,6 +1,7 @@
-"""The product's processes started the way ``ops/run`` starts them: uvicorn (ASGI), the Celery
-workers (the matching worker and the one for other tasks) and beat, each in its own process
-group with its log file.
+"""The product's processes started the way ``ops/run`` starts them: the web tier
+(``exchange/server.py``: uvicorn's HTTP processes and the socket processes on one address), the
+Celery workers (the matching worker and the one for other tasks) and beat, each in its own
+process group with its log file.
 
 Shared by the stack and browser tests (``tests/livestack.py``, against the test database) and
 the live benchmark (``ops/benchmarks/live``, against its own database): the caller gives the
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from exchange.settings.proxies import NAME as PROXIES_VARIABLE
 from exchange.settings.proxies import trusted_proxies, uvicorn_args
+from exchange.settings.web_tier import SOCKET_WORKERS, worker_count
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -61,6 +63,22 @@ class Process:
         if self.popen.poll() is None:
             os.killpg(self.popen.pid, signal.SIGKILL)
             self.popen.wait(timeout=10)
+
+    def children(self, role: str) -> list[int]:
+        """The pids of this process's children of ``role`` in the web tier (``exchange/
+        server.py``'s ``web`` or ``socket`` processes), in the order they were started."""
+        with open(f"/proc/{self.pid}/task/{self.pid}/children") as f:
+            pids = [int(p) for p in f.read().split()]
+        out = []
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except FileNotFoundError:
+                continue  # exited meanwhile
+            if b"--role" in argv and argv[argv.index(b"--role") + 1] == role.encode():
+                out.append(pid)
+        return out
 
     def tail(self, lines: int = 40) -> str:
         try:
@@ -127,19 +145,23 @@ class Stack:
         *,
         port: int | None = None,
         workers: int = 1,
+        socket_workers: int | None = None,
         ready_path: str = "/",
         ready_seconds: float = 60,
     ) -> Process:
-        """uvicorn on 127.0.0.1 (a free port unless given), logging warnings only, trusting
-        the forwarded headers of the proxies the environment's ``DJANGO_TRUSTED_PROXIES``
-        lists (none by default) as ``ops/run`` does; returns once ``ready_path`` answers
-        below 400."""
+        """The web tier (``exchange/server.py``) on 127.0.0.1 (a free port unless given):
+        ``workers`` HTTP processes and ``socket_workers`` socket processes (by default the
+        environment's ``SOCKET_WORKERS``, else 1, as ``ops/run``), logging warnings only,
+        trusting the forwarded headers of the proxies the environment's
+        ``DJANGO_TRUSTED_PROXIES`` lists (none by default) as ``ops/run`` does; returns once
+        ``ready_path`` answers below 400."""
         self.port = port or free_port()
-        argv = [str(BIN / "uvicorn"), "exchange.asgi:application", "--host", "127.0.0.1"]
-        argv += ["--port", str(self.port), "--log-level", "warning"]
+        if socket_workers is None:
+            socket_workers = worker_count(SOCKET_WORKERS, self.env)
+        argv = [str(BIN / "python"), "-m", "exchange.server", "--host", "127.0.0.1"]
+        argv += ["--port", str(self.port), "--log-level", "warning", "--no-access-log"]
+        argv += ["--web-workers", str(workers), "--socket-workers", str(socket_workers)]
         argv += uvicorn_args(trusted_proxies(self.env.get(PROXIES_VARIABLE)))
-        if workers > 1:
-            argv += ["--workers", str(workers), "--no-access-log"]
         process = self.spawn("server", argv)
         self.wait_http(f"{self.url}{ready_path}", "server", seconds=ready_seconds)
         return process

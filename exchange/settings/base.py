@@ -21,6 +21,9 @@ from django.core.exceptions import ImproperlyConfigured
 from . import ports
 from .proxies import NAME as PROXIES_VARIABLE
 from .proxies import ProxySettingError, trusted_proxies
+from .web_tier import SOCKET_WORKERS as SOCKET_WORKERS_VARIABLE
+from .web_tier import WEB_WORKERS as WEB_WORKERS_VARIABLE
+from .web_tier import WorkerCountError, worker_count
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -140,6 +143,14 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # benchmarks.md) 6 gave the fastest 201s but frames 15-29 s late with a third never seen; 2
 # gave frames 0.3 s after their 201, every one seen.
 WEB_IN_FLIGHT = int(env("WEB_IN_FLIGHT", "2"))
+# The web tier's processes (exchange/server.py, started by ops/run): WEB_WORKERS serve HTTP,
+# SOCKET_WORKERS the WebSockets, which the HTTP processes hand over, so that no frame waits
+# behind a request thread (issue 36; 0 socket processes: the HTTP ones carry them too).
+try:
+    WEB_WORKERS = worker_count(WEB_WORKERS_VARIABLE)
+    SOCKET_WORKERS = worker_count(SOCKET_WORKERS_VARIABLE)
+except WorkerCountError as _exc:
+    raise ImproperlyConfigured(str(_exc)) from None
 # Let psycopg prepare statements run repeatedly (the matching cycle's store queries).
 DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 5
 # No JIT compilation: the exchange's statements are short, and one whose estimate crosses

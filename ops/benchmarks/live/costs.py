@@ -131,7 +131,7 @@ def markdown(r: dict[str, Any]) -> str:
         "## Server CPU per request (issue 17)",
         "",
         f"`{r['command']}` on {r['date']} at commit `{r['commit']}`, {r['machine']}, load "
-        f"average {r['load'][0]:.1f} before and {r['load'][1]:.1f} after. One uvicorn process "
+        f"average {r['load'][0]:.1f} before and {r['load'][1]:.1f} after. One HTTP process of the web tier "
         f"(the matching worker and the other workers beside it) on the live benchmark's book "
         f"({r['offers']:,} open offers, {r['bids']:,} active bids); each request "
         f"{r['count']} times one after another, after {WARM} untimed; CPU is the server "

@@ -28,6 +28,8 @@ def values(r: dict[str, Any]) -> dict[str, str]:
         "offers": f"{r['offers']:,}",
         "bids": f"{r['bids']:,}",
         "web_workers": str(r["web_workers"]),
+        # Runs from before issue 36 had no socket processes: the HTTP ones served the sockets.
+        "socket_workers": str(r.get("socket_workers", 0)),
         "rate": f"{r['rate']:g}",
         "readers": f"{r['readers']:g}",
         "seconds": f"{r['seconds']:g}",
@@ -145,6 +147,7 @@ def sweep_markdown(r: dict[str, Any]) -> str:
         readers=f"{r['readers']:g}",
         seconds=f"{r['seconds']:g}",
         web_workers=str(r["web_workers"]),
+        socket_workers=str(r.get("socket_workers", 0)),
         loads=", ".join(f"{run['load_average'][0]:.1f}" for run in runs),
         table="\n".join(sweep_rows(r)),
         highest=f"{max(rates):g} bids/s" if rates else "none of the rates offered",

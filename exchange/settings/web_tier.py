@@ -1,0 +1,36 @@
+"""How many processes the web tier runs (``exchange/server.py``): ``WEB_WORKERS`` serve HTTP
+(2 by default), ``SOCKET_WORKERS`` serve the WebSockets (1 by default; 0 lets the HTTP
+processes serve them too, as before issue 36). Plain Python, no Django: the server's
+supervisor reads them before any settings are loaded, ``exchange/settings/base.py`` names them
+for everything else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+WEB_WORKERS = "WEB_WORKERS"
+SOCKET_WORKERS = "SOCKET_WORKERS"
+DEFAULTS = {WEB_WORKERS: 2, SOCKET_WORKERS: 1}
+
+
+class WorkerCountError(ValueError):
+    """A process count that is not a whole number in range."""
+
+
+def worker_count(name: str, environ: Mapping[str, str] | None = None) -> int:
+    """The count ``name`` (``WEB_WORKERS`` or ``SOCKET_WORKERS``) of ``environ`` (by default
+    the process's environment), its default when unset or empty. ``WEB_WORKERS`` is 1 or
+    more, ``SOCKET_WORKERS`` 0 or more."""
+    raw = (os.environ if environ is None else environ).get(name, "").strip()
+    if not raw:
+        return DEFAULTS[name]
+    lowest = 1 if name == WEB_WORKERS else 0
+    try:
+        value = int(raw)
+    except ValueError:
+        value = lowest - 1
+    if value < lowest:
+        raise WorkerCountError(f"{name} must be a whole number, {lowest} or more; not {raw!r}")
+    return value
