@@ -467,7 +467,8 @@ class Engine:
             def visible(sub_id: Any, owner: int | None = owner) -> bool:
                 return followed[sub_id].member.sees(owner)
 
-            self._outputs(self.subs.push(event, visible))
+            # an event of no owner is everyone's: no member need be asked
+            self._outputs(self.subs.push(event, visible if owner is not None else None))
             while self._over:
                 self._defer(self._over.pop(), event.seq)
         self._since_checkpoint += len(events)
