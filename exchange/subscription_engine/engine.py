@@ -491,7 +491,8 @@ class Engine:
             def visible(sub_id: Any, owner: int | None = owner) -> bool:
                 return followed[sub_id].member.sees(owner)
 
-            self._outputs(self.subs.push(event, visible))
+            # an event of no owner is everyone's: no member need be asked
+            self._outputs(self.subs.push(event, visible if owner is not None else None))
             if owner is None:  # offer and best_offer events are public (SPEC 5.6)
                 self._outputs(self.watches.push(event))
             while self._over:

@@ -15,6 +15,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from exchange.errors import InvalidInput
 from exchange.models import Subscription, SubscriptionEngineProcess, SubscriptionPartition
 from exchange.redis_clients import redis_client
 from exchange.selectors.events import events_log_end
@@ -34,7 +35,16 @@ from matching.subscriptions import parse_query, run_offline
 from matching.subscriptions.run.limits import WORK_LIMIT
 from tests.conftest import live_engines_stop
 from tests.factories import StaffFactory, UserFactory
-from tests.subscriptions.log import DAY, Log, append_at, outbox, owner_log, register, trade
+from tests.subscriptions.log import (
+    DAY,
+    TEMPLATES,
+    Log,
+    append_at,
+    outbox,
+    owner_log,
+    register,
+    trade,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -704,3 +714,66 @@ def test_a_hundred_composites_that_keep_every_event_write_their_state_only_at_ch
     assert set(Subscription.objects.filter(pk__in=ids).values_list("state", "last_n")) == {
         ("active", 0)
     }
+
+
+def test_subscriptions_registered_in_bulk_are_those_registered_one_by_one():
+    rng = random.Random(7)
+    users = [UserFactory(username=f"bulk{i}") for i in range(2)] + [StaffFactory()]
+    log = Log(users, rng)
+    # Given a log with history, and the same queries of every form registered one by one
+    # and in bulk (each user's in one call), at one instant each
+    log.add(30)
+    queries = {
+        user.pk: [
+            rng.choice(TEMPLATES).format(
+                p=f"{rng.randint(85, 125) / 100:.2f}",
+                k=rng.randint(1, 4),
+                m=rng.choice((5, 20, 90)),
+                f=rng.choice(("1.01", "1.05", "1.10")),
+                T=T,
+            )
+            for _ in range(30)
+        ]
+        for user in users
+    }
+    queries[users[0].pk] += queries[users[0].pk][:5]  # the same text twice in one call
+    single = [
+        subscription_create(owner=user, query=text) for user in users for text in queries[user.pk]
+    ]
+    bulk = [
+        sub
+        for user in users
+        for sub in service.subscriptions_create_many(owner=user, queries=queries[user.pk])
+    ]
+    # Then each bulk row is what one-by-one registration writes at its seam and NOW
+    fields = ("owner_id", "kind", "query", "state", "reason", "last_n", "checkpoint_n")
+    for one, many in zip(single, bulk, strict=True):
+        many.refresh_from_db()
+        assert [getattr(many, f) for f in fields] == [getattr(one, f) for f in fields]
+        assert (many.seam, many.cursor) == (one.seam, one.cursor)  # no append in between
+    # and once the engine has followed the log, every outbox is the offline contract's
+    a = make("a", batch=9, chunk=7)
+    a.upkeep()
+    drain(a)
+    log.add(40)
+    drain(a)
+    logs = {user.pk: owner_log(user) for user in users}
+    for sub in single + bulk:
+        sub.refresh_from_db()
+        expected = list(run_offline(parse_query(sub.query), logs[sub.owner_id], now=sub.now))
+        assert outbox(sub) == expected, sub.query
+    assert sum(len(outbox(sub)) for sub in bulk) > 100
+
+
+def test_a_bulk_registration_with_a_bad_query_or_past_the_limit_stores_nothing():
+    user = UserFactory()
+    good = "SELECT price WHERE type = 'trade'"
+    with pytest.raises(InvalidInput) as bad:
+        service.subscriptions_create_many(owner=user, queries=[good, "SELECT nonsense"])
+    assert bad.value.field == "queries[1]"
+    subscription_create(owner=user, query=good)
+    with pytest.raises(InvalidInput) as full:
+        service.subscriptions_create_many(owner=user, queries=[good] * service.MAX_ACTIVE)
+    assert full.value.code == "too_many_subscriptions"
+    assert Subscription.objects.filter(owner=user).count() == 1
+    assert len(service.subscriptions_create_many(owner=user, queries=[good] * 99)) == 99

@@ -20,7 +20,13 @@ A ``SubscriptionSet`` holds live ``Subscription`` objects (the one evaluator of
   (``b.price > 1.05 * a.price``) sorted by it (``automaton.py``), so the event touches
   only the instances of its own value that it can advance.
 * Form 2 (composite) subscriptions, and any other kind, fall back to being pushed every
-  event: their joins are not static tests.
+  event: their joins are not static tests. A form 4 watch is pushed every event until its
+  first live one (which registers it); from then on only the events that can change the
+  open offers (``watches.offers.CHANGING``; any other leaves its answer as it is, so
+  pushing it would output nothing), and a range watch whose subject test names one
+  subject only those of that subject (an offer's events all carry its market's subject,
+  and an offer of another subject never qualifies). Its state then lacks the other
+  subjects' offers, which no answer of it reads.
 * Patterns of one side that are equal but for their ``WHERE`` and ``WITHIN`` ("prices
   rising for at least D minutes", one per D; "offer K's best value fell three times
   within W minutes", one per W) share one automaton compiled without ``WHERE`` and with
@@ -92,7 +98,7 @@ from matching.index import MatchingIndex, split_conditions
 from matching.index.tree import IndexTest
 from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_pattern
 from matching.subscriptions.events import Event, event_from_dict
-from matching.subscriptions.language.model import AtomicQuery
+from matching.subscriptions.language.model import AtomicQuery, SubjectTest, WatchQuery
 from matching.subscriptions.language.schema import EVENT_SCHEMA
 from matching.subscriptions.patterns.automaton import Automaton, Instance, Node, PatternEngine
 from matching.subscriptions.patterns.bounds import BoundGroup, BoundShape, bound_shape
@@ -110,6 +116,7 @@ from matching.subscriptions.patterns.model import (
 )
 from matching.subscriptions.patterns.thresholds import Shape, ThresholdGroup, threshold_shape
 from matching.subscriptions.patterns.where import WhereIndex
+from matching.subscriptions.watches.offers import CHANGING
 
 from .evaluator import Output, Subscription, deliver_all
 from .limits import CHECK_EVERY
@@ -419,6 +426,9 @@ class SubscriptionSet:
         self._ids = itertools.count()
         self._fresh: dict[Hashable, _Held] = {}  # not pushed a live event yet
         self._every: dict[Hashable, _Held] = {}
+        # Registered watches, by the one subject they watch ("" for any): pushed only the
+        # events that can change them (the module docstring).
+        self._watching: dict[str, dict[Hashable, _Held]] = {}
         self._ends: list[tuple[dt.datetime, int, _Held]] = []
         self.last = Counts()
         self.total = Counts()
@@ -474,6 +484,9 @@ class SubscriptionSet:
         held = self._held.pop(sub_id)
         self._fresh.pop(sub_id, None)
         self._every.pop(sub_id, None)
+        watching = self._watching.get(_watched_subject(held))
+        if watching is not None:
+            watching.pop(sub_id, None)
         self._drop_sources(held)
         shared = held.shared
         if shared is not None:
@@ -842,6 +855,21 @@ class SubscriptionSet:
         for held in list(self._every.values()):
             if sees(held.sub_id):
                 evaluate(held)
+                if (
+                    held.sub.live
+                    and isinstance(held.sub.query, WatchQuery)
+                    and self._every.pop(held.sub_id, None) is not None  # still held
+                ):
+                    self._watching.setdefault(_watched_subject(held), {})[held.sub_id] = held
+        if self._watching and e.values.get("type") in CHANGING:
+            watchers = list(self._watching.get("", {}).values())
+            subject = e.values.get("subject")
+            if type(subject) is str and subject in self._watching:
+                watchers.extend(self._watching[subject].values())
+                watchers.sort(key=_rank)
+            for held in watchers:
+                if sees(held.sub_id):
+                    evaluate(held)
         fresh, self._fresh = self._fresh, {}
         for sub_id, held in list(fresh.items()):
             if sees(sub_id):
@@ -967,6 +995,18 @@ def _held_instances(held: _Held) -> int:
     return held.sub.engine.kept_events
 
 
+def _watched_subject(held: _Held) -> str:
+    """The one subject a range watch's events come from ("" for a watch of one offer, or
+    one whose subject test is a pattern: any subject)."""
+    query = held.sub.query
+    if not isinstance(query, WatchQuery) or query.func is None:
+        return ""
+    for test in query.tests:
+        if isinstance(test, SubjectTest) and not test.negated and test.compiled.is_literal:
+            return test.compiled.text
+    return ""
+
+
 def _everyone(sub_id: Hashable) -> bool:
     return True
 
@@ -1082,7 +1122,7 @@ def advance_members(
                 guarded(m, m.sub.history_done, seq)
             if not done(m):
                 subs.add(m.sub_id, m.sub)
-        for sub_id, output in subs.push(e, visible):
+        for sub_id, output in subs.push(e, visible if owner is not None else None):
             if isinstance(output, Failed):
                 by_id[sub_id].failed = output
             else:

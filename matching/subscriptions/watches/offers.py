@@ -44,6 +44,9 @@ NUMERIC_ATTRIBUTES = frozenset(
 # The terms an offer event carries, by the offer attribute's name (the same in both).
 _TERMS = ("subject", "ask", "quantity_min", "quantity_max", "closes_at")
 _ENDS = frozenset({"offer_withdrawn", "offer_cancelled", "offer_closed"})
+# The only event types ``OpenOffers.apply`` changes the set for (the rest leave it as it
+# is): a registered watch need not be pushed any other (``multi.SubscriptionSet``).
+CHANGING = frozenset({"offer_posted", "offer_amended", "best_offer", *_ENDS})
 
 
 @dataclass

@@ -663,3 +663,60 @@ def test_a_group_whose_threshold_would_raise_runs_its_patterns_alone() -> None:
         assert alone["1E999999"].push(_trade(seq, price), live=True) == []
     with pytest.raises(ArithmeticError):
         alone["1E999999"].push(_trade(4, "1.00"), live=True)
+
+
+# Form 4 watches: one subject's range (pushed only that subject's offer events once
+# registered), any subject's (a pattern), and one offer's (every offer event)
+WATCHES = [
+    "SELECT MIN(ask) FROM offers WHERE subject = '{s}'",
+    "SELECT MAX(best_value) FROM offers WHERE subject = '{s}' AND ask <= {p}",
+    "SELECT MIN(ask) FROM offers WHERE subject MATCHES 'office.>'",
+    "SELECT best_value FROM offers WHERE offer = {o}",
+]
+
+
+@st.composite
+def watch_scripts(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
+    """Offer events (each offer on one subject, as a market's) and trades, and watches
+    added before events, with or without history, some taken out."""
+    stream: list[dict[str, Any]] = []
+    t = BASE
+    for seq in range(1, draw(st.integers(1, 30)) + 1):
+        t += dt.timedelta(minutes=draw(st.integers(0, 3)))
+        offer = draw(st.integers(1, 4))
+        e: dict[str, Any] = {"seq": seq, "time": _stamp(t), "subject": SUBJECTS[offer % 3],
+                             "offer": offer}  # fmt: skip
+        kind = draw(st.sampled_from(["offer_posted", "offer_amended", "offer_withdrawn",
+                                     "best_offer", "trade", "trade"]))  # fmt: skip
+        if kind in ("offer_posted", "offer_amended"):
+            e.update(version=1, ask=draw(st.sampled_from(PRICES)), constraint="")
+        elif kind == "best_offer":
+            e.update(matching_bids=1, value=draw(st.sampled_from(PRICES)))
+        elif kind == "trade":
+            e.update(trade=seq, quantity=1, price=draw(st.sampled_from(PRICES)))
+        e["type"] = kind
+        stream.append(e)
+    steps: list[tuple[Any, ...]] = []
+    held: list[int] = []
+    for _ in stream:
+        for _ in range(draw(st.integers(0, 2))):
+            if held and draw(st.integers(0, 5)) == 0:
+                steps.append(("remove", held.pop(draw(st.integers(0, len(held) - 1)))))
+                continue
+            query = draw(st.sampled_from(WATCHES)).format(
+                s=draw(st.sampled_from(SUBJECTS)),
+                p=draw(st.sampled_from(PRICES)),
+                o=draw(st.integers(1, 4)),
+            )
+            steps.append(("add", len(steps), query, draw(st.booleans()), 100_000, OUTPUT_LIMIT))
+            held.append(len(steps) - 1)
+        steps.append(("event",))
+    return stream, steps
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(watch_scripts())
+def test_watches_pushed_only_the_events_that_can_change_them_give_what_each_gives_alone(
+    script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]],
+) -> None:
+    _same_as_alone(script, False)
