@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("exchange", "0019_subscription_engine_leases"),
+        ("exchange", "0020_lookup_version"),
     ]
 
     operations = [
