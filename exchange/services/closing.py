@@ -39,6 +39,7 @@ from exchange.services.matching import (
     best_offers_refresh,
     cycle_lock,
     pending_changes_apply,
+    tail_lock,
 )
 from exchange.services.notifications import (
     notifications_push_on_commit,
@@ -374,6 +375,10 @@ def offer_close(*, offer_id: int, staff: User | None) -> CloseResult:
             OfferBidMatch.objects.filter(bid_id=trade.bid_id).delete()
         notes += best_offers_refresh(offer_ids=touched)
         events_append(closed=closing_events(offer=offer, trade=trade))
+        # The parties' rows under the tail lock (``best_offers_refresh`` took it if it
+        # wrote anything; an offer that had no best bid did not): no cycle runs, but a
+        # staff cancel's seller row may be written meanwhile (``orders._order_end``).
+        tail_lock()
         notes += trade_notifications(offer=offer, trade=trade)
         notes += outcome_notifications(offer=offer, trade=trade, outcomes=outcomes, buyers=buyers)
         notifications_push_on_commit(notes)

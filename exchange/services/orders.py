@@ -23,6 +23,7 @@ from exchange.selectors.limits import bid_largest_award, buyer_room
 from exchange.selectors.markets import constraint_check
 from exchange.services.events import OrderEvent, order_event
 from exchange.services.limits import award_check
+from exchange.services.matching import tail_lock
 from exchange.services.notifications import offer_event
 from exchange.services.side_effects import after_commit
 from exchange.tasks import matching_cycle_request
@@ -270,6 +271,12 @@ def _order_end(model: type[OrderT], order_id: int, *, owner: User | None, state:
         order.save(update_fields=["state", "updated_at"])
         order_changed(order, f"{_side(order)}_{state}")
         if isinstance(order, Offer):
+            if state == Offer.State.CANCELLED:
+                # Its seller's own ``offer`` row (``offer_event``) takes its id under the
+                # cycles' tail lock, last and held to commit as theirs: the seller's ``me``
+                # stream reads after the last id it sent and would skip a cycle's row
+                # committed after a later one (docs/reliability.md). Staff cancels only.
+                tail_lock()
             offer_event(order)
     return order
 
