@@ -39,7 +39,7 @@ outputs counted as checkpointed (``_restored``), so the replay drops the first `
 and writes the rest.
 
 Fairness: the shared set tells the engine each member's work (``SubscriptionSet.charge``),
-added up per owner for the batch. An owner past ``OWNER_BUDGET`` has its live forms 2-4
+added up per owner for the batch. An owner past ``OWNER_BUDGET`` has its live forms 2 and 3
 moved at that event into a ``Lane``, a set of their own at their own cursor, fed after the
 shared set at most the budget a batch and merged back once it stands where the set does:
 the others' notifications commit in the batch that reads their events, after at most the
@@ -108,9 +108,9 @@ log = logging.getLogger(__name__)
 # Events one batch reads after the engine's cursor.
 BATCH = 2000
 # Work one owner's subscriptions may do in one batch, in units (``SubscriptionSet.charge``):
-# one a push of a member evaluated alone (forms 2-4), one a pattern instance offered the
+# one a push of a member evaluated alone (forms 2 and 3), one a pattern instance offered the
 # event, and ``limits.CHECK_EVERY`` each time a member's meter asks its interrupt (join
-# candidates). Past it, the owner's forms 2-4 go on in a lane of their own (``Lane``).
+# candidates). Past it, the owner's forms 2 and 3 go on in a lane of their own (``Lane``).
 OWNER_BUDGET = 10_000
 # The forms that move into their owner's lane (form 1 costs the matching index's walk, form
 # 4 is delivered by the process's WatchHub).
@@ -182,7 +182,7 @@ class Followed:
 @dataclass(eq=False)
 class Lane:
     """An owner whose subscriptions did more than ``OWNER_BUDGET`` work in a batch: its
-    live subscriptions of forms 2-4, taken out of the shared set at the event where that
+    live subscriptions of forms 2 and 3, taken out of the shared set at the event where that
     happened, in a set of their own that stands at ``cursor`` and is fed the log after
     the shared set, at most ``OWNER_BUDGET`` work a batch. Once it stands where the shared
     set does, its subscriptions go back into it (docs/subscriptions.md, *Fairness*)."""
@@ -508,7 +508,7 @@ class Engine:
             self._over.append(owner)
 
     def _defer(self, owner: int, at: int) -> None:
-        """``owner`` passed its budget at ``at``: its live forms 2-4 leave the shared set
+        """``owner`` passed its budget at ``at``: its live forms 2 and 3 leave the shared set
         there for a lane of their own."""
         members = [
             f

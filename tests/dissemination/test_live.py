@@ -9,6 +9,8 @@ nothing twice and loses nothing, a missing book rebuilding the watches by replay
 
 from __future__ import annotations
 
+import datetime as dt
+import random
 from typing import Any
 
 import pytest
@@ -29,7 +31,7 @@ from matching.dissemination import STRATEGIES
 from matching.subscriptions.run.snapshot import SnapshotStale, book_load, snapshot_load
 from matching.subscriptions.watches.watch import WatchEngine
 from tests.factories import UserFactory
-from tests.subscriptions.log import PENCILS, append, offline, outbox
+from tests.subscriptions.log import DAY, PENCILS, append, append_at, offline, outbox
 from tests.subscriptions.test_engine import drain, expire, make, no_wake_ups  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.django_db
@@ -239,3 +241,134 @@ def test_watches_whose_book_is_gone_are_rebuilt_by_replay(monkeypatch):
     drain(second)
     assert len(rebuilt) == len(subs)
     _same(subs)
+
+
+SPADES = "garden.tools.spades"
+
+
+def _watch_query(rng: random.Random) -> str:
+    notify = rng.choice(["", "", " NOTIFY WHEN CHANGED BY 5%", " NOTIFY WHEN CHANGED BY 0.05"])
+    subject = rng.choice([PENCILS, PENS, SPADES])
+    lo = rng.choice([0, 1000, 2000])
+    return (
+        rng.choice(
+            [
+                f"SELECT MIN(ask) FROM offers WHERE subject = '{subject}'",
+                "SELECT MAX(ask) FROM offers WHERE subject MATCHES 'office.>'",
+                f"SELECT MIN(ask) FROM offers WHERE subject = '{subject}' "
+                f"AND quantity_max BETWEEN {lo} AND {lo + 3000}",
+                f"SELECT MAX(best_value) FROM offers WHERE subject MATCHES '*.*.{subject[-6:]}' "
+                "AND quantity_max >= 1000",
+                f"SELECT best_value FROM offers WHERE offer = {rng.randint(1, 8)}",
+                f"SELECT ask FROM offers WHERE offer = {rng.randint(1, 8)}",
+            ]
+        )
+        + notify
+    )
+
+
+class Offers:
+    """A generated order flow, appended a minute apart: posts, amendments, best values
+    moving, withdrawals, cancellations, closes and trades over eight offers."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.minute = 0
+        self.subject: dict[int, str] = {}
+
+    def add(self, count: int) -> None:
+        rng = self.rng
+        for _ in range(count):
+            offer = rng.randint(1, 8)
+            subject = self.subject.setdefault(offer, rng.choice([PENCILS, PENS, SPADES]))
+            ask = f"{rng.randint(80, 130) / 100:.2f}"
+            kind = rng.random()
+            if kind < 0.3:
+                row = posted(offer, ask, rng.choice([100, 1500, 2500, 4000]), subject=subject)
+            elif kind < 0.45:
+                row = posted(offer, ask, rng.choice([100, 1500, 2500, 4000]), subject=subject,
+                             kind="offer_amended")  # fmt: skip
+            elif kind < 0.75:
+                row = best(offer, f"{rng.randint(70, 140) / 100:.2f}", subject=subject)
+            elif kind < 0.9:
+                how = rng.choice(["offer_withdrawn", "offer_cancelled", "offer_closed"])
+                row = ended(offer, how, subject=subject)
+            else:
+                row = ("trade", subject, None, {"offer": offer, "trade": self.minute, "price": ask})
+            self.minute += 1
+            append_at([row], DAY + dt.timedelta(minutes=self.minute))
+
+
+@pytest.mark.parametrize("seed", [51, 52, 53])
+def test_generated_flows_through_two_processes_that_checkpoint_die_and_are_replaced(
+    seed, monkeypatch
+):
+    rng = random.Random(seed)
+    users = [UserFactory(), UserFactory()]
+    flow = Offers(rng)
+    rebuilt: list[int] = []
+    rebuild = engine_module.subscription_rebuilt
+
+    def counted(**kwargs):
+        rebuilt.append(kwargs["seam"])
+        return rebuild(**kwargs)
+
+    monkeypatch.setattr(engine_module, "subscription_rebuilt", counted)
+
+    def register(count: int) -> list[Subscription]:
+        return [
+            subscription_create(owner=rng.choice(users), query=_watch_query(rng))
+            for _ in range(count)
+        ]
+
+    # Given watches registered on a log, followed by two processes that checkpoint often
+    flow.add(20)
+    subs = register(15)
+    a = make("a", batch=4, chunk=7, checkpoint_events=6)
+    b = make("b", batch=5, chunk=9, checkpoint_events=9)
+    for e in (a, b, a, b):
+        e.upkeep()
+    assert a.held and b.held
+    flow.add(15)
+    drain(a, b)
+    # more registered mid-log, some paused, some deleted, while the log grows
+    subs += register(15)
+    paused = rng.sample(subs, 4)
+    for sub in paused[:3]:
+        subscription_pause(owner=sub.owner, subscription_id=sub.pk)
+    subscription_delete(owner=paused[3].owner, subscription_id=paused[3].pk)
+    for _ in range(5):
+        flow.add(3)
+        for e in (a, b):
+            e.changed = True
+            e.step()
+    # When a dies after a batch that did not checkpoint, and c takes its partitions over
+    flow.add(2)
+    a.checkpoint_events = 10**9
+    a.step()
+    shared = 0
+    for row in Subscription.objects.filter(state="active"):
+        try:
+            snapshot_load(row.evaluator)
+        except SnapshotStale:
+            shared += 1  # a watch that left its offers to its process's book
+    assert shared > 5
+    expire("a")
+    for sub in paused[:3]:
+        subscription_resume(owner=sub.owner, subscription_id=sub.pk)
+    c = make("c", batch=6, chunk=5, checkpoint_events=7)
+    flow.add(15)
+    for e in (b, c, b, c):
+        e.changed = True
+        e.upkeep()
+    drain(b, c)
+    # Then every outbox is the offline contract's, each line once, and no watch needed a
+    # rebuild: each found its partition's book at its cursor
+    deleted = paused[3]
+    for sub in subs:
+        if sub is not deleted:
+            assert outbox(sub) == offline(sub), sub.query
+    told = outbox(deleted)  # what it was told before its deletion
+    assert told == offline(deleted)[: len(told)]
+    assert rebuilt == []
+    assert sum(len(outbox(s)) for s in subs) > 3 * len(subs)
