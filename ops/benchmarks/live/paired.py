@@ -134,7 +134,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 for side in sides:
                     name, send, _ = costs._requests(tokens[0], first_id, 10_000)[KINDS[kind]]
                     out = args.profile / f"{side}-{kind}.txt"
-                    with costs._profiled(servers[side].pid, out, gil=args.gil):
+                    with costs._profiled(servers[side].pid, out, gil=not args.all_threads):
                         for i in range(args.profile_count):
                             send(clients[side], i)
     finally:
@@ -175,10 +175,10 @@ def main() -> None:
         "--profile", type=Path, help="then py-spy (raw stacks) on each server into this folder"
     )
     parser.add_argument(
-        "--gil",
+        "--all-threads",
         action="store_true",
-        help="profile the thread holding the GIL (py-spy --gil) rather than the running ones: "
-        "on a loaded machine a thread descheduled while holding it is sampled too",
+        help="profile the threads the system has running rather than the one holding the "
+        "GIL (py-spy without --gil; on some VMs it samples idle threads too)",
     )
     parser.add_argument("--profile-count", type=int, default=300)
     args = parser.parse_args()
