@@ -50,22 +50,32 @@ def test_the_table_has_a_row_per_request_between_its_markers(tmp_path: Path):
     assert "| `GET /healthz` | 3.00 | 7.20 |" in written
 
 
-def test_paired_cpu_is_the_scheduler_count_of_every_thread():
+def test_paired_cpu_is_the_scheduler_count_of_every_live_thread():
     before, clock = paired.cpu_ns(os.getpid()), time.process_time()
+    spun, counted = threading.Event(), threading.Event()
 
     def spin() -> None:
         end = time.thread_time() + 0.2
         while time.thread_time() < end:
             pass
 
-    worker = threading.Thread(target=spin)
+    def spin_and_stay() -> None:
+        spin()
+        spun.set()
+        counted.wait(10)  # an ended thread is no longer listed: read while it lives
+
+    worker = threading.Thread(target=spin_and_stay)
     worker.start()
     spin()
-    worker.join()
+    assert spun.wait(10)
     spent = (paired.cpu_ns(os.getpid()) - before) / 1e9
+    elapsed = time.process_time() - clock
+    counted.set()
+    worker.join()
     # Both threads' time, to well within a clock tick (the scheduler counts nanoseconds).
     assert spent >= 0.4
-    assert abs(spent - (time.process_time() - clock)) <= 0.02
+    assert abs(spent - elapsed) <= 0.02
+    assert paired.thread_ids(os.getpid()) >= {os.getpid()}
 
 
 def test_the_paired_table_has_both_sides_and_their_ratios():
