@@ -12,11 +12,16 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_out
 from django.core.signals import request_finished, request_started
+from django.db.backends.signals import connection_created
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
 from exchange.selectors.accounts import AuthorityLost, user_authority_lost
-from exchange.selectors.lookups import request_lookups_begin, request_lookups_end
+from exchange.selectors.lookups import (
+    pool_check_install,
+    request_lookups_begin,
+    request_lookups_end,
+)
 from exchange.services.sessions import (
     session_sockets_close,
     user_session_sockets_close,
@@ -65,3 +70,8 @@ def _request_started(sender: Any, **kwargs: Any) -> None:
 @receiver(request_finished, dispatch_uid="exchange.request_lookups_end")
 def _request_finished(sender: Any, **kwargs: Any) -> None:
     request_lookups_end()
+
+
+@receiver(connection_created, dispatch_uid="exchange.pool_check_install")
+def _connection_created(sender: Any, connection: Any, **kwargs: Any) -> None:
+    pool_check_install(getattr(connection, "pool", None))

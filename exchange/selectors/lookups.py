@@ -15,6 +15,11 @@ instead of two (issue 36). A key not kept at all is read with the version in one
 so a first request costs what it did. A revoked token, a deactivated user or a changed
 market is seen by the next request of every process: the write changed the version.
 Outside a request (commands, tasks) nothing is kept: every lookup reads its row.
+
+With a pool whose connections are checked when taken (``CONN_HEALTH_CHECKS``), a request
+takes its connection once, with its first statement; ``pool_check`` makes that check (an
+empty statement, one round trip) read the version instead, so a warm bid's token and market
+cost no statement at all.
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+import psycopg
 from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models import Model
+from psycopg_pool import ConnectionPool
 from rest_framework.authtoken.models import Token
 
 from exchange.models import Market
@@ -77,6 +84,29 @@ def request_lookups_end() -> None:
     _request_version.set(OUTSIDE)
 
 
+def pool_check(conn: Any) -> None:
+    """psycopg_pool's ``check_connection`` for a connection a request takes: the same round
+    trip (it raises as that does when the connection is dead), reading the version for the
+    request's lookups. Outside a request, or if the version cannot be read (the migration
+    not applied yet), the pool's own empty statement."""
+    if _request_version.get() == UNREAD and conn.autocommit:
+        try:
+            row = conn.execute(_VERSION).fetchone()
+        except psycopg.errors.UndefinedTable:
+            pass
+        else:
+            _request_version.set(str(row[0]))
+            return
+    ConnectionPool.check_connection(conn)
+
+
+def pool_check_install(pool: Any) -> None:
+    """Make ``pool`` (Django's, for a new connection) check with ``pool_check`` where it checks
+    with psycopg_pool's own (``CONN_HEALTH_CHECKS``)."""
+    if pool is not None and getattr(pool, "_check", None) is ConnectionPool.check_connection:
+        pool._check = pool_check
+
+
 def _version(cursor: Any) -> str:
     cursor.execute(_VERSION)
     (version,) = cursor.fetchone()
@@ -86,8 +116,9 @@ def _version(cursor: Any) -> str:
 def _row(query: str, key: str) -> tuple[Any, ...] | None:
     """The row of ``query`` for ``key`` (None if there is none); in a request, the kept one
     while the version is the one it was kept under."""
-    version = _request_version.get()
     with connection.cursor() as cursor:
+        # Read after taking the connection: the pool's check may have read it (pool_check).
+        version = _request_version.get()
         if version == OUTSIDE:
             cursor.execute(query, [key])
             return cursor.fetchone()
@@ -101,18 +132,21 @@ def _row(query: str, key: str) -> tuple[Any, ...] | None:
         if version == UNREAD:
             cursor.execute(_WITH_VERSION.format(version=_VERSION, query=query), [key])
             found = cursor.fetchone()
-            version = _version(cursor) if found is None else str(found[0])
+            if found is None:
+                return None
+            version = str(found[0])
             _request_version.set(version)
-            row = None if found is None else tuple(found[1:])
+            row = tuple(found[1:])
         else:
             cursor.execute(query, [key])
             found = cursor.fetchone()
-            row = None if found is None else tuple(found)
-    if row is not None:  # a key that names nothing is not kept: any key can be sent
-        with _kept_lock:
-            if len(_kept) >= KEPT_MAX:
-                _kept.clear()
-            _kept[query, key] = (version, row)
+            if found is None:  # a key that names nothing is not kept: any key can be sent
+                return None
+            row = tuple(found)
+    with _kept_lock:
+        if len(_kept) >= KEPT_MAX:
+            _kept.clear()
+        _kept[query, key] = (version, row)
     return row
 
 

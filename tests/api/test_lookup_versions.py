@@ -5,10 +5,12 @@ takes effect with the next request, however it was written."""
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from psycopg_pool import ConnectionPool
 from rest_framework.authtoken.models import Token
 
 from exchange.models import Market
@@ -115,3 +117,41 @@ def test_outside_a_request_every_lookup_reads_its_row():
             assert lookups.token_with_user(key=key) is not None
             assert lookups.market_by_subject(subject=market.subject) is not None
     assert _tables(queries) == ["token", "market", "token", "market"]
+
+
+def _raw_connection() -> psycopg.Connection:
+    return psycopg.connect(**connection.get_connection_params(), autocommit=True)
+
+
+def test_the_pool_check_reads_the_version_for_a_request_and_nothing_outside_one():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT version::text FROM exchange_lookup_version")
+        (stored,) = cursor.fetchone()
+    raw = _raw_connection()
+    try:
+        lookups.pool_check(raw)  # outside a request: psycopg_pool's own check
+        assert lookups._request_version.get() == lookups.OUTSIDE
+        lookups.request_lookups_begin()
+        try:
+            lookups.pool_check(raw)
+            assert lookups._request_version.get() == stored
+        finally:
+            lookups.request_lookups_end()
+    finally:
+        raw.close()
+    lookups.request_lookups_begin()
+    try:
+        with pytest.raises(psycopg.OperationalError):
+            lookups.pool_check(raw)  # a dead connection fails the check as before
+    finally:
+        lookups.request_lookups_end()
+
+
+def test_the_pool_check_is_installed_where_the_pool_checks_connections():
+    pool = ConnectionPool(open=False, check=ConnectionPool.check_connection)
+    lookups.pool_check_install(pool)
+    assert pool._check is lookups.pool_check
+    unchecked = ConnectionPool(open=False)
+    lookups.pool_check_install(unchecked)
+    assert unchecked._check is None
+    lookups.pool_check_install(None)  # no pool: nothing to do

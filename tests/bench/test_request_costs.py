@@ -4,10 +4,11 @@ table it writes into docs/benchmarks.md."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
-from ops.benchmarks.live import costs, report
+from ops.benchmarks.live import costs, paired, report
 
 
 def test_cpu_split_is_the_process_time_the_kernel_counts():
@@ -47,3 +48,43 @@ def test_the_table_has_a_row_per_request_between_its_markers(tmp_path: Path):
     written = doc.read_text()
     assert written.count(costs.BEGIN) == 1 and "kept" in written
     assert "| `GET /healthz` | 3.00 | 7.20 |" in written
+
+
+def test_paired_cpu_is_the_scheduler_count_of_every_live_thread():
+    before, clock = paired.cpu_ns(os.getpid()), time.process_time()
+    spun, counted = threading.Event(), threading.Event()
+
+    def spin() -> None:
+        end = time.thread_time() + 0.2
+        while time.thread_time() < end:
+            pass
+
+    def spin_and_stay() -> None:
+        spin()
+        spun.set()
+        counted.wait(10)  # an ended thread is no longer listed: read while it lives
+
+    worker = threading.Thread(target=spin_and_stay)
+    worker.start()
+    spin()
+    assert spun.wait(10)
+    spent = (paired.cpu_ns(os.getpid()) - before) / 1e9
+    elapsed = time.process_time() - clock
+    counted.set()
+    worker.join()
+    # Both threads' time, to well within a clock tick (the scheduler counts nanoseconds).
+    assert spent >= 0.4
+    assert abs(spent - elapsed) <= 0.02
+    assert paired.thread_ids(os.getpid()) >= {os.getpid()}
+
+
+def test_the_paired_table_has_both_sides_and_their_ratios():
+    row = {
+        "before": {"median": 10.0, "low": 9.0, "high": 12.0},
+        "after": {"median": 8.0, "low": 7.5, "high": 9.0},
+        "ratio_of_medians": 1.25,
+        "median_paired_ratio": 1.2,
+    }
+    text = paired.markdown({"kinds": {"a bid": row}, "load": [3.0, 4.25]})
+    assert "| a bid | 10.00 (9.00-12.00) | 8.00 (7.50-9.00) | 1.25x | 1.20x |" in text
+    assert "load average 3.0 before, 4.2 after" in text
