@@ -87,22 +87,28 @@ def _append(rng: Any, count: int) -> None:
         events_append(closed=rows)
 
 
-def produce(rng: Any, rate: float, seconds: float) -> tuple[int, int]:
-    """Trades appended one at a time at ``rate`` a second for ``seconds``: the log's last
-    ``seq`` before the first, and how many."""
+def log_head() -> int:
+    """The log's last ``seq``."""
     # Django's: this runs in the --run process, after django.setup() (main)
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT last_seq FROM exchange_eventcounter WHERE id = 1")
         (head,) = cursor.fetchone() or (0,)
+    return int(head)
+
+
+def produce(rng: Any, rate: float, seconds: float) -> tuple[int, int]:
+    """Trades appended one at a time at ``rate`` a second for ``seconds``: the log's last
+    ``seq`` before the first, and how many."""
+    head = log_head()
     begun = time.monotonic()
     n = 0
     while time.monotonic() - begun < seconds:
         _append(rng, 1)
         n += 1
         time.sleep(max(0.0, begun + n / rate - time.monotonic()))
-    return int(head), n
+    return head, n
 
 
 def _query(i: int, rng: Any, watches: bool) -> str:
