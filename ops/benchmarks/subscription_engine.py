@@ -209,10 +209,11 @@ def run(
     per_sub_kb = (_rss_kb() - rss) / max(1, len(engine.followed))
     for _ in range(events // 100):
         _append(rng, 100)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     while engine.step():
         pass
     throughput = events / (time.perf_counter() - started)
+    cpu_per_event_ms = 1000 * (time.process_time() - cpu) / events  # this process's CPU
     followed = len(engine.followed)
     engine.stop()
 
@@ -254,6 +255,7 @@ def run(
         "registering_per_s": round(sample / registering),
         "events": events,
         "events_per_s": round(throughput),
+        "cpu_ms_per_event": round(cpu_per_event_ms, 2),
         "rss_kb_per_subscription": round(per_sub_kb, 1),
         "latency_events": n,
         "latency_rate": rate,
