@@ -19,6 +19,10 @@ and the Spark batch matcher on the same workloads and batches.
     ops/bench scaleout [--quick]    the matching stage with one and with two matching
                               workers on four markets (ops/benchmarks/scaleout.py); prints
                               its table
+    ops/bench alerts [--quick] [--sizes N,...] [--seconds S] [--out DIR]    live
+                              subscriptions (1,000 to 100,000) on two engine processes at
+                              50 trades/s on the stack (ops/benchmarks/alerts.py, SPEC 9
+                              "Alerts"): its table, plot and section put into the report
     ops/bench fairness [--quick] [--out DIR]    a victim's alert beside an offender's 100
                               heavy subscriptions, on the stack (ops/benchmarks/fairness.py)
     ops/bench live [--live-json F] [--load-json F] [--out DIR]    the end-to-end
@@ -72,6 +76,7 @@ from matching.spark import spark_session
 from matching.spark.session import default_master
 from matching.workload import KINDS, Workload, generate, terms
 from ops.benchmarks import machine, timing
+from ops.benchmarks.alerts import measure as measure_alerts
 from ops.benchmarks.dissemination import measure as measure_dissemination
 from ops.benchmarks.experiments import Context, run_experiment
 from ops.benchmarks.fairness import measure as measure_fairness
@@ -80,6 +85,9 @@ from ops.benchmarks.history import measure as measure_history
 from ops.benchmarks.index import measure as measure_index
 from ops.benchmarks.patterns import measure as measure_patterns
 from ops.benchmarks.report import write_report
+from ops.benchmarks.report.alerts import PLOT as ALERTS_PLOT
+from ops.benchmarks.report.alerts import plot as plot_alerts
+from ops.benchmarks.report.alerts import splice as splice_alerts
 from ops.benchmarks.report.dissemination import PLOT as DISSEMINATION_PLOT
 from ops.benchmarks.report.dissemination import plot as plot_dissemination
 from ops.benchmarks.report.dissemination import splice as splice_dissemination
@@ -114,6 +122,9 @@ ALONE = {
     "section put into the report",
     "scaleout": "the matching stage with one and two matching workers on four markets "
     "(ops/benchmarks/scaleout.py): prints its table, docs/benchmarks.md quotes it",
+    "alerts": "live subscriptions (1,000 to 100,000, 70% form 1, 20% form 3, 10% form 4) on "
+    "two engine processes at 50 trades/s on the stack (ops/benchmarks/alerts.py, SPEC 9 "
+    "'Alerts'): its table, plot and section put into the report",
     "fairness": "another user's alert beside an offender's 100 heavy subscriptions on the "
     "stack (ops/benchmarks/fairness.py, issue 37), its section put into the report",
     "live": "the end-to-end benchmark (ops/bench_live.py with its defaults, or take "
@@ -154,6 +165,9 @@ def _alone_parsers(ap: argparse.ArgumentParser) -> None:
         )
         if name == "dissemination":
             sub.add_argument("--watches", type=int, help="range watches")
+        if name == "alerts":
+            sub.add_argument("--sizes", type=_ints, help="live subscriptions, one run each")
+            sub.add_argument("--seconds", type=float, default=60, help="seconds of trades")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -487,6 +501,21 @@ def dissemination_only(args: argparse.Namespace) -> int:
     return 0
 
 
+def alerts_only(args: argparse.Namespace) -> int:
+    """The alerts benchmark alone (each size a fresh database and stack: a few minutes at
+    100,000), its plot written and its section spliced into the existing report."""
+
+    def measure(*, quick: bool) -> Any:
+        sizes = getattr(args, "sizes", None)
+        return measure_alerts(quick=quick, sizes=sizes, seconds=args.seconds)
+
+    out, raw, results = _alone(args, "alerts", measure)
+    plot_alerts(results, out / ALERTS_PLOT)
+    report = splice_alerts(out / "benchmarks.md", results["alerts"])
+    print(f"raw results: {raw}\nreport: {report}")
+    return 0
+
+
 def fairness_only(args: argparse.Namespace) -> int:
     """The fairness benchmark alone (two runs of about 45 s each; ``--quick``: 5 s of
     trades each), its section spliced into the existing report."""
@@ -531,6 +560,7 @@ def main(argv: list[str] | None = None) -> int:
             "patterns": patterns_only,
             "dissemination": dissemination_only,
             "fairness": fairness_only,
+            "alerts": alerts_only,
             "live": live_only,
             "scaleout": scaleout_only,
         }

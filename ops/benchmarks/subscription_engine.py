@@ -87,22 +87,28 @@ def _append(rng: Any, count: int) -> None:
         events_append(closed=rows)
 
 
-def produce(rng: Any, rate: float, seconds: float) -> tuple[int, int]:
-    """Trades appended one at a time at ``rate`` a second for ``seconds``: the log's last
-    ``seq`` before the first, and how many."""
+def log_head() -> int:
+    """The log's last ``seq``."""
     # Django's: this runs in the --run process, after django.setup() (main)
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT last_seq FROM exchange_eventcounter WHERE id = 1")
         (head,) = cursor.fetchone() or (0,)
+    return int(head)
+
+
+def produce(rng: Any, rate: float, seconds: float) -> tuple[int, int]:
+    """Trades appended one at a time at ``rate`` a second for ``seconds``: the log's last
+    ``seq`` before the first, and how many."""
+    head = log_head()
     begun = time.monotonic()
     n = 0
     while time.monotonic() - begun < seconds:
         _append(rng, 1)
         n += 1
         time.sleep(max(0.0, begun + n / rate - time.monotonic()))
-    return int(head), n
+    return head, n
 
 
 def _query(i: int, rng: Any, watches: bool) -> str:
@@ -203,10 +209,11 @@ def run(
     per_sub_kb = (_rss_kb() - rss) / max(1, len(engine.followed))
     for _ in range(events // 100):
         _append(rng, 100)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     while engine.step():
         pass
     throughput = events / (time.perf_counter() - started)
+    cpu_per_event_ms = 1000 * (time.process_time() - cpu) / events  # this process's CPU
     followed = len(engine.followed)
     engine.stop()
 
@@ -248,6 +255,7 @@ def run(
         "registering_per_s": round(sample / registering),
         "events": events,
         "events_per_s": round(throughput),
+        "cpu_ms_per_event": round(cpu_per_event_ms, 2),
         "rss_kb_per_subscription": round(per_sub_kb, 1),
         "latency_events": n,
         "latency_rate": rate,

@@ -12,6 +12,7 @@ import json
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
+from channels_redis.core import RedisChannelLayer
 
 from exchange.realtime import streams
 from exchange.realtime.streams import (
@@ -79,6 +80,37 @@ def test_group_send_all_sends_each_group_its_messages_in_order_in_one_message():
     assert [m["n"] for m in got_b["messages"]] == list(range(100, 140))
     assert got_c == {"type": "stream.frame", "n": -1}  # a group's only message goes as it is
     assert alone
+
+
+def test_group_send_all_skips_the_groups_nobody_follows(monkeypatch):
+    layer = get_channel_layer()
+    sent: list[str] = []
+    original = RedisChannelLayer.group_send
+
+    async def recording(self: RedisChannelLayer, group: str, message: dict) -> None:
+        sent.append(group)
+        await original(self, group, message)
+
+    async def join() -> str:
+        channel = await layer.new_channel()
+        await layer.group_add("followed-a", channel)
+        return channel
+
+    channel = asyncio.run(join())
+    monkeypatch.setattr(RedisChannelLayer, "group_send", recording)
+    group_send_all(
+        [(f"nobody-{i}", {"type": "stream.frame", "n": i}) for i in range(20)]
+        + [("followed-a", {"type": "stream.frame", "n": 100})]
+    )
+
+    async def read() -> dict:
+        try:
+            return await asyncio.wait_for(layer.receive(channel), 10)
+        finally:
+            await layer.flush()
+
+    assert asyncio.run(read()) == {"type": "stream.frame", "n": 100}
+    assert sent == ["followed-a"]  # the 20 groups without a member cost one pipeline
 
 
 def test_group_send_all_sends_the_other_groups_when_one_fails(monkeypatch):

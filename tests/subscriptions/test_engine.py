@@ -716,7 +716,7 @@ def test_a_hundred_composites_that_keep_every_event_write_their_state_only_at_ch
     }
 
 
-def test_subscriptions_registered_in_bulk_are_those_registered_one_by_one():
+def test_subscriptions_registered_in_bulk_are_those_registered_one_by_one(monkeypatch):
     rng = random.Random(7)
     users = [UserFactory(username=f"bulk{i}") for i in range(2)] + [StaffFactory()]
     log = Log(users, rng)
@@ -751,10 +751,15 @@ def test_subscriptions_registered_in_bulk_are_those_registered_one_by_one():
         many.refresh_from_db()
         assert [getattr(many, f) for f in fields] == [getattr(one, f) for f in fields]
         assert (many.seam, many.cursor) == (one.seam, one.cursor)  # no append in between
-    # and once the engine has followed the log, every outbox is the offline contract's
+    # and once the engine has followed the log (reading the rows 13 a step), every outbox
+    # is the offline contract's
+    monkeypatch.setattr(engine_module, "JOIN_SLICE", 13)
     a = make("a", batch=9, chunk=7)
     a.upkeep()
+    assert a.step()  # more rows to read
+    assert len(a.followed) == 13
     drain(a)
+    assert len(a.followed) == Subscription.objects.filter(state="active").count()
     log.add(40)
     drain(a)
     logs = {user.pk: owner_log(user) for user in users}
