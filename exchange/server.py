@@ -14,7 +14,7 @@ the request's bytes in one datagram (``socket.send_fds``) on a Unix datagram pai
 supervisor made, and forgets it. A socket process takes the datagram, makes the connection
 its own (``loop.connect_accepted_socket``) and feeds uvicorn's HTTP protocol the request's
 bytes, so the handshake, origin check, authentication and the consumer run there as they did
-before. No HTTP request pays anything for this: the HTTP processes run uvicorn's protocol
+before (issue 36 item 5). No HTTP request pays anything for this: the HTTP processes run uvicorn's protocol
 unchanged and only its WebSocket class differs (``Handoff``); the cost is one datagram per
 WebSocket connection.
 
@@ -22,7 +22,10 @@ Whichever socket process wakes first takes a connection. A datagram waits in the
 socket process reads (starting, or one just died and is being restarted), so nothing is lost;
 if the pair's queue is full, the client gets a 503. The supervisor restarts a process that
 exits; SIGTERM or SIGINT stops them all (uvicorn's graceful shutdown in each). With
-``SOCKET_WORKERS=0`` the HTTP processes serve the sockets themselves, as before issue 36.
+``SOCKET_WORKERS=0``, the default, the HTTP processes serve the sockets themselves, as before:
+on the shared 2-core Xeon a socket process did not shorten the push stage, whose frames there
+wait for a processor rather than for the GIL (``docs/benchmarks.md``, *The socket tier*);
+``SOCKET_WORKERS=1`` turns the hand-over on.
 Plain TCP only: a TLS connection cannot change process (TLS ends at the proxy in front).
 """
 
@@ -169,7 +172,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--web-workers", type=int, help=f"default: {WEB_WORKERS} (2)")
-    parser.add_argument("--socket-workers", type=int, help=f"default: {SOCKET_WORKERS} (1)")
+    parser.add_argument("--socket-workers", type=int, help=f"default: {SOCKET_WORKERS} (0)")
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--no-access-log", action="store_true")
     parser.add_argument("--proxy-headers", dest="proxy_headers", action="store_true")

@@ -102,8 +102,8 @@ def test_an_upgrade_request_larger_than_a_datagram_takes_is_answered_503(
 @pytest.mark.parametrize(
     ("environ", "web", "sockets"),
     [
-        ({}, 2, 1),
-        ({WEB_WORKERS: "", SOCKET_WORKERS: " "}, 2, 1),
+        ({}, 2, 0),
+        ({WEB_WORKERS: "", SOCKET_WORKERS: " "}, 2, 0),
         ({WEB_WORKERS: "3", SOCKET_WORKERS: "0"}, 3, 0),
         ({WEB_WORKERS: "1", SOCKET_WORKERS: "4"}, 1, 4),
     ],
