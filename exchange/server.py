@@ -22,10 +22,9 @@ Whichever socket process wakes first takes a connection. A datagram waits in the
 socket process reads (starting, or one just died and is being restarted), so nothing is lost;
 if the pair's queue is full, the client gets a 503. The supervisor restarts a process that
 exits; SIGTERM or SIGINT stops them all (uvicorn's graceful shutdown in each). With
-``SOCKET_WORKERS=0``, the default, the HTTP processes serve the sockets themselves, as before:
-on the shared 2-core Xeon a socket process did not shorten the push stage, whose frames there
-wait for a processor rather than for the GIL (``docs/benchmarks.md``, *The socket tier*);
-``SOCKET_WORKERS=1`` turns the hand-over on.
+``SOCKET_WORKERS=0`` the HTTP processes serve the sockets themselves, as before (on the 2-core
+Xeon at load 3-4 a socket process halved the push stage's p99; at load 12-20 it did not help:
+``docs/benchmarks.md``, *The socket tier*).
 Plain TCP only: a TLS connection cannot change process (TLS ends at the proxy in front).
 """
 
@@ -59,8 +58,9 @@ UNAVAILABLE = (
 )
 # How long the supervisor gives its processes to stop after SIGTERM before it kills them.
 STOP_SECONDS = 20
-# A process that exits sooner than this after its start did not start (a broken setting or
-# import): the supervisor stops everything and exits instead of starting it again forever.
+# A process that exits with an error sooner than this after its start did not start (a broken
+# setting or import): the supervisor stops everything and exits instead of starting it again
+# forever. One killed by a signal is started again at once.
 START_SECONDS = 5
 
 
@@ -172,7 +172,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--web-workers", type=int, help=f"default: {WEB_WORKERS} (2)")
-    parser.add_argument("--socket-workers", type=int, help=f"default: {SOCKET_WORKERS} (0)")
+    parser.add_argument("--socket-workers", type=int, help=f"default: {SOCKET_WORKERS} (1)")
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--no-access-log", action="store_true")
     parser.add_argument("--proxy-headers", dest="proxy_headers", action="store_true")
@@ -287,7 +287,10 @@ class Supervisor:
             for name, process in list(self.processes.items()):
                 if process.poll() is None or self.stopping:
                     continue
-                early = time.monotonic() - self.started[name] < START_SECONDS
+                # Killed by a signal: started again, however soon (someone killed it).
+                early = process.returncode > 0 and (
+                    time.monotonic() - self.started[name] < START_SECONDS
+                )
                 print(
                     f"exchange.server: process {name} ({process.pid}) exited with"
                     f" {process.returncode}"

@@ -52,9 +52,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--socket-workers",
         type=int,
-        default=0,
-        help="WebSocket processes the HTTP ones hand the sockets to (SOCKET_WORKERS; 0, as "
-        "ops/run: the HTTP processes serve the sockets too)",
+        default=1,
+        help="WebSocket processes the HTTP ones hand the sockets to (SOCKET_WORKERS; 1, as "
+        "ops/run; 0: the HTTP processes serve the sockets too)",
     )
     parser.add_argument("--out", help="also write the result as a short Markdown report here")
     parser.add_argument("--json", help="write the result as JSON here (ops/bench reads it)")

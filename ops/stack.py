@@ -151,7 +151,7 @@ class Stack:
     ) -> Process:
         """The web tier (``exchange/server.py``) on 127.0.0.1 (a free port unless given):
         ``workers`` HTTP processes and ``socket_workers`` socket processes (by default the
-        environment's ``SOCKET_WORKERS``, else 0, as ``ops/run``), logging warnings only,
+        environment's ``SOCKET_WORKERS``, else 1, as ``ops/run``), logging warnings only,
         trusting the forwarded headers of the proxies the environment's
         ``DJANGO_TRUSTED_PROXIES`` lists (none by default) as ``ops/run`` does; returns once
         ``ready_path`` answers below 400."""

@@ -144,9 +144,8 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # gave frames 0.3 s after their 201, every one seen.
 WEB_IN_FLIGHT = int(env("WEB_IN_FLIGHT", "2"))
 # The web tier's processes (exchange/server.py, started by ops/run): WEB_WORKERS (2) serve
-# HTTP; SOCKET_WORKERS (0) serve the WebSockets the HTTP processes hand over, so that no frame
-# waits behind a request thread (issue 36). 0: the HTTP processes carry them, as before, since
-# a socket process did not shorten the push stage on the shared 2-core machine.
+# HTTP; SOCKET_WORKERS (1) serve the WebSockets the HTTP processes hand over, so that no frame
+# waits behind a request thread (issue 36; 0: the HTTP processes carry them, as before).
 try:
     WEB_WORKERS = worker_count(WEB_WORKERS_VARIABLE)
     SOCKET_WORKERS = worker_count(SOCKET_WORKERS_VARIABLE)

@@ -1,7 +1,7 @@
 """How many processes the web tier runs (``exchange/server.py``): ``WEB_WORKERS`` serve HTTP
-(2 by default), ``SOCKET_WORKERS`` serve the WebSockets handed over by them (0 by default: the
-HTTP processes carry the sockets themselves, since on the shared 2-core Xeon a socket process
-did not shorten the push stage; ``docs/benchmarks.md``, *The socket tier*). Plain Python, no Django: the server's
+(2 by default), ``SOCKET_WORKERS`` serve the WebSockets handed over by them (1 by default; 0:
+the HTTP processes carry the sockets themselves, as before issue 36; ``docs/benchmarks.md``,
+*The socket tier*, says when each was faster). Plain Python, no Django: the server's
 supervisor reads them before any settings are loaded, ``exchange/settings/base.py`` names them
 for everything else.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 WEB_WORKERS = "WEB_WORKERS"
 SOCKET_WORKERS = "SOCKET_WORKERS"
-DEFAULTS = {WEB_WORKERS: 2, SOCKET_WORKERS: 0}
+DEFAULTS = {WEB_WORKERS: 2, SOCKET_WORKERS: 1}
 
 
 class WorkerCountError(ValueError):
