@@ -14,7 +14,7 @@ the request's bytes in one datagram (``socket.send_fds``) on a Unix datagram pai
 supervisor made, and forgets it. A socket process takes the datagram, makes the connection
 its own (``loop.connect_accepted_socket``) and feeds uvicorn's HTTP protocol the request's
 bytes, so the handshake, origin check, authentication and the consumer run there as they did
-before. No HTTP request pays anything for this: the HTTP processes run uvicorn's protocol
+before (issue 36 item 5). No HTTP request pays anything for this: the HTTP processes run uvicorn's protocol
 unchanged and only its WebSocket class differs (``Handoff``); the cost is one datagram per
 WebSocket connection.
 
@@ -22,7 +22,9 @@ Whichever socket process wakes first takes a connection. A datagram waits in the
 socket process reads (starting, or one just died and is being restarted), so nothing is lost;
 if the pair's queue is full, the client gets a 503. The supervisor restarts a process that
 exits; SIGTERM or SIGINT stops them all (uvicorn's graceful shutdown in each). With
-``SOCKET_WORKERS=0`` the HTTP processes serve the sockets themselves, as before issue 36.
+``SOCKET_WORKERS=0`` the HTTP processes serve the sockets themselves, as before (on the 2-core
+Xeon at load 3-4 a socket process halved the push stage's p99; at load 12-20 it did not help:
+``docs/benchmarks.md``, *The socket tier*).
 Plain TCP only: a TLS connection cannot change process (TLS ends at the proxy in front).
 """
 
@@ -56,8 +58,9 @@ UNAVAILABLE = (
 )
 # How long the supervisor gives its processes to stop after SIGTERM before it kills them.
 STOP_SECONDS = 20
-# A process that exits sooner than this after its start did not start (a broken setting or
-# import): the supervisor stops everything and exits instead of starting it again forever.
+# A process that exits with an error sooner than this after its start did not start (a broken
+# setting or import): the supervisor stops everything and exits instead of starting it again
+# forever. One killed by a signal is started again at once.
 START_SECONDS = 5
 
 
@@ -284,7 +287,10 @@ class Supervisor:
             for name, process in list(self.processes.items()):
                 if process.poll() is None or self.stopping:
                     continue
-                early = time.monotonic() - self.started[name] < START_SECONDS
+                # Killed by a signal: started again, however soon (someone killed it).
+                early = process.returncode > 0 and (
+                    time.monotonic() - self.started[name] < START_SECONDS
+                )
                 print(
                     f"exchange.server: process {name} ({process.pid}) exited with"
                     f" {process.returncode}"

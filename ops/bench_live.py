@@ -53,8 +53,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--socket-workers",
         type=int,
         default=1,
-        help="WebSocket processes (SOCKET_WORKERS, as ops/run; 0: the HTTP processes serve the "
-        "sockets too, as before issue 36)",
+        help="WebSocket processes the HTTP ones hand the sockets to (SOCKET_WORKERS; 1, as "
+        "ops/run; 0: the HTTP processes serve the sockets too)",
     )
     parser.add_argument("--out", help="also write the result as a short Markdown report here")
     parser.add_argument("--json", help="write the result as JSON here (ops/bench reads it)")

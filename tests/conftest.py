@@ -26,8 +26,9 @@ _session_stack: LiveStack | None = None
 
 @pytest.fixture(scope="session")
 def live_stack(django_db_setup, django_db_blocker) -> LiveStack:
-    """uvicorn, the Celery workers (matching, other tasks) and the subscription engine,
-    started as ops/run starts them, on the test database."""
+    """The web tier (one HTTP process and ``SOCKET_WORKERS`` socket processes), the Celery
+    workers (matching, other tasks) and the subscription engine, started as ops/run starts
+    them, on the test database."""
     global _session_stack
     with django_db_blocker.unblock():
         name = connection.settings_dict["NAME"]

@@ -143,9 +143,9 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # benchmarks.md) 6 gave the fastest 201s but frames 15-29 s late with a third never seen; 2
 # gave frames 0.3 s after their 201, every one seen.
 WEB_IN_FLIGHT = int(env("WEB_IN_FLIGHT", "2"))
-# The web tier's processes (exchange/server.py, started by ops/run): WEB_WORKERS serve HTTP,
-# SOCKET_WORKERS the WebSockets, which the HTTP processes hand over, so that no frame waits
-# behind a request thread (issue 36; 0 socket processes: the HTTP ones carry them too).
+# The web tier's processes (exchange/server.py, started by ops/run): WEB_WORKERS (2) serve
+# HTTP; SOCKET_WORKERS (1) serve the WebSockets the HTTP processes hand over, so that no frame
+# waits behind a request thread (issue 36; 0: the HTTP processes carry them, as before).
 try:
     WEB_WORKERS = worker_count(WEB_WORKERS_VARIABLE)
     SOCKET_WORKERS = worker_count(SOCKET_WORKERS_VARIABLE)

@@ -1,6 +1,7 @@
 """How many processes the web tier runs (``exchange/server.py``): ``WEB_WORKERS`` serve HTTP
-(2 by default), ``SOCKET_WORKERS`` serve the WebSockets (1 by default; 0 lets the HTTP
-processes serve them too, as before issue 36). Plain Python, no Django: the server's
+(2 by default), ``SOCKET_WORKERS`` serve the WebSockets handed over by them (1 by default; 0:
+the HTTP processes carry the sockets themselves, as before issue 36; ``docs/benchmarks.md``,
+*The socket tier*, says when each was faster). Plain Python, no Django: the server's
 supervisor reads them before any settings are loaded, ``exchange/settings/base.py`` names them
 for everything else.
 """

@@ -6,7 +6,10 @@ the process counts of ``exchange/settings/web_tier.py``."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -139,3 +142,22 @@ def test_the_flags_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv(SOCKET_WORKERS, "5")
     args = parse_args(["--web-workers", "1", "--socket-workers", "0"])
     assert (args.web_workers, args.socket_workers) == (1, 0)
+
+
+def test_a_process_that_fails_at_its_start_stops_the_server_with_an_error() -> None:
+    """A broken setting (here a settings module that does not exist) makes the HTTP process
+    exit at once: the supervisor says so and exits 1 instead of starting it again forever."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="exchange.settings.no_such_module")
+    done = subprocess.run(
+        [sys.executable, "-m", "exchange.server", "--port", str(port), "--web-workers", "1"]
+        + ["--socket-workers", "0", "--log-level", "warning"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1
+    assert "process web0" in done.stdout
+    assert "it did not start, stopping" in done.stdout
