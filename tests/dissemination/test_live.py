@@ -31,7 +31,15 @@ from matching.dissemination import STRATEGIES
 from matching.subscriptions.run.snapshot import SnapshotStale, book_load, snapshot_load
 from matching.subscriptions.watches.watch import WatchEngine
 from tests.factories import UserFactory
-from tests.subscriptions.log import DAY, PENCILS, append, append_at, offline, outbox
+from tests.subscriptions.log import (
+    DAY,
+    PENCILS,
+    append,
+    append_at,
+    offline,
+    outbox,
+    rebuilds_counted,
+)
 from tests.subscriptions.test_engine import drain, expire, make, no_wake_ups  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.django_db
@@ -227,14 +235,7 @@ def test_a_process_restores_the_watches_from_the_book_and_sends_nothing_twice(mo
 def test_watches_whose_book_is_gone_are_rebuilt_by_replay(monkeypatch):
     subs = _checkpointed()
     SubscriptionPartition.objects.update(book=None)
-    rebuilt: list[int] = []
-    rebuild = engine_module.subscription_rebuilt
-
-    def counted(**kwargs):
-        rebuilt.append(kwargs["seam"])
-        return rebuild(**kwargs)
-
-    monkeypatch.setattr(engine_module, "subscription_rebuilt", counted)
+    rebuilt = rebuilds_counted(monkeypatch)
     second = make("b")
     for commit in MORE:
         append(commit)
@@ -306,14 +307,7 @@ def test_generated_flows_through_two_processes_that_checkpoint_die_and_are_repla
     rng = random.Random(seed)
     users = [UserFactory(), UserFactory()]
     flow = Offers(rng)
-    rebuilt: list[int] = []
-    rebuild = engine_module.subscription_rebuilt
-
-    def counted(**kwargs):
-        rebuilt.append(kwargs["seam"])
-        return rebuild(**kwargs)
-
-    monkeypatch.setattr(engine_module, "subscription_rebuilt", counted)
+    rebuilt = rebuilds_counted(monkeypatch)
 
     def register(count: int) -> list[Subscription]:
         return [

@@ -17,6 +17,7 @@ from exchange.selectors.subscriptions import subscription_notifications
 from exchange.services.events import EventRow, events_append, events_insert
 from exchange.services.matching import cycle_lock
 from exchange.services.subscriptions import CHUNK, subscription_create
+from exchange.subscription_engine import engine as engine_module
 from exchange.subscription_engine.engine import BATCH, Engine
 from matching.subscriptions import parse_query, run_offline
 from tests.conftest import live_engines_stop
@@ -206,3 +207,17 @@ def register(users, rng: random.Random, count: int) -> list[Subscription]:
         )
         subs.append(subscription_create(owner=rng.choice(users), query=query))
     return subs
+
+
+def rebuilds_counted(monkeypatch: Any) -> list[int]:
+    """The seams of the subscriptions the engine rebuilds by replay from now on (a
+    checkpoint it could not restore), in order; the rebuilds themselves run as before."""
+    rebuilt: list[int] = []
+    rebuild = engine_module.subscription_rebuilt
+
+    def counted(**kwargs: Any) -> Any:
+        rebuilt.append(kwargs["seam"])
+        return rebuild(**kwargs)
+
+    monkeypatch.setattr(engine_module, "subscription_rebuilt", counted)
+    return rebuilt

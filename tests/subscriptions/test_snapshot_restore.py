@@ -12,11 +12,10 @@ import random
 import pytest
 
 from exchange.models import Subscription
-from exchange.subscription_engine import engine as engine_module
 from exchange.subscription_engine.watches import Books
 from matching.subscriptions.run.snapshot import MAGIC, VERSION, snapshot_load
 from tests.factories import StaffFactory, UserFactory
-from tests.subscriptions.log import Log, offline, outbox, register
+from tests.subscriptions.log import Log, offline, outbox, rebuilds_counted, register
 from tests.subscriptions.test_engine import PARTITIONS, drain, expire, make, no_wake_ups  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.django_db
@@ -52,14 +51,7 @@ def test_checkpoints_of_another_version_or_pickled_are_rebuilt_by_replay(monkeyp
     assert sum(r.last_n > 0 for r in active) > 10
     # When the process dies and another restores them while the log grows
     expire("a")
-    rebuilt: list[int] = []
-    rebuild = engine_module.subscription_rebuilt
-
-    def counted(**kwargs):
-        rebuilt.append(kwargs["seam"])
-        return rebuild(**kwargs)
-
-    monkeypatch.setattr(engine_module, "subscription_rebuilt", counted)
+    rebuilt = rebuilds_counted(monkeypatch)
     second = make("b", batch=5, chunk=7, checkpoint_events=3)
     log.add(10)
     drain(second)
