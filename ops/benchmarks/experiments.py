@@ -58,6 +58,9 @@ class Experiment:
     batches: list[BatchResult] = field(default_factory=list)
     plans: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     spark: SparkRun | None = None  # the Spark batch matcher, when the run includes it
+    # A bare round trip to PostgreSQL (``SELECT 1`` on the stores' connection), timed as the
+    # matches are and right after them: SPEC 9's floor for the fixed geometric workload.
+    round_trip: Repeats | None = None
 
     @property
     def identical(self) -> bool:
@@ -75,6 +78,7 @@ class Experiment:
             "batches": [b.as_dict() for b in self.batches],
             "plans": {k: [list(p) for p in v] for k, v in self.plans.items()},
             **({"spark": self.spark.as_dict()} if self.spark is not None else {}),
+            **({"round_trip": self.round_trip.as_dict()} if self.round_trip is not None else {}),
             "identical": self.identical,
         }
 
@@ -90,6 +94,23 @@ class Context:
     seed: int
     log: Callable[[str], None]
     spark_budget: Budget | None = None  # None: the run leaves out the Spark matcher
+
+
+def round_trip(ctx: Context) -> Repeats:
+    """A bare round trip to PostgreSQL on the connection the stores use (``SELECT 1``,
+    its row fetched), warmed up and repeated under the matches' budget."""
+
+    def run() -> None:
+        ctx.conn.execute("SELECT 1").fetchone()
+
+    started = time.perf_counter()
+    run()
+    warm = time.perf_counter() - started
+    for _ in range(ctx.budget.warm - 1):
+        if time.perf_counter() - started > ctx.budget.warm_seconds:
+            break
+        run()
+    return repeat(run, ctx.budget, warm)
 
 
 def paper_phases(store: PaperStore, ids: list[int]) -> tuple[float, float, set[Pair]]:
@@ -209,6 +230,8 @@ def run_experiment(
                 )
         finally:
             store.drop()
+    exp.round_trip = round_trip(ctx)
+    ctx.log(f"  a bare round trip: median {exp.round_trip.median * 1000:.3f} ms")
     # One pass of the oracle over the largest affordable batch answers the smaller ones:
     # batch B is publications 1..B.
     affordable = [b for b in batches if oracle_cost(w, b) <= ORACLE_LIMIT]
