@@ -37,6 +37,14 @@ def book_size() -> tuple[int, int]:
     return int(offers), int(bids)
 
 
+def log_head() -> int:
+    """The event log's last ``seq`` (0 while it is empty)."""
+    (head,) = one_row(
+        "SELECT coalesce((SELECT last_seq FROM exchange_eventcounter WHERE id = 1), 0)"
+    )
+    return int(head)
+
+
 def outbox_settle() -> None:
     """Mark the setup's notifications delivered: nobody listens for them, and the sweep would
     otherwise push tens of thousands of them during the measurement."""
