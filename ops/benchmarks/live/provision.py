@@ -20,7 +20,8 @@ from psycopg import sql
 from exchange.settings.ports import DEV_DATABASE_URL, DEV_REDIS_URL
 from ops.stack import ROOT
 
-DATABASE = "intersect_bench"
+# ``BENCH_LIVE_DATABASE`` names another (``alerts.py --bid-path`` keeps its book apart).
+DATABASE = os.environ.get("BENCH_LIVE_DATABASE") or "intersect_bench"
 # Nothing mixes with a running ops/run, whose queues use database 0 and its cache database 1.
 REDIS_DATABASE = 2
 CACHE_DATABASE = 3
