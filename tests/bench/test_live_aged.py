@@ -46,7 +46,8 @@ def summary() -> dict[str, Any]:
 
 
 def test_aged_takes_a_positive_count_and_runs_one_rate():
-    assert parse_args(["--aged", "4000"]).aged == 4000
+    assert parse_args(["--aged", "500"]).aged == 500
+    assert parse_args(["--aged"]).aged == 4000
     assert parse_args([]).aged is None
     for bad in (["--aged", "0"], ["--aged", "10", "--sweep", "50,100"]):
         with pytest.raises(SystemExit):
