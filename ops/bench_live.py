@@ -159,6 +159,7 @@ def main() -> int:
     if not args.reuse:
         provision.book_build(offers=args.offers, bids=args.bids, seed=args.seed)
     provision.book_refresh(rebuild=not (args.reuse and args.keep_store))
+    checks.log_settle()
     checks.outbox_settle()
     book_offers, book_bids = checks.book_size()
     tokens = provision.tokens([f"buyer{i}" for i in range(load.BUYERS)])
