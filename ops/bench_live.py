@@ -14,6 +14,11 @@ each POST to the arrival of the ``best_offer`` frame announcing that bid's value
 offer's stream. It checks that every acknowledged bid is in the database and that the
 best-offer table is correct afterwards, and writes the results to ``--out``. Loopback only.
 The parts live in ``ops/benchmarks/live/`` and ``ops/stack.py``.
+
+``--aged N`` (issue 36 item 1): the load, then a long mixed run over REST (``N`` bids placed,
+amended, half withdrawn, ``N`` subscriptions created and deleted: ``live/aged.py``), then the
+same load again, both reported side by side. ``--sweep`` and ``--request-costs``: see their
+help. The web tier listens on a free port unless ``--port`` names one.
 """
 
 from __future__ import annotations
@@ -33,8 +38,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from ops.benchmarks import machine
-from ops.benchmarks.live import checks, costs, load, provision, report
+from ops.benchmarks.live import aged, checks, costs, load, provision, report, runs
 from ops.stack import Stack
+
+# ``--aged`` without a count: about what a day of other work had done to the database in
+# issue 36 (8,000 bids, 4,000 subscriptions made and deleted, 20,000 log events).
+AGED_COUNT = 4000
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -45,7 +54,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--readers", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="the web tier's port (default: a free one, so that two worktrees' runs never "
+        "meet on one port)",
+    )
     parser.add_argument(
         "--web-workers", type=int, default=2, help="HTTP processes (WEB_WORKERS, as ops/run)"
     )
@@ -71,6 +86,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "live-sweep.json (or --json) and into docs/benchmarks.md",
     )
     parser.add_argument(
+        "--aged",
+        type=int,
+        nargs="?",
+        const=AGED_COUNT,
+        metavar="N",
+        help="the load, then a mixed run over REST (N bids placed, each amended, every other "
+        f"one withdrawn; N subscriptions created and deleted; N {AGED_COUNT:,} unless given), "
+        "then the load again: both runs "
+        "side by side (issue 36 item 1) in ops/benchmarks/results/live-aged.json (or --json) "
+        "and docs/benchmarks.md",
+    )
+    parser.add_argument(
+        "--aged-concurrency",
+        type=int,
+        default=16,
+        help="with --aged: the mixed run's lifecycles in flight at once",
+    )
+    parser.add_argument(
         "--request-costs",
         type=int,
         metavar="N",
@@ -91,7 +124,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="with --reuse: keep the engine's store too (the code has not changed since)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.aged is not None and (args.sweep or args.request_costs):
+        parser.error("--aged runs one rate twice: not with --sweep or --request-costs")
+    if args.aged is not None and args.aged <= 0:
+        parser.error("--aged takes a positive count: --aged 4000")
+    return args
 
 
 def sweep_rates(text: str) -> list[float]:
@@ -102,37 +140,17 @@ def sweep_rates(text: str) -> list[float]:
     return rates
 
 
-def drive_rate(args: argparse.Namespace, rate: float, tokens: list[str]) -> dict[str, Any]:
-    """One load of ``rate`` bids/s on the running stack; its numbers and the cycles that
-    started during it (the best-offer check is left to the caller: it reads every order)."""
-    floor = checks.best_value_cents()
-    since = time.time()
-    result = asyncio.run(
-        load.drive(
-            args.port, args.offers, rate, args.seconds, args.readers, args.seed, floor, tokens
-        )
+def drive(args: argparse.Namespace, stack: Stack, rate: float, tokens: list[str]) -> Any:
+    """One load of ``rate`` bids/s with this command's options (``runs.drive_rate``)."""
+    return runs.drive_rate(
+        stack,
+        offers=args.offers,
+        rate=rate,
+        seconds=args.seconds,
+        readers=args.readers,
+        seed=args.seed,
+        tokens=tokens,
     )
-    time.sleep(3)  # the last cycles and pushes
-    stored = checks.stored(result["acknowledged"])
-    stages = checks.stages(result["timeline"])
-    return {
-        "rate": rate,
-        "frame_ms": load.spread(result["latencies"]),
-        "ack_ms": load.spread(result["acks"]),
-        "stages_ms": {name: load.spread(values) for name, values in stages.items()},
-        "frames": len(result["latencies"]),
-        "unanswered": result["unanswered"],
-        "lost_frames": checks.announced(result["unseen_ids"]),
-        "bids_sent": result["bids_sent"],
-        "acknowledged": len(result["acknowledged"]),
-        "stored": stored,
-        "reads": result["reads"],
-        "errors": len(result["errors"]),
-        "first_errors": result["errors"][:10],
-        "achieved_rate": result["bids_sent"] / result["elapsed"],
-        "cycles": checks.cycle_stats(since, until=time.time()),
-        "load_average": os.getloadavg(),
-    }
 
 
 def main() -> int:
@@ -141,6 +159,7 @@ def main() -> int:
     if not args.reuse:
         provision.book_build(offers=args.offers, bids=args.bids, seed=args.seed)
     provision.book_refresh(rebuild=not (args.reuse and args.keep_store))
+    checks.log_settle()
     checks.outbox_settle()
     book_offers, book_bids = checks.book_size()
     tokens = provision.tokens([f"buyer{i}" for i in range(load.BUYERS)])
@@ -148,24 +167,34 @@ def main() -> int:
     stack = Stack(env=provision.env(), log_dir=ROOT / ".data" / "bench-live", log_level="WARNING")
     # A SIGTERM (a timeout, say) unwinds through ``finally`` so the stack is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    runs: list[dict[str, Any]] = []
+    done: list[dict[str, Any]] = []
+    mixed: dict[str, Any] = {}
     if args.request_costs:
         return request_costs(args, stack, tokens[0], book_offers, book_bids)
     try:
-        stack.start_workers()
-        stack.start_beat()
-        # /healthz answers 200 once the workers do too.
-        stack.start_server(
+        runs.start(
+            stack,
             port=args.port,
-            workers=args.web_workers,
+            web_workers=args.web_workers,
             socket_workers=args.socket_workers,
-            ready_path="/healthz",
-            ready_seconds=120,
         )
         for rate in args.sweep or [args.rate]:
-            runs.append(drive_rate(args, rate, tokens))
-            if args.sweep and not report.held(runs[-1]):
+            done.append(drive(args, stack, rate, tokens))
+            if args.sweep and not report.held(done[-1]):
                 break  # the first rate that does not hold ends the sweep
+        if args.aged:
+            mixed = asyncio.run(
+                aged.mixed(
+                    stack.port,
+                    offers=args.offers,
+                    count=args.aged,
+                    concurrency=args.aged_concurrency,
+                    seed=args.seed,
+                    tokens=tokens,
+                )
+            )
+            time.sleep(3)  # the mixed run's last cycles
+            done.append(drive(args, stack, args.rate, tokens))
         verdict = checks.verified()
     finally:
         stack.stop()
@@ -180,14 +209,16 @@ def main() -> int:
         "verify": verdict,
     }
     ok = "correct" in verdict
+    if args.aged:
+        return aged_report(args, header, mixed, done)
     if args.sweep:
-        summary = header | {"runs": runs}
+        summary = header | {"runs": done}
         out = Path(args.json) if args.json else report.SWEEP_RESULTS
         out.write_text(json.dumps(summary, indent=1) + "\n")
         report.sweep_into(ROOT / "docs" / "benchmarks.md", summary)
         print(report.sweep_markdown(summary))
-        return 0 if ok and any(report.held(r) for r in runs) else 1
-    (run,) = runs
+        return 0 if ok and any(report.held(r) for r in done) else 1
+    (run,) = done
     summary = header | run
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")
@@ -196,6 +227,31 @@ def main() -> int:
         Path(args.out).write_text(text)
     print(text)
     return 0 if ok and not run["errors"] and run["stored"] == run["acknowledged"] else 1
+
+
+def aged_report(
+    args: argparse.Namespace,
+    header: dict[str, Any],
+    mixed: dict[str, Any],
+    done: list[dict[str, Any]],
+) -> int:
+    """``--aged``'s two runs and the mixed run between them, into
+    ops/benchmarks/results/live-aged.json (or ``--json``) and docs/benchmarks.md."""
+    before, after = done
+    summary = header | {
+        "rate": args.rate,
+        "before": before,
+        "mixed": mixed,
+        "after": after,
+        "book_after": list(checks.book_size()),
+        "log_after": checks.log_head(),
+    }
+    out = Path(args.json) if args.json else report.AGED_RESULTS
+    out.write_text(json.dumps(summary, indent=1) + "\n")
+    report.aged_into(ROOT / "docs" / "benchmarks.md", summary)
+    print(report.aged_markdown(summary))
+    clean = all(not r["errors"] and r["stored"] == r["acknowledged"] for r in done)
+    return 0 if "correct" in header["verify"] and clean and not mixed["errors"] else 1
 
 
 def run_facts() -> dict[str, str]:
@@ -218,7 +274,10 @@ def request_costs(
     try:
         stack.start_workers()
         server = stack.start_server(
-            port=args.port, workers=1, socket_workers=args.socket_workers, ready_path="/healthz"
+            port=args.port or None,
+            workers=1,
+            socket_workers=args.socket_workers,
+            ready_path="/healthz",
         )
         if args.profile:
             args.profile.mkdir(parents=True, exist_ok=True)

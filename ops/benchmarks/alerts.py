@@ -23,9 +23,21 @@ partitions):
 * memory: the engine processes' resident memory once every subscription is in their sets,
   less the same processes' before any subscription existed, per subscription.
 
-The machine is shared by other engineers: the load average is recorded beside each size.
-The bid path (SPEC 9's book at 50 bids/s) is not driven here: the events are the trades
-this process appends. Prints one JSON line per size, then the whole result.
+The load average is recorded beside each size. The events are the trades this process
+appends. Prints one JSON line per size, then the whole result.
+
+    .venv/bin/python ops/benchmarks/alerts.py --bid-path [--subscriptions 10000] [--rate 50]
+        [--readers 20] [--seconds 60] [--offers 10000] [--bids 100000]
+
+drives the bid path instead (issue 35 item 7: "the bid path's own p50/p99 worsen by at most
+10% against the same run without subscriptions"): on SPEC 9's book (``ops/bench_live.py``'s,
+in a database of its own, ``intersect_bench_bidpath``) and one stack with two engine
+processes, ``ops/bench_live.py``'s load (bids to their ``best_offer`` frames, reads beside
+them) once without subscriptions and once with ``--subscriptions`` of them on the events
+that load appends (``bid_path_query``); both runs' frame and 201 p50/p99, their ratio, and
+the alerts' log-to-``sub:`` frame delays in the second run, into
+``test-artifacts/bench/alerts-bid-path.json`` (or ``--json``) and docs/benchmarks.md
+between its markers.
 """
 
 from __future__ import annotations
@@ -43,15 +55,17 @@ from pathlib import Path
 from typing import Any
 
 import django
-from websockets.sync.client import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from ops.benchmarks import machine
-from ops.benchmarks.fairness import _quantiles
+from ops.benchmarks.follow import Frame, follow, quantiles
 from ops.benchmarks.history import _env, fresh_database
+from ops.benchmarks.live import checks, load, provision, runs
+from ops.benchmarks.live.load import SUBJECT
+from ops.benchmarks.report.alerts import bid_path_into, bid_path_section
 from ops.benchmarks.subscription_engine import _append, _query, log_head
 
 DATABASE = "intersect_bench_alerts"
@@ -87,37 +101,6 @@ def _cpu_s(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _follow(ws_url: str, token: str, subs: list[int], frames: list[tuple[int, int, float]]) -> Any:
-    """One socket following ``sub:<id>`` of each of ``subs``: each notification frame's
-    ``(subscription, seq, arrival)``."""
-    socket = connect(f"{ws_url}?token={token}", open_timeout=30, max_size=None)
-    confirmed = threading.Event()
-    count = [0]
-    for sub in subs:
-        socket.send(json.dumps({"action": "subscribe", "stream": f"sub:{sub}"}))
-
-    def read() -> None:
-        try:
-            for message in socket:
-                at = time.time()
-                frame = json.loads(message)
-                if frame.get("type") == "subscribed":
-                    count[0] += 1
-                    if count[0] == len(subs):
-                        confirmed.set()
-                elif frame.get("type") == "notification" and frame.get("seq") is not None:
-                    stream = str(frame.get("stream", ""))
-                    sub = int(stream.split(":", 1)[1]) if stream.startswith("sub:") else 0
-                    frames.append((sub, int(frame["seq"]), at))
-        except Exception:  # the socket closed at the end of the run
-            return
-
-    threading.Thread(target=read, daemon=True).start()
-    if not confirmed.wait(60):
-        raise RuntimeError(f"only {count[0]} of {len(subs)} sub: streams confirmed in 60 s")
-    return socket
 
 
 def produce(rng: Any, rate: float, seconds: float) -> tuple[int, int]:
@@ -162,29 +145,175 @@ def _register(owners: list[Any], queries: list[str]) -> tuple[float, float]:
     return total, bar if bar is not None else total
 
 
+def _owners(subscriptions: int) -> list[Any]:
+    """Users enough to own ``subscriptions``, 100 each (no password: they never log in)."""
+    # Django's: this runs in a --run process, after django.setup() (main)
+    from django.contrib.auth.models import User
+
+    from exchange.services import subscriptions as service
+
+    count = -(-subscriptions // service.MAX_ACTIVE)
+    return User.objects.bulk_create(User(username=f"bench-alerts-{i}") for i in range(count))
+
+
+def _join(stack: Any, engines: list[Any], rng: Any, registered: int) -> float:
+    """Seconds until the engines hold every one of the ``registered`` subscriptions and
+    have caught up (a joiner joins with the first event after it: a trade on a subject of
+    ``subscription_engine.SUBJECTS`` is appended every second meanwhile)."""
+    joining = time.monotonic()
+    deadline = joining + 900
+    held = 0
+    while time.monotonic() < deadline:
+        for e in engines:
+            stack.check_alive(e.name)
+        beats = _beats()
+        held = sum(s for _, s, _ in beats)
+        if held >= registered and all(lag <= 2 for _, _, lag in beats):
+            return time.monotonic() - joining
+        _append(rng, 1)
+        time.sleep(1)
+    raise RuntimeError(f"the engines took {held} of {registered} subscriptions in 900 s")
+
+
+def _followed(owner: Any) -> list[int]:
+    """The subscriptions the client follows: ``owner``'s first ``FOLLOWED`` form 1 ones."""
+    # Django's: this runs in a --run process, after django.setup() (main)
+    from exchange.models import Subscription
+
+    return list(
+        Subscription.objects.filter(owner=owner, kind="events", state="active")
+        .order_by("pk")
+        .values_list("pk", flat=True)[:FOLLOWED]
+    )
+
+
+class LagSampler:
+    """The engines' largest lag in events, read each second from their heartbeats in a
+    thread of its own between ``start`` and ``stop``."""
+
+    def __init__(self) -> None:
+        self.lags: list[int] = []
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        # Django's: this runs in a --run process, after django.setup() (main)
+        from django.db import connection
+
+        try:
+            while not self._stopping.is_set():
+                self.lags.append(max((lag for _, _, lag in _beats()), default=0))
+                self._stopping.wait(1.0)
+        finally:
+            connection.close()
+
+    def start(self) -> LagSampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+
+
+def _drain(head: int, followed: list[int], frames: list[Frame], seconds: float) -> None:
+    """Until the engines have caught up and every notification of the ``followed``
+    subscriptions past ``head`` has come as a frame, ``seconds`` at most."""
+    # Django's: this runs in a --run process, after django.setup() (main)
+    from django.db import connection
+
+    def wanted() -> set[tuple[int, int]]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT n.subscription_id, n.seq FROM exchange_subscriptionnotification n "
+                "WHERE n.seq > %s AND n.subscription_id = ANY(%s)",
+                [head, followed],
+            )
+            return set(cursor.fetchall())
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = {(s, q) for s, q, _ in frames if q > head}
+        if max((lag for _, _, lag in _beats()), default=0) <= 2 and wanted() <= got:
+            return
+        time.sleep(0.2)
+
+
+def _delays(head: int, frames: list[Frame]) -> tuple[int, list[float], list[float]]:
+    """The notifications of the events past ``head``: how many, the delays in seconds
+    from each followed one's event to its frame, and from every event to its row."""
+    # Django's: this runs in a --run process, after django.setup() (main)
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT n.subscription_id, e.seq, extract(epoch FROM e.time), "
+            "extract(epoch FROM n.created_at - e.time) "
+            "FROM exchange_subscriptionnotification n JOIN exchange_event e ON e.seq = n.seq "
+            "WHERE n.seq > %s AND e.seq > %s",
+            [head, head],
+        )
+        rows = cursor.fetchall()
+    times = {(sub, seq): float(t) for sub, seq, t, _ in rows}
+    arrivals = {(sub, seq): at for sub, seq, at in frames if seq > head}
+    frame_delays = [at - times[key] for key, at in arrivals.items() if key in times]
+    return len(rows), frame_delays, [float(d) for _, _, _, d in rows]
+
+
+def _close(sampler: LagSampler, socket: Any, stack: Any) -> None:
+    """The end of a run, however it ends: the sampler, the follower's socket, the stack."""
+    sampler.stop()
+    if socket is not None:
+        socket.close()
+    stack.stop()
+
+
+def _figures(
+    head: int,
+    frames: list[Frame],
+    followed: list[int],
+    lags: list[int],
+    cpu: list[float],
+    drained: float,
+    seconds: float,
+) -> dict[str, Any]:
+    """The alerts' figures of a run whose events came after ``head``: notifications, the
+    delays to the frames and to the rows, the engines' CPU (seconds each) and lag, and the
+    drain."""
+    notifications, frame_delays, row_delays = _delays(head, frames)
+    return {
+        "notifications": notifications,
+        "notifications_per_s": round(notifications / seconds),
+        "followed": len(followed),
+        "frames": len(frame_delays),
+        "frame": quantiles(frame_delays),
+        "row": quantiles(row_delays),
+        # the engines' CPU while the events came: what they need of a core each
+        "engine_cpu_s": [round(c, 1) for c in cpu],
+        "lag_max": max(lags, default=0),
+        "lag_last": lags[-1] if lags else 0,
+        "drain_s": round(drained, 1),
+    }
+
+
 def run(subscriptions: int, rate: float, seconds: float) -> dict[str, Any]:
     # Django's: this runs in the --run process, after django.setup() (main)
     from django.conf import settings
-    from django.contrib.auth.models import User
-    from django.db import connection
 
     from exchange.models import Subscription
-    from exchange.services import subscriptions as service
     from exchange.services.tokens import token_issue
     from ops.stack import Stack
 
     rng = random.Random(35)
     load_start = os.getloadavg()
-    owners = User.objects.bulk_create(  # no password: they never log in
-        User(username=f"bench-alerts-{i}") for i in range(-(-subscriptions // service.MAX_ACTIVE))
-    )
+    owners = _owners(subscriptions)
     token = token_issue(user=owners[0]).key  # a stream is its owner's alone
     queries = [_query(i, rng, True) for i in range(subscriptions)]
     stack = Stack(env=dict(os.environ), log_dir=ROOT / "test-artifacts" / "bench" / "alerts")
-    frames: list[tuple[int, int, float]] = []
-    lags: list[int] = []
+    frames: list[Frame] = []
+    sampler = LagSampler()
     socket = None
-    sampling = threading.Event()
     try:
         stack.start_worker(role="matching", concurrency=1)
         stack.start_worker(role="tasks", concurrency=1)
@@ -195,40 +324,11 @@ def run(subscriptions: int, rate: float, seconds: float) -> dict[str, Any]:
         rss_before = sum(_rss_kb(e.pid) for e in engines)
         registering, first_bar = _register(owners, queries)
         registered = Subscription.objects.filter(state="active").count()
-        # Until the engines hold every subscription and have caught up (a joiner joins
-        # with the first event after it: one is appended every second meanwhile).
-        joining = time.monotonic()
-        deadline = joining + 900
-        while time.monotonic() < deadline:
-            for e in engines:
-                stack.check_alive(e.name)
-            beats = _beats()
-            held = sum(s for _, s, _ in beats)
-            if held >= registered and all(lag <= 2 for _, _, lag in beats):
-                break
-            _append(rng, 1)
-            time.sleep(1)
-        else:
-            raise RuntimeError(f"the engines took {held} of {registered} subscriptions in 900 s")
-        joined_s = time.monotonic() - joining
+        joined_s = _join(stack, engines, rng, registered)
         time.sleep(2)
         rss_after = sum(_rss_kb(e.pid) for e in engines)
-        followed = list(
-            Subscription.objects.filter(owner=owners[0], kind="events", state="active")
-            .order_by("pk")
-            .values_list("pk", flat=True)[:FOLLOWED]
-        )
-        socket = _follow(stack.ws_url, token, followed, frames)
-
-        def sample() -> None:
-            try:
-                while not sampling.is_set():
-                    lags.append(max((lag for _, _, lag in _beats()), default=0))
-                    sampling.wait(1.0)
-            finally:
-                connection.close()
-
-        sampler = threading.Thread(target=sample, daemon=True)
+        followed = _followed(owners[0])
+        socket = follow(stack.ws_url, token, followed, frames)
         sampler.start()
         spies = []
         if PROFILE:
@@ -248,46 +348,13 @@ def run(subscriptions: int, rate: float, seconds: float) -> dict[str, Any]:
         ended = time.monotonic()
         cpu = [_cpu_s(e.pid) - before for e, before in zip(engines, cpu, strict=True)]
         load_run = os.getloadavg()
-
-        def wanted() -> set[tuple[int, int]]:
-            """The followed subscriptions' notifications of the appended events."""
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT n.subscription_id, n.seq FROM exchange_subscriptionnotification n "
-                    "WHERE n.seq > %s AND n.subscription_id = ANY(%s)",
-                    [head, followed],
-                )
-                return set(cursor.fetchall())
-
-        drain = time.monotonic() + 120
-        while time.monotonic() < drain:
-            got = {(s, q) for s, q, _ in frames if q > head}
-            if max((lag for _, _, lag in _beats()), default=0) <= 2 and wanted() <= got:
-                break
-            time.sleep(0.2)
+        _drain(head, followed, frames, 120)
         drained = time.monotonic() - ended
-        sampling.set()
-        sampler.join(5)
+        sampler.stop()
         for spy in spies:
             spy.wait(30)
     finally:
-        sampling.set()
-        if socket is not None:
-            socket.close()
-        stack.stop()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT n.subscription_id, e.seq, extract(epoch FROM e.time), "
-            "extract(epoch FROM n.created_at - e.time) "
-            "FROM exchange_subscriptionnotification n JOIN exchange_event e ON e.seq = n.seq "
-            "WHERE n.seq > %s AND e.seq > %s",
-            [head, head],
-        )
-        rows = cursor.fetchall()
-    times = {(sub, seq): float(t) for sub, seq, t, _ in rows}
-    arrivals = {(sub, seq): at for sub, seq, at in frames if seq > head}
-    frame_delays = [at - times[key] for key, at in arrivals.items() if key in times]
-    row_delays = [float(d) for _, _, _, d in rows]
+        _close(sampler, socket, stack)
     return {
         "subscriptions": subscriptions,
         "registered": registered,
@@ -302,22 +369,190 @@ def run(subscriptions: int, rate: float, seconds: float) -> dict[str, Any]:
         "events": n,
         "rate": rate,
         "seconds": seconds,
-        "notifications": len(rows),
-        "notifications_per_s": round(len(rows) / seconds),
-        "followed": len(followed),
-        "frames": len(frame_delays),
-        "frame": _quantiles(frame_delays),
-        "row": _quantiles(row_delays),
-        # the engines' CPU while the trades were appended: what they need of a core each
-        "engine_cpu_s": [round(c, 1) for c in cpu],
-        "lag_max": max(lags, default=0),
-        "lag_last": lags[-1] if lags else 0,
-        "lags": lags,
-        "drain_s": round(drained, 1),
+        **_figures(head, frames, followed, sampler.lags, cpu, drained, seconds),
+        "lags": sampler.lags,
         "load_start": [round(x, 2) for x in load_start],
         "load_run": [round(x, 2) for x in load_run],
         "load_end": [round(x, 2) for x in os.getloadavg()],
     }
+
+
+# --bid-path (issue 35 item 7, "the bid path's own p50/p99 worsen by at most 10%"): SPEC 9's
+# bid load (``ops/bench_live.py``'s, on its book, kept in a database of its own) without and
+# with live subscriptions on the events that load appends: a bid appends ``bid_placed``
+# (its owner's alone) and, when it becomes an offer's best, ``best_offer`` (everyone's). The
+# mix of ``_query`` over the book's one market: its offers in ``SLICES`` slices of
+# consecutive ids stand for the 100 subjects, each subscription on one slice.
+BID_PATH_DATABASE = "intersect_bench_bidpath"
+BID_PATH_RESULTS = ROOT / "test-artifacts" / "bench" / "alerts-bid-path.json"
+SLICES = 100
+BEST = "type = 'best_offer' AND subject = '{s}' AND offer >= {lo} AND offer <= {hi}"
+BID_FORM1 = (
+    "SELECT value WHERE type = 'best_offer', subject = '{s}', offer >= {lo}, offer <= {hi}, "
+    "value > 1.{x:02d}"
+)
+BID_FORM3 = (
+    "SELECT a.value, b.value FROM FILTER{{" + BEST + "}}(EVENTS) AS a "
+    "NEXT{{b.value > 1.00{k} * a.value}} FILTER{{" + BEST + "}}(EVENTS) AS b WITHIN 10m"
+)
+BID_FORM4 = (
+    "SELECT MAX(best_value) FROM offers WHERE subject = '{s}' AND offer BETWEEN {lo} AND {hi}"
+)
+
+
+def bid_path_query(i: int, rng: Any, first_offer: int, offers: int) -> str:
+    """Subscription ``i`` of the bid path's mix: 70% form 1, 20% form 3, 10% form 4 (as
+    ``_query``), on slice ``i % SLICES`` of the ``offers`` consecutive offers from
+    ``first_offer``; each fires on the ``best_offer`` events of its slice (form 1 on every
+    one: the load's bids beat the book's best values, 1.49 at most)."""
+    width = max(1, offers // SLICES)
+    lo = first_offer + (i % SLICES) * width
+    where = {"s": SUBJECT, "lo": lo, "hi": lo + width - 1}
+    kind = i % 10
+    if kind < 7:
+        return BID_FORM1.format(**where, x=rng.randrange(0, 50))
+    if kind < 9:
+        return BID_FORM3.format(**where, k=rng.randrange(1, 9))
+    return BID_FORM4.format(**where)
+
+
+def _offers_into_log() -> int:
+    """The book's open offers appended to the log as ``offer_posted`` events, in one
+    append (the best-offer changes not yet logged follow them): ``manage.py bench_book``
+    writes its offers in bulk, past the log, and a form 4 watch knows the open offers
+    from the log only. How many."""
+    # Django's: this runs in the --bid-path-run process, after django.setup() (main)
+    from django.db import transaction
+
+    from exchange.market_rules import order_constraint
+    from exchange.models import Offer
+    from exchange.selectors.markets import market_schema
+    from exchange.services.events import events_append, order_event
+    from exchange.services.matching import cycle_lock
+
+    rows = []
+    schemas: dict[int, Any] = {}
+    for offer in Offer.objects.filter(state="open").select_related("market").order_by("pk"):
+        market = offer.market
+        schema = schemas.setdefault(market.pk, market_schema(market=market))
+        rules = order_constraint(
+            schema=schema, tick=market.tick, side="offer", source=offer.constraint_text
+        )
+        event = order_event("offer_posted", offer, rules.constraint).event
+        data = {k: v for k, v in event.items() if k not in ("type", "subject")}
+        rows.append((event["type"], event["subject"], None, data))
+    with transaction.atomic():
+        cycle_lock()
+        events_append(closed=rows)
+    return len(rows)
+
+
+def bid_path_run(options: dict[str, Any]) -> dict[str, Any]:
+    """``--bid-path``'s one process: the book built afresh (so no subscription of an
+    earlier run is left in it), the stack of ``ops/bench_live.py`` with two engine
+    processes, the load without subscriptions, ``subscriptions`` registered, the load again
+    with them."""
+    # Django's: this runs in the --bid-path-run process, after django.setup() (main)
+    from exchange.models import Subscription
+    from exchange.services.tokens import token_issue
+    from ops.stack import Stack
+
+    o = options
+    t0 = time.perf_counter()
+    provision.book_build(offers=o["offers"], bids=o["bids"], seed=o["seed"])
+    provision.book_refresh()
+    checks.outbox_settle()
+    offers_logged = _offers_into_log()
+    checks.outbox_settle()
+    book = checks.book_size()
+    tokens = provision.tokens([f"buyer{i}" for i in range(load.BUYERS)])
+    first_offer = int(checks.one_row("SELECT min(id) FROM exchange_offer WHERE state = 'open'")[0])
+    rng = random.Random(35)
+    owners = _owners(o["subscriptions"])
+    token = token_issue(user=owners[0]).key
+    queries = [bid_path_query(i, rng, first_offer, o["offers"]) for i in range(o["subscriptions"])]
+    env = provision.env() | {"SUBSCRIPTION_ENGINE_PROCESSES": str(ENGINES)}
+    stack = Stack(env=env, log_dir=ROOT / "test-artifacts" / "bench" / "alerts-bid-path")
+    setup_s = time.perf_counter() - t0
+
+    def drive() -> dict[str, Any]:
+        return runs.drive_rate(
+            stack,
+            offers=o["offers"],
+            rate=o["rate"],
+            seconds=o["seconds"],
+            readers=o["readers"],
+            seed=o["seed"],
+            tokens=tokens,
+        )
+
+    frames: list[Frame] = []
+    sampler = LagSampler()
+    socket = None
+    try:
+        runs.start(stack, web_workers=o["web_workers"], socket_workers=o["socket_workers"])
+        engines = [stack.processes[f"engine{i}"] for i in range(ENGINES)]
+        _join(stack, engines, rng, 0)  # the engines past the book's events
+        without = drive()
+        rss_before = sum(_rss_kb(e.pid) for e in engines)
+        registering, first_bar = _register(owners, queries)
+        registered = Subscription.objects.filter(state="active").count()
+        joined_s = _join(stack, engines, rng, registered)
+        rss_after = sum(_rss_kb(e.pid) for e in engines)
+        followed = _followed(owners[0])
+        socket = follow(stack.ws_url, token, followed, frames)
+        sampler.start()
+        cpu = [_cpu_s(e.pid) for e in engines]
+        head = log_head()
+        with_subscriptions = drive()
+        cpu = [_cpu_s(e.pid) - before for e, before in zip(engines, cpu, strict=True)]
+        ended = time.monotonic()
+        _drain(head, followed, frames, 60)
+        drained = time.monotonic() - ended
+        sampler.stop()
+        verdict = checks.verified()
+    finally:
+        _close(sampler, socket, stack)
+    return {
+        "offers": book[0],
+        "bids": book[1],
+        "offers_logged": offers_logged,
+        "rate": o["rate"],
+        "readers": o["readers"],
+        "seconds": o["seconds"],
+        "web_workers": o["web_workers"],
+        "socket_workers": o["socket_workers"],
+        "setup_s": round(setup_s, 1),
+        "subscriptions": o["subscriptions"],
+        "registered": registered,
+        "engines": ENGINES,
+        "registering_s": round(registering, 2),
+        "first_10000_s": round(first_bar, 2),
+        "joined_s": round(joined_s, 1),
+        "rss_kb_per_subscription": round((rss_after - rss_before) / max(1, registered), 2),
+        "without": without,
+        "with": with_subscriptions,
+        "alerts": _figures(head, frames, followed, sampler.lags, cpu, drained, o["seconds"]),
+        "verify": verdict,
+    }
+
+
+def bid_path(options: dict[str, Any]) -> dict[str, Any]:
+    """``--bid-path``: ``bid_path_run`` in a process of its own against the bid path's
+    database (so that no other bench's book or subscriptions are in it), with the facts
+    of the machine and the command."""
+    env = provision.env() | {
+        "BENCH_LIVE_DATABASE": BID_PATH_DATABASE,
+        "DATABASE_URL": provision._with_path(provision.SERVER_URL, BID_PATH_DATABASE),
+    }
+    argv = [sys.executable, __file__, "--bid-path-run", json.dumps(options)]
+    done = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"alerts.py --bid-path: the run failed (exit {done.returncode})")
+    host = machine.host()
+    facts = {k: host[k] for k in ("date", "commit", "cpu", "cores")}
+    command = " ".join([".venv/bin/python", "ops/benchmarks/alerts.py", *sys.argv[1:]])
+    return facts | {"command": command} | json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # The frames a profile's summary names: the engine's own and the libraries it spends in
@@ -405,13 +640,61 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=50)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--run", action="store_true", help="(internal) one size in this database")
+    ap.add_argument(
+        "--bid-path",
+        action="store_true",
+        help="SPEC 9's bid load (ops/bench_live.py's, on its book: --rate bids/s, "
+        "default 50, and --readers reads/s for --seconds) without and then with "
+        "--subscriptions live subscriptions on the events it appends, on two engine "
+        "processes: the bid path's frame and 201 p50/p99 of both, their ratio, and the "
+        "alerts' log-to-sub: frame delays; into test-artifacts/bench/alerts-bid-path.json "
+        "(or --json) and docs/benchmarks.md",
+    )
+    ap.add_argument("--subscriptions", type=int, default=10_000, help="with --bid-path")
+    ap.add_argument("--offers", type=int, default=10_000, help="with --bid-path: the book's")
+    ap.add_argument("--bids", type=int, default=100_000, help="with --bid-path: the book's")
+    ap.add_argument("--readers", type=float, default=20.0, help="with --bid-path")
+    ap.add_argument("--web-workers", type=int, default=2, help="with --bid-path")
+    ap.add_argument("--socket-workers", type=int, default=1, help="with --bid-path")
+    ap.add_argument("--seed", type=int, default=7, help="with --bid-path")
+    ap.add_argument("--json", type=Path, help="with --bid-path: the results here")
+    ap.add_argument("--bid-path-run", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.bid_path_run:
+        django.setup()
+        print(json.dumps(bid_path_run(json.loads(args.bid_path_run))))
+        return 0
+    if args.bid_path:
+        return bid_path_main(args)
     if args.run:
         django.setup()
         print(json.dumps(run(args.sizes[0], args.rate, args.seconds)))
         return 0
     print(json.dumps(measure(sizes=args.sizes, rate=args.rate, seconds=args.seconds)))
     return 0
+
+
+def bid_path_main(args: argparse.Namespace) -> int:
+    """``--bid-path``: the two runs, their results and their subsection."""
+    if args.subscriptions <= 0:
+        raise SystemExit("--subscriptions takes a positive count")
+    options = {
+        key: getattr(args, key)
+        for key in ("subscriptions", "offers", "bids", "readers", "seconds", "seed")
+    } | {
+        "rate": args.rate,
+        "web_workers": args.web_workers,
+        "socket_workers": args.socket_workers,
+    }
+    result = bid_path(options)
+    out = args.json or BID_PATH_RESULTS
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    bid_path_into(ROOT / "docs" / "benchmarks.md", result)
+    print(bid_path_section(result))
+    print(f"raw results: {out}")
+    clean = all(not result[k]["errors"] for k in ("without", "with"))
+    return 0 if clean and "correct" in result["verify"] else 1
 
 
 if __name__ == "__main__":

@@ -30,20 +30,19 @@ import os
 import random
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import django
 import httpx
-from websockets.sync.client import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from ops.benchmarks import machine
+from ops.benchmarks.follow import Frame, follow, quantiles
 from ops.benchmarks.history import _env, fresh_database
 from ops.benchmarks.report.doc import splice_section
 from ops.benchmarks.subscription_engine import _append, produce
@@ -71,39 +70,6 @@ def _register(url: str, token: str, query: str) -> int:
     return int(answer.json()["id"])
 
 
-def _follow(ws_url: str, token: str, sub: int, frames: list[tuple[int, float]], ready: Any) -> Any:
-    """A thread following ``sub:<sub>``: each notification frame's ``(seq, arrival)``."""
-    socket = connect(f"{ws_url}?token={token}", open_timeout=30)
-    socket.send(json.dumps({"action": "subscribe", "stream": f"sub:{sub}"}))
-
-    def read() -> None:
-        try:
-            for message in socket:
-                at = time.time()
-                frame = json.loads(message)
-                if frame.get("type") == "subscribed":
-                    ready.set()
-                elif frame.get("type") == "notification" and frame.get("seq") is not None:
-                    frames.append((int(frame["seq"]), at))
-        except Exception:  # the socket closed at the end of the run
-            return
-
-    thread = threading.Thread(target=read, daemon=True)
-    thread.start()
-    return socket
-
-
-def _quantiles(values: list[float]) -> dict[str, float | None]:
-    if not values:
-        return {"p50_ms": None, "p99_ms": None, "max_ms": None}
-    ordered = sorted(values)
-
-    def q(p: float) -> float:
-        return round(1000 * ordered[min(len(ordered) - 1, int(p * len(ordered)))], 1)
-
-    return {"p50_ms": q(0.5), "p99_ms": q(0.99), "max_ms": round(1000 * ordered[-1], 1)}
-
-
 def run(offender: int, rate: float, seconds: float) -> dict[str, Any]:
     # Django's: this runs in the --run process, after django.setup() (main)
     from django.contrib.auth.models import User
@@ -118,7 +84,7 @@ def run(offender: int, rate: float, seconds: float) -> dict[str, Any]:
     bad = User.objects.create(username="bench-offender")
     victim_token, bad_token = token_issue(user=victim).key, token_issue(user=bad).key
     stack = Stack(env=dict(os.environ), log_dir=ROOT / "test-artifacts" / "bench" / "fairness")
-    frames: list[tuple[int, float]] = []
+    frames: list[Frame] = []
     socket = None
     try:
         stack.start_worker(role="matching", concurrency=1)
@@ -127,10 +93,7 @@ def run(offender: int, rate: float, seconds: float) -> dict[str, Any]:
         stack.start_beat()
         stack.start_server(ready_path="/healthz", ready_seconds=90)  # 200 once all answer
         alert = _register(stack.url, victim_token, ALERT)
-        ready = threading.Event()
-        socket = _follow(stack.ws_url, victim_token, alert, frames, ready)
-        if not ready.wait(30):
-            raise RuntimeError("the sub: stream was not confirmed in 30 s")
+        socket = follow(stack.ws_url, victim_token, [alert], frames, confirm_seconds=30)
         started = time.perf_counter()
         for i in range(offender):
             _register(stack.url, bad_token, HEAVY[i % len(HEAVY)])
@@ -154,14 +117,14 @@ def run(offender: int, rate: float, seconds: float) -> dict[str, Any]:
         ended = time.monotonic()
         # Until every event's frame has come (each trade fires the alert), 30 s at most.
         drain = time.monotonic() + 30
-        while time.monotonic() < drain and sum(1 for s, _ in frames if s > head) < n:
+        while time.monotonic() < drain and sum(1 for _, s, _ in frames if s > head) < n:
             time.sleep(0.2)
         drained = time.monotonic() - ended
     finally:
         if socket is not None:
             socket.close()
         stack.stop()
-    arrivals = {seq: at for seq, at in frames if seq > head}
+    arrivals = {seq: at for _, seq, at in frames if seq > head}
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT e.seq, extract(epoch FROM e.time), extract(epoch FROM n.created_at - e.time) "
@@ -181,8 +144,8 @@ def run(offender: int, rate: float, seconds: float) -> dict[str, Any]:
         "notifications": len(rows),
         "frames": len(frame_delays),
         "drain_s": round(drained, 1),
-        "frame": _quantiles(frame_delays),
-        "row": _quantiles(row_delays),
+        "frame": quantiles(frame_delays),
+        "row": quantiles(row_delays),
         "load": round(os.getloadavg()[0], 2),
     }
 

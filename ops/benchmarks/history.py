@@ -82,6 +82,7 @@ def _env(database_url: str) -> dict[str, str]:
 def fresh_database(database: str) -> str:
     """The bench database ``database`` dropped, created again and migrated; its URL."""
     url = provision._with_path(provision.SERVER_URL, database)
+    provision.cluster_check()
     with psycopg.connect(provision.SERVER_URL, autocommit=True) as conn:
         name = sql.Identifier(database)
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))

@@ -10,8 +10,9 @@ and the Spark batch matcher on the same workloads and batches.
     ops/bench history [--quick] [--out DIR]    the historic-read benchmark alone
                               (ops/benchmarks/history.py)
     ops/bench subscriptions [--quick] [--out DIR]    10,000 live subscriptions on one
-                              market: the matching cycle and the advance pass
-                              (ops/benchmarks/subscriptions.py)
+                              market: the matching cycle and the subscription engine
+                              beside it (ops/benchmarks/subscriptions.py), a subsection
+                              of the alerts section between its markers
     ops/bench patterns [--quick] [--out DIR]    the patterns benchmark alone
                               (ops/benchmarks/patterns.py), its section put into DIR's report
     ops/bench dissemination [--quick] [--watches N] [--out DIR]    the dissemination
@@ -22,7 +23,10 @@ and the Spark batch matcher on the same workloads and batches.
     ops/bench alerts [--quick] [--sizes N,...] [--seconds S] [--out DIR]    live
                               subscriptions (1,000 to 100,000) on two engine processes at
                               50 trades/s on the stack (ops/benchmarks/alerts.py, SPEC 9
-                              "Alerts"): its table, plot and section put into the report
+                              "Alerts"): its table and plot put into the report between
+                              their markers (the notes around them stay); the bid path
+                              with and without subscriptions is ops/benchmarks/alerts.py
+                              --bid-path
     ops/bench fairness [--quick] [--out DIR]    a victim's alert beside an offender's 100
                               heavy subscriptions, on the stack (ops/benchmarks/fairness.py)
     ops/bench live [--live-json F] [--load-json F] [--out DIR]    the end-to-end
@@ -115,7 +119,7 @@ ALONE = {
     "history": "the historic-read benchmark (ops/benchmarks/history.py), its section put "
     "into the report",
     "subscriptions": "the live-subscriptions benchmark (ops/benchmarks/subscriptions.py), "
-    "its section put into the report",
+    "its subsection put into the report's alerts section",
     "patterns": "the patterns benchmark (ops/benchmarks/patterns.py), its section put into "
     "the report already in --out (default docs/)",
     "dissemination": "the dissemination benchmark (ops/benchmarks/dissemination.py), its "

@@ -37,6 +37,30 @@ def book_size() -> tuple[int, int]:
     return int(offers), int(bids)
 
 
+def log_head() -> int:
+    """The event log's last ``seq`` (0 while it is empty)."""
+    (head,) = one_row(
+        "SELECT coalesce((SELECT last_seq FROM exchange_eventcounter WHERE id = 1), 0)"
+    )
+    return int(head)
+
+
+def log_settle() -> int:
+    """Append to the log the best-offer changes the setup made (the book's rebuilds: one or
+    more an offer), as the first matching cycle would otherwise do inside the first
+    measured run, in one transaction of 10,000 and more events on SPEC 9's book; how many."""
+    script = (
+        "from django.db import transaction\n"
+        "from exchange.services.events import events_append\n"
+        "from exchange.services.matching import cycle_lock\n"
+        "with transaction.atomic():\n"
+        "    cycle_lock()\n"
+        "    print(events_append())\n"
+    )
+    done = manage("shell", "-c", script, capture_output=True)
+    return int(done.stdout.strip().splitlines()[-1])
+
+
 def outbox_settle() -> None:
     """Mark the setup's notifications delivered: nobody listens for them, and the sweep would
     otherwise push tens of thousands of them during the measurement."""

@@ -12,7 +12,9 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import sql
@@ -20,7 +22,8 @@ from psycopg import sql
 from exchange.settings.ports import DEV_DATABASE_URL, DEV_REDIS_URL
 from ops.stack import ROOT
 
-DATABASE = "intersect_bench"
+# ``BENCH_LIVE_DATABASE`` names another (``alerts.py --bid-path`` keeps its book apart).
+DATABASE = os.environ.get("BENCH_LIVE_DATABASE") or "intersect_bench"
 # Nothing mixes with a running ops/run, whose queues use database 0 and its cache database 1.
 REDIS_DATABASE = 2
 CACHE_DATABASE = 3
@@ -64,8 +67,40 @@ def manage(*args: str, check: bool = True, **kwargs: Any) -> subprocess.Complete
     )
 
 
+def foreign_cluster(url: str, root: Path = ROOT) -> str | None:
+    """Why the bench may not drop and create databases on the development cluster at
+    ``url``, or None when it may: this checkout's ``ops/services`` started it (its socket
+    is in ``.data/dev/pg-run``, or under the directory ``.data/dev/pg.link`` names).
+    ``ops/services start`` uses a cluster another checkout started on the same port, or
+    that checkout's replica; two checkouts' benches there would drop each other's
+    databases."""
+    port = urlsplit(url).port
+    data = root / ".data" / "dev"
+    link = data / "pg.link"
+    run = Path(os.readlink(link)) / "pg-run" if link.is_symlink() else data / "pg-run"
+    if (run / f".s.PGSQL.{port}").exists():
+        return None
+    return (
+        f"the PostgreSQL on 127.0.0.1:{port} is not this checkout's (no socket in {run}): "
+        "another checkout's benches may use its bench databases. Start this checkout's "
+        "(ops/services start, with its own ports in ops/lib/ports.env) or name a cluster "
+        "with BENCH_DATABASE_URL"
+    )
+
+
+def cluster_check() -> None:
+    """Stop the bench before it drops a database on another checkout's cluster (unless
+    ``BENCH_DATABASE_URL`` names the cluster: then it is the caller's choice)."""
+    if os.environ.get("BENCH_DATABASE_URL"):
+        return
+    problem = foreign_cluster(SERVER_URL)
+    if problem:
+        raise SystemExit(problem)
+
+
 def database_recreate() -> None:
     """Drop the bench database (whatever holds it open) and create it empty."""
+    cluster_check()
     with psycopg.connect(SERVER_URL, autocommit=True) as conn:
         name = sql.Identifier(DATABASE)
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))

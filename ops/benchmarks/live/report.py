@@ -175,3 +175,80 @@ def sweep_into(doc: Path, r: dict[str, Any]) -> None:
     the document."""
     splice(doc, SWEEP_BEGIN, SWEEP_END, sweep_markdown(r))
     live_sweep_plot(r, doc.parent / SWEEP_PLOT)
+
+
+# docs/benchmarks.md holds ``--aged``'s section between these lines (issue 36 item 1).
+AGED_BEGIN = "<!-- aged book: written by ops/bench_live.py --aged -->"
+AGED_END = "<!-- end of the aged book -->"
+AGED_RESULTS = SWEEP_RESULTS.parent / "live-aged.json"
+AGED_TITLE = "### On a database that has been used (issue 36 item 1)"
+
+
+def run_row(label: str, run: dict[str, Any]) -> str:
+    """One run of a side-by-side table (``aged_rows``)."""
+    frame = " / ".join(_ms(run["frame_ms"], q) for q in ("p50", "p90", "p99"))
+    ack = " / ".join(_ms(run["ack_ms"], q) for q in ("p50", "p99"))
+    c = run["cycles"]
+    return (
+        f"| {label} | {run['achieved_rate']:.1f} | {frame} | {ack} | {stages_line(run)} "
+        f"| {run['acknowledged']:,} of {run['bids_sent']:,} ({run['stored']:,} stored) "
+        f"| {run['unanswered']:,} ({_lost(run)}) | {run['errors']} "
+        f"| {c['count']:,} ({c['mean_ms']:.0f} ms, {c['mean_changes']:.1f} changes) "
+        f"| {run['load_average'][0]:.1f} | {'yes' if held(run) else 'no'} |"
+    )
+
+
+RUN_HEADER = [
+    "| run | bids/s completed | frame p50 / p90 / p99 ms | 201 p50 / p99 ms "
+    "| stages p50 / p99 ms | acknowledged (stored) | frames not seen (announced) | errors "
+    "| cycles (mean, changes each) | load (1 min) | held |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
+]
+
+
+def mixed_line(m: dict[str, Any]) -> str:
+    """What the mixed run did: each kind's requests answered as expected, of those sent."""
+    kinds = ", ".join(f"{kind} {m['done'][kind]:,} of {m['sent'][kind]:,}" for kind in m["done"])
+    return (
+        f"{kinds}; {m['events']:,} events added to the log; {m['seconds']:,.0f} s at "
+        f"{m['concurrency']} at a time; {m['errors']} errors"
+    )
+
+
+def aged_markdown(r: dict[str, Any]) -> str:
+    """``--aged``'s section: the load on the book as built, the mixed run, the same load
+    again, side by side."""
+    before, after = r["before"], r["after"]
+    ratio = [
+        f"{after['frame_ms'][q] / before['frame_ms'][q]:.2f}"
+        if before["frame_ms"] and after["frame_ms"] and before["frame_ms"][q]
+        else "–"
+        for q in ("p50", "p99")
+    ]
+    errors = "\n".join(f"* `{e}`" for e in r["mixed"]["first_errors"])
+    return "\n".join(
+        [
+            AGED_TITLE,
+            "",
+            f"`{r['command']}` on {r['date']}, commit `{r['commit']}`, {r['machine']}. "
+            f"{r['rate']:g} bids/s and {r['readers']:g} reads/s for {r['seconds']:g} s on "
+            f"a book of {r['offers']:,} open offers and {r['bids']:,} active bids, then a "
+            f"mixed run over REST ({mixed_line(r['mixed'])}), then the same load again "
+            f"(the book then {r['book_after'][0]:,} open offers, {r['book_after'][1]:,} "
+            f"active bids; the log {r['log_after']:,} events). Web tier: "
+            f"{r['web_workers']} HTTP and {r['socket_workers']} socket processes.",
+            "",
+            *RUN_HEADER,
+            run_row("before the mixed run", before),
+            run_row("after it", after),
+            "",
+            f"After against before, frame p50 x{ratio[0]}, p99 x{ratio[1]}. "
+            f"`verify_best_offers` afterwards: {r['verify']}",
+            *(["", "First errors of the mixed run:", "", errors] if errors else []),
+        ]
+    )
+
+
+def aged_into(doc: Path, r: dict[str, Any]) -> None:
+    """Put ``--aged``'s section into ``doc`` between its markers."""
+    splice(doc, AGED_BEGIN, AGED_END, aged_markdown(r))

@@ -1,0 +1,201 @@
+"""The alerts benchmark's parts of docs/benchmarks.md: a run of ``ops/bench alerts`` replaces
+only its block between its markers (the notes around it stay); ``--bid-path``'s subsection,
+its mix of subscriptions over the book and its ratios against issue 35's 10%; ``ops/bench
+subscriptions``' subsection; and the follower both stack benchmarks share."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from matching.subscriptions import parse_query
+from ops.benchmarks import alerts
+from ops.benchmarks.follow import quantiles, stream_id
+from ops.benchmarks.report import alerts as report
+from ops.benchmarks.report import subscriptions as subscriptions_report
+from tests.bench.test_live_sweep_report import run
+
+
+def alerts_run(size: int, p50: float) -> dict[str, Any]:
+    q = {"p50_ms": p50, "p99_ms": 4 * p50, "max_ms": 5 * p50}
+    return {
+        "subscriptions": size,
+        "registering_per_s": 1800,
+        "first_10000_s": 5.4,
+        "events": 3000,
+        "rate": 50.0,
+        "seconds": 60.0,
+        "notifications_per_s": 229,
+        "frame": q,
+        "frames": 520,
+        "row": q,
+        "lag_max": 3,
+        "lag_last": 0,
+        "drain_s": 0.3,
+        "engine_cpu_s": [12.0, 11.0],
+        "rss_kb_per_subscription": 7.5,
+        "load_start": [0.6, 0.5, 0.4],
+        "load_run": [1.5, 1.0, 0.5],
+    }
+
+
+RESULT = {
+    "date": "2026-11-28 17:00 UTC",
+    "commit": "abc1234",
+    "cpu": "AMD EPYC",
+    "cores": 2,
+    "runs": [alerts_run(1000, 17.0), alerts_run(10_000, 24.0)],
+}
+
+
+def test_a_run_replaces_only_its_block_and_keeps_the_notes_around_it(tmp_path: Path):
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text(
+        f"# Benchmarks\n\n{report.TITLE}\n\n{report.BEGIN}\nold table\n{report.END}\n\n"
+        "**Again on a quiet machine** (written by hand)\n\n## Fairness\n\nkept\n"
+    )
+    report.splice(doc, RESULT)
+    report.splice(doc, RESULT)
+    text = doc.read_text()
+    assert "old table" not in text
+    assert text.count(report.BEGIN) == text.count(report.END) == 1
+    assert text.count(report.TITLE) == 1
+    assert "**Again on a quiet machine** (written by hand)\n\n## Fairness\n\nkept\n" in text
+    block = text.split(report.BEGIN + "\n")[1].split(report.END)[0]
+    assert block.startswith("`ops/bench alerts`, 2026-11-28 17:00 UTC, commit abc1234, AMD EPYC")
+    assert "at 50 a second for 60 s" in block
+    assert "| 10,000 | 1,800 | 5.4 | 3,000 (50) |" in block
+
+
+def test_a_report_without_the_section_gets_it_whole_with_the_markers(tmp_path: Path):
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\n## Where the missed targets lose their time\n\nlast\n")
+    report.splice(doc, RESULT)
+    text = doc.read_text()
+    assert text.index(report.TITLE) < text.index(report.BEGIN) < text.index(report.END)
+    assert text.index(report.END) < text.index("## Where the missed targets")
+    assert "The largest size run: 10,000" in text
+
+
+def test_the_bid_path_mix_is_70_20_10_over_100_ranges_of_the_books_offers():
+    rng = random.Random(1)
+    queries = [alerts.bid_path_query(i, rng, 501, 10_000) for i in range(1000)]
+    kinds = Counter(parse_query(q).kind.value for q in queries)
+    assert kinds == {"events": 700, "pattern": 200, "state": 100}
+    assert "offer >= 501, offer <= 600, value > 1." in queries[0]
+    assert "offer >= 10301 AND offer <= 10400" in queries[98]  # form 3, the 99th range
+    assert "offer >= 501, offer <= 600, value > 1." in queries[100]  # the first range again
+    assert "offer BETWEEN 1401 AND 1500" in queries[9]
+    assert all("type = 'best_offer'" in q for q in queries if "FROM offers" not in q)
+
+
+def bid_path_result(with_p99: float) -> dict[str, Any]:
+    return {
+        "command": ".venv/bin/python ops/benchmarks/alerts.py --bid-path",
+        "date": "2026-11-28 17:00 UTC",
+        "commit": "abc1234",
+        "cpu": "AMD EPYC",
+        "cores": 2,
+        "offers": 10_000,
+        "bids": 100_000,
+        "offers_logged": 10_000,
+        "rate": 50.0,
+        "readers": 20.0,
+        "seconds": 60.0,
+        "web_workers": 2,
+        "socket_workers": 1,
+        "engines": 2,
+        "registered": 10_000,
+        "registering_s": 5.4,
+        "joined_s": 3.0,
+        "rss_kb_per_subscription": 6.1,
+        "without": run(50, 400.0),
+        "with": run(50, with_p99),
+        "alerts": {
+            "notifications": 210_000,
+            "notifications_per_s": 3500,
+            "followed": 40,
+            "frames": 1190,
+            "frame": {"p50_ms": 24.0, "p99_ms": 180.0, "max_ms": 300.0},
+            "row": {"p50_ms": 11.0, "p99_ms": 90.0, "max_ms": 200.0},
+            "engine_cpu_s": [20.0, 19.0],
+            "lag_max": 40,
+            "lag_last": 0,
+            "drain_s": 0.2,
+        },
+        "verify": "best-offer table is correct for 10000 open offer(s)",
+    }
+
+
+def test_the_bid_path_subsection_gives_both_runs_and_their_ratio():
+    held = report.bid_path_section(bid_path_result(440.0))
+    lines = held.splitlines()
+    assert lines[0] == report.BID_PATH_TITLE
+    assert "| without | 0 | 49.5 | 100 / 400 | 100 / 400 |" in held
+    assert "| with | 10,000 | 49.5 | 110 / 440 | 110 / 440 |" in held
+    assert "| with / without | | | x1.10 / x1.10 | x1.10 / x1.10 |" in held
+    assert "**held**" in held
+    assert "log to `sub:` frame 24 / 180 / 300 ms p50 / p99 / max (1,190 frames of 40" in held
+    assert "engines' CPU 20 + 19 s" in held
+    missed = report.bid_path_section(bid_path_result(441.0))
+    assert "| with / without | | | x1.10 / x1.10 |" in missed
+    assert "**missed**" in missed
+
+
+def test_the_bid_path_subsection_is_replaced_between_its_markers(tmp_path: Path):
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text(f"above\n{report.BID_PATH_BEGIN}\nnot yet run\n{report.BID_PATH_END}\nbelow\n")
+    report.bid_path_into(doc, bid_path_result(440.0))
+    report.bid_path_into(doc, bid_path_result(500.0))
+    text = doc.read_text()
+    assert text.startswith(f"above\n{report.BID_PATH_BEGIN}\n{report.BID_PATH_TITLE}\n")
+    assert text.endswith(f"{report.BID_PATH_END}\nbelow\n")
+    assert text.count(report.BID_PATH_TITLE) == 1
+    assert "x1.25" in text
+
+
+def test_ops_bench_subscriptions_writes_its_subsection_under_the_current_title(tmp_path: Path):
+    result = {
+        "date": "2026-11-28 17:00 UTC",
+        "commit": "abc1234",
+        "cpu": "AMD EPYC",
+        "cores": 2,
+        "load_before": 0.5,
+        "load_after": 1.0,
+        "subscriptions": 10_000,
+        "book": {"offers": 1000, "bids": 5000},
+        "owners": 100,
+        "registering_s": 5.0,
+        "cycles": 20,
+        "ms_with": 30.0,
+        "ms_without": 29.0,
+        "pass_ms": 100.0,
+        "passes": [{"events": 40, "notifications": 400, "ms": 100.0, "_read": 10.0}],
+    }
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text(
+        f"## Alerts\n\n{subscriptions_report.BEGIN}\nnot yet run\n{subscriptions_report.END}\n"
+        "\n## Fairness\n"
+    )
+    subscriptions_report.splice(doc, result)
+    text = doc.read_text()
+    assert subscriptions_report.TITLE.startswith("### ")
+    assert "## Live subscriptions: many on one market" not in text
+    assert text.startswith(
+        f"## Alerts\n\n{subscriptions_report.BEGIN}\n{subscriptions_report.TITLE}\n"
+    )
+    assert text.endswith(f"{subscriptions_report.END}\n\n## Fairness\n")
+
+
+def test_the_follower_reads_the_subscription_of_a_stream_and_the_spread_of_delays():
+    assert stream_id("sub:42") == 42
+    assert stream_id("market:office.supplies.pencils") == 0
+    assert stream_id("sub:") == 0
+    assert quantiles([]) == {"p50_ms": None, "p99_ms": None, "max_ms": None}
+    assert quantiles([0.001 * n for n in range(1, 101)]) == {
+        "p50_ms": 51.0,
+        "p99_ms": 100.0,
+        "max_ms": 100.0,
+    }
