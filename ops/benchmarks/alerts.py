@@ -23,6 +23,10 @@ partitions):
 * memory: the engine processes' resident memory once every subscription is in their sets,
   less the same processes' before any subscription existed, per subscription.
 
+* correctness: every subscription of the first three owners (300) compared with
+  ``run_offline`` over the log as its owner sees it, after the stack stops (``oracle``);
+  ``--engines 1`` and the default two on the same load give SPEC 9's scale-out comparison.
+
 The load average is recorded beside each size. The events are the trades this process
 appends. Prints one JSON line per size, then the whole result.
 
@@ -72,6 +76,8 @@ DATABASE = "intersect_bench_alerts"
 SIZES = (1_000, 3_000, 10_000, 30_000, 100_000)
 QUICK = (1_000,)
 ENGINES = 2
+# Owners (100 subscriptions each) whose every outbox a run checks against ``run_offline``.
+ORACLE_OWNERS = 3
 # Subscriptions whose ``sub:`` frames the client follows: the first owner's form 1 ones (on
 # as many subjects).
 FOLLOWED = 40
@@ -261,6 +267,34 @@ def _delays(head: int, frames: list[Frame]) -> tuple[int, list[float], list[floa
     return len(rows), frame_delays, [float(d) for _, _, _, d in rows]
 
 
+def oracle_check(owners: list[Any]) -> dict[str, Any]:
+    """Every subscription of ``owners`` (100 each) against ``run_offline`` over the log as
+    its owner sees it, once the stack has stopped: how many were checked and which differ
+    (their ids). The same figures from runs with one and with two engine processes say
+    that partitioning changes no outbox."""
+    # Django's: this runs in the --run process, after django.setup() (main)
+    from exchange.models import Subscription
+    from exchange.selectors.events import events_log_end
+    from exchange.selectors.history import history_events
+    from exchange.selectors.subscriptions import subscription_notifications
+    from matching.subscriptions import parse_query, run_offline
+
+    end = events_log_end()
+    checked, differ, notifications = 0, [], 0
+    for owner in owners:
+        log = list(history_events(user=owner, after=0, upto=end))
+        for sub in Subscription.objects.filter(owner=owner).order_by("pk"):
+            sent = subscription_notifications(subscription_id=sub.pk, after=0, limit=10**7)
+            if sub.state == "done" and sub.reason == "completed":
+                sent.append({"end": True})
+            expected = list(run_offline(parse_query(sub.query), log, now=sub.now))
+            checked += 1
+            notifications += len(sent)
+            if sent != expected:
+                differ.append(sub.pk)
+    return {"checked": checked, "notifications": notifications, "differ": differ}
+
+
 def _close(sampler: LagSampler, socket: Any, stack: Any) -> None:
     """The end of a run, however it ends: the sampler, the follower's socket, the stack."""
     sampler.stop()
@@ -297,7 +331,9 @@ def _figures(
     }
 
 
-def run(subscriptions: int, rate: float, seconds: float) -> dict[str, Any]:
+def run(
+    subscriptions: int, rate: float, seconds: float, engines_n: int = ENGINES
+) -> dict[str, Any]:
     # Django's: this runs in the --run process, after django.setup() (main)
     from django.conf import settings
 
@@ -317,7 +353,7 @@ def run(subscriptions: int, rate: float, seconds: float) -> dict[str, Any]:
     try:
         stack.start_worker(role="matching", concurrency=1)
         stack.start_worker(role="tasks", concurrency=1)
-        engines = stack.start_subscription_engines(ENGINES)
+        engines = stack.start_subscription_engines(engines_n)
         stack.start_beat()
         stack.start_server(ready_path="/healthz", ready_seconds=90)
         time.sleep(2)
@@ -358,7 +394,8 @@ def run(subscriptions: int, rate: float, seconds: float) -> dict[str, Any]:
     return {
         "subscriptions": subscriptions,
         "registered": registered,
-        "engines": ENGINES,
+        "engines": engines_n,
+        "oracle": oracle_check(owners[:ORACLE_OWNERS]),
         "lease_seconds": settings.SUBSCRIPTION_ENGINE_LEASE_SECONDS,
         "registering_s": round(registering, 2),
         "registering_per_s": round(subscriptions / registering),
@@ -600,8 +637,10 @@ def measure(
     sizes: tuple[int, ...] | None = None,
     rate: float = 50,
     seconds: float = 60,
+    engines: int = ENGINES,
 ) -> dict[str, Any]:
-    """Each size on a fresh bench database and stack of its own."""
+    """Each size on a fresh bench database and stack of its own, with ``engines`` engine
+    processes."""
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     out |= {"cpu": machine._cpu_model(), "cores": os.cpu_count(), "commit": _commit()}
     out["runs"] = []
@@ -609,6 +648,7 @@ def measure(
         url = fresh_database(DATABASE)
         argv = [sys.executable, __file__, "--run", "--sizes", str(size)]
         argv += ["--rate", str(rate), "--seconds", str(10 if quick else seconds)]
+        argv += ["--engines", str(engines)]
         done = subprocess.run(argv, cwd=ROOT, env=_env(url), capture_output=True, text=True)
         if done.returncode != 0:
             out["runs"].append({"subscriptions": size, "failed": done.stderr[-2000:]})
@@ -639,6 +679,13 @@ def main() -> int:
     ap.add_argument("--sizes", type=_ints, default=SIZES)
     ap.add_argument("--rate", type=float, default=50)
     ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument(
+        "--engines",
+        type=int,
+        default=ENGINES,
+        help=f"engine processes sharing the partitions (default {ENGINES}); SPEC 9's "
+        "scale-out compares 1 and 2 on the same load",
+    )
     ap.add_argument("--run", action="store_true", help="(internal) one size in this database")
     ap.add_argument(
         "--bid-path",
@@ -668,9 +715,10 @@ def main() -> int:
         return bid_path_main(args)
     if args.run:
         django.setup()
-        print(json.dumps(run(args.sizes[0], args.rate, args.seconds)))
+        print(json.dumps(run(args.sizes[0], args.rate, args.seconds, args.engines)))
         return 0
-    print(json.dumps(measure(sizes=args.sizes, rate=args.rate, seconds=args.seconds)))
+    measured = measure(sizes=args.sizes, rate=args.rate, seconds=args.seconds, engines=args.engines)
+    print(json.dumps(measured))
     return 0
 
 
