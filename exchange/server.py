@@ -90,7 +90,9 @@ class Handoff(asyncio.Protocol):
         # connection is served here, by uvicorn's own WebSocket protocol, rather than queued
         # in the pair where nobody may ever take it.
         if cls.beats is not None and not cls.beats.handing_over():
-            from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
+            from uvicorn.protocols.websockets.auto import (
+                AutoWebSocketsProtocol,
+            )  # the processes' import
 
             assert AutoWebSocketsProtocol is not None  # websockets is a dependency
             log.warning("no socket worker is alive: this HTTP process serves the WebSocket")
