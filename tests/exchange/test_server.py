@@ -286,3 +286,15 @@ def test_the_hand_over_grace_and_its_default(raw: str, seconds: float) -> None:
 def test_a_hand_over_grace_out_of_range_is_refused(raw: str) -> None:
     with pytest.raises(HandoverGraceError, match="a number of seconds above 0"):
         handover_grace({SOCKET_HANDOVER_GRACE: raw})
+
+
+def test_the_server_says_so_and_exits_2_on_a_bad_grace(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(SOCKET_HANDOVER_GRACE, "soon")
+    with pytest.raises(SystemExit) as exited:
+        parse_args([])
+    assert exited.value.code == 2
+    assert f"{SOCKET_HANDOVER_GRACE} must be a number of seconds above 0; not 'soon'" in (
+        capsys.readouterr().err
+    )
