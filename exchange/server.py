@@ -20,7 +20,10 @@ WebSocket connection.
 
 Whichever socket process wakes first takes a connection. A datagram waits in the pair while no
 socket process reads (starting, or one just died and is being restarted), so nothing is lost;
-if the pair's queue is full, the client gets a 503. The supervisor restarts a process that
+if the pair's queue is full, the client gets a 503. Each socket process beats into a file the
+supervisor shares with every process (``exchange/socket_beats.py``): ``/healthz`` reports
+whether one is alive, and an HTTP process serves a WebSocket itself when no socket process
+beat or was started within ``SOCKET_HANDOVER_GRACE_SECONDS``, or the supervisor is gone. The supervisor restarts a process that
 exits; SIGTERM or SIGINT stops them all (uvicorn's graceful shutdown in each). With
 ``SOCKET_WORKERS=0`` the HTTP processes serve the sockets themselves, as before (on the 2-core
 Xeon at load 3-4 a socket process halved the push stage's p99; at load 12-20 it did not help:
@@ -42,7 +45,16 @@ import sys
 import time
 from typing import Any
 
-from exchange.settings.web_tier import SOCKET_WORKERS, WEB_WORKERS, WorkerCountError, worker_count
+from exchange import socket_beats
+from exchange.settings.web_tier import (
+    SOCKET_WORKERS,
+    WEB_WORKERS,
+    HandoverGraceError,
+    WorkerCountError,
+    handover_grace,
+    worker_count,
+)
+from exchange.socket_beats import SocketBeats
 
 log = logging.getLogger("exchange.server")
 
@@ -71,6 +83,23 @@ class Handoff(asyncio.Protocol):
     connection lives on in the socket process). ``channel`` is the sending end of the pair."""
 
     channel: socket.socket
+    beats: SocketBeats | None = None
+
+    def __new__(cls, config: Any, server_state: Any, app_state: Any, _loop: Any = None) -> Any:
+        # No socket process alive, being started or about to be (``socket_beats``): the
+        # connection is served here, by uvicorn's own WebSocket protocol, rather than queued
+        # in the pair where nobody may ever take it.
+        if cls.beats is not None and not cls.beats.handing_over():
+            from uvicorn.protocols.websockets.auto import (
+                AutoWebSocketsProtocol,
+            )  # the processes' import
+
+            assert AutoWebSocketsProtocol is not None  # websockets is a dependency
+            log.warning("no socket worker is alive: this HTTP process serves the WebSocket")
+            return AutoWebSocketsProtocol(
+                config=config, server_state=server_state, app_state=app_state
+            )
+        return super().__new__(cls)
 
     def __init__(self, config: Any, server_state: Any, app_state: Any, _loop: Any = None) -> None:
         self.transport: Any = None  # uvloop's or asyncio's
@@ -96,12 +125,15 @@ class Handoff(asyncio.Protocol):
         transport.abort()  # closes this process's descriptor only; nothing is sent
 
 
-def handoff_class(channel: socket.socket) -> type[Handoff]:
-    """``Handoff`` sending on ``channel``."""
-    return type("Handoff", (Handoff,), {"channel": channel})
+def handoff_class(channel: socket.socket, beats: SocketBeats | None = None) -> type[Handoff]:
+    """``Handoff`` sending on ``channel``; with ``beats``, only while a socket process is
+    there to take it (else the HTTP process serves the WebSocket itself)."""
+    return type("Handoff", (Handoff,), {"channel": channel, "beats": beats})
 
 
-def socket_server(config: Any, channel: socket.socket) -> Any:
+def socket_server(
+    config: Any, channel: socket.socket, beats: SocketBeats | None = None, slot: int = 0
+) -> Any:
     """A uvicorn server that takes its connections from ``channel`` (the receiving end of
     the pair) instead of accepting them. Imported here: uvicorn's server module is only
     needed by the processes, not the supervisor."""
@@ -120,6 +152,20 @@ def socket_server(config: Any, channel: socket.socket) -> Any:
             asyncio.get_running_loop().add_reader(channel.fileno(), self.take)
             log.info("socket worker %d takes the WebSocket connections", os.getpid())
             self.started = True
+            self.beaten = 0.0
+            self.beat()
+
+        def beat(self) -> None:
+            """This process takes connections (``socket_beats``), said every second."""
+            now = time.time()
+            if beats is not None and now - self.beaten >= socket_beats.BEAT_SECONDS:
+                beats.beat(slot, now)
+                self.beaten = now
+
+        async def on_tick(self, counter: int) -> bool:
+            # uvicorn's main loop calls it every tenth of a second.
+            self.beat()
+            return await super().on_tick(counter)
 
         def take(self) -> None:
             """Every connection waiting in the pair, each made this process's own."""
@@ -182,6 +228,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--role", choices=[WEB, SOCKET], help=argparse.SUPPRESS)
     parser.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--handoff-fd", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--beats-fd", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--slot", type=int, default=0, help=argparse.SUPPRESS)
     parser.set_defaults(proxy_headers=False)
     args = parser.parse_args(argv)
     try:
@@ -189,7 +237,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             args.web_workers = worker_count(WEB_WORKERS)
         if args.socket_workers is None:
             args.socket_workers = worker_count(SOCKET_WORKERS)
-    except WorkerCountError as exc:
+        args.handover_grace = handover_grace()
+    except (WorkerCountError, HandoverGraceError) as exc:
         parser.error(str(exc))
     if args.web_workers < 1 or args.socket_workers < 0:
         parser.error("--web-workers is 1 or more, --socket-workers 0 or more")
@@ -213,14 +262,22 @@ def config(args: argparse.Namespace, ws: Any) -> Any:
 def serve(args: argparse.Namespace) -> None:
     """One process of the tier, with the descriptors the supervisor gave it."""
     handoff = socket.socket(fileno=args.handoff_fd) if args.handoff_fd is not None else None
+    beats = None
+    if args.beats_fd is not None:
+        # The HTTP processes' parent is the supervisor: while it runs, it restarts a socket
+        # process that dies.
+        beats = SocketBeats(
+            args.beats_fd, args.socket_workers, grace=args.handover_grace, supervisor=os.getppid()
+        )
     if args.role == SOCKET:
         assert handoff is not None
-        socket_server(config(args, "auto"), handoff).run()
+        socket_server(config(args, "auto"), handoff, beats, args.slot).run()
         return
     from uvicorn.server import Server  # the processes' import, not the supervisor's
 
     listening = socket.socket(fileno=args.listen_fd)
-    ws: Any = handoff_class(handoff) if handoff is not None else "auto"
+    ws: Any = handoff_class(handoff, beats) if handoff is not None else "auto"
+    socket_beats.attach(beats)  # for /healthz, in this process's Django
     Server(config(args, ws)).run(sockets=[listening])
 
 
@@ -240,6 +297,11 @@ class Supervisor:
             self.send_end.setblocking(False)  # a full pair answers 503, never blocks a loop
             for end in (self.send_end, self.receive_end):
                 end.set_inheritable(True)
+        self.beats = (
+            SocketBeats.create(args.socket_workers, grace=args.handover_grace)
+            if args.socket_workers
+            else None
+        )
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.started: dict[str, float] = {}
         self.stopping = False
@@ -253,7 +315,11 @@ class Supervisor:
             argv += ["--forwarded-allow-ips", a.forwarded_allow_ips]
         if a.no_access_log:
             argv += ["--no-access-log"]
+        argv += ["--web-workers", str(a.web_workers), "--socket-workers", str(a.socket_workers)]
         fds: tuple[int, ...] = ()
+        if self.beats is not None:
+            argv += ["--beats-fd", str(self.beats.fd)]
+            fds += (self.beats.fd,)
         if role == WEB:
             argv += ["--listen-fd", str(self.listening.fileno())]
             fds += (self.listening.fileno(),)
@@ -267,9 +333,14 @@ class Supervisor:
         return argv, fds
 
     def start(self, name: str) -> None:
-        argv, fds = self.argv(name.rstrip("0123456789"))
+        role = name.rstrip("0123456789")
+        argv, fds = self.argv(role)
+        if role == SOCKET:
+            argv += ["--slot", name[len(role) :]]
         self.processes[name] = subprocess.Popen(argv, pass_fds=fds)
         self.started[name] = time.monotonic()
+        if role == SOCKET and self.beats is not None:
+            self.beats.started(int(name[len(role) :]), self.processes[name].pid)
 
     def run(self) -> int:
         names = [f"{WEB}{i}" for i in range(self.args.web_workers)]

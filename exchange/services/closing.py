@@ -376,8 +376,11 @@ def offer_close(*, offer_id: int, staff: User | None) -> CloseResult:
         notes += best_offers_refresh(offer_ids=touched)
         events_append(closed=closing_events(offer=offer, trade=trade))
         # The parties' rows under the tail lock (``best_offers_refresh`` took it if it
-        # wrote anything; an offer that had no best bid did not): no cycle runs, but a
-        # staff cancel's seller row may be written meanwhile (``orders._order_end``).
+        # wrote anything; an offer that had no best bid did not), as every writer of
+        # personal rows takes it. Uncontended: everyone else who takes the tail (cycles,
+        # staff cancels) holds the cycle lock shared, so none runs beside a close; that is
+        # also why a close may take order rows after the tail (its later batches set orders
+        # aside, ``_eligible_terms`` locks bids and buyers) without a deadlock.
         tail_lock()
         notes += trade_notifications(offer=offer, trade=trade)
         notes += outcome_notifications(offer=offer, trade=trade, outcomes=outcomes, buyers=buyers)

@@ -113,6 +113,15 @@ def cycle_lock() -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CYCLE_LOCK])
 
 
+def cycle_lock_shared() -> None:
+    """Take the cycle lock shared for the rest of the current transaction, first, as cycles
+    do: waits for a running close, rebuild or verification, and none starts until the
+    transaction ends. A staff cancel takes it so that it never holds its offer's row while a
+    close, which takes order rows after the tail lock, holds the tail (docs/reliability.md)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [CYCLE_LOCK])
+
+
 # The markets of partition %s of %s with pending changes, each locked in id order (a fixed
 # order between cycles, so two that share markets never deadlock); a market whose cycle runs
 # elsewhere is waited for. Its snapshot only finds the markets: the batch is read after.
@@ -133,8 +142,8 @@ def partition_lock(partition: int, partitions: int) -> list[int]:
     ``partitions``) that has pending changes, for the rest of the transaction; returns those
     markets. Two statements: the batch must be read by a statement that starts after the
     locks are held, so that it sees what the previous cycle of each market committed."""
+    cycle_lock_shared()
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [CYCLE_LOCK])
         cursor.execute(PARTITION_LOCK_SQL, [MARKET_LOCK, partitions, partition])
         return [row[0] for row in cursor.fetchall()]
 
@@ -276,15 +285,17 @@ def until_usable(
                 if aside_all:
                     tail_lock()
                     notes = set_aside_notifications(orders=aside_all)
-                return done, notes, len(offers) + len(bids)
+                return done, notes, len(aside_all)
             except ORDER_DATA_ERRORS:
                 refusals = None if changed is None else _store_refusals(*changed)
                 if refusals is None:
                     raise
                 raise refusals from None
         except engine.UnusableOrders as exc:
-            aside = orders_set_aside(offer_ids=set(exc.offers), bid_ids=set(exc.bids), refused=exc)
-            if not aside:
+            aside, ended = orders_set_aside(
+                offer_ids=set(exc.offers), bid_ids=set(exc.bids), refused=exc
+            )
+            if not aside and not ended:
                 # Read again under lock they are usable: an owner amended them meanwhile
                 # (amending takes the row, not the cycle lock). Run again on the new text,
                 # a few times, rather than fail the whole batch.
@@ -292,8 +303,10 @@ def until_usable(
                 if stalled > STALLED_RETRIES:
                     raise
                 continue
-            offers.update(o.pk for o in aside if isinstance(o, Offer))
-            bids.update(o.pk for o in aside if isinstance(o, Bid))
+            # Orders withdrawn or cancelled meanwhile leave matching as the set-aside ones
+            # do (their own change, next, finds them gone), but nobody is told to amend them.
+            offers.update(o.pk for o in [*aside, *ended] if isinstance(o, Offer))
+            bids.update(o.pk for o in [*aside, *ended] if isinstance(o, Bid))
             aside_all += aside
 
 
@@ -463,23 +476,29 @@ def engine_rebuild_run(name: str) -> tuple[int, list[Notification]]:
 
 def orders_set_aside(
     *, offer_ids: set[int], bid_ids: set[int], refused: engine.UnusableOrders | None = None
-) -> list[Offer | Bid]:
-    """Set aside those of the given orders that, read again under their row lock, the
-    engine still cannot use; returns them. An order the store's database refused (named in
-    ``refused.refused``) is set aside, for its reason, while it still has the text it was
-    refused with. The caller holds the cycle lock."""
+) -> tuple[list[Offer | Bid], list[Offer | Bid]]:
+    """Set aside those of the given orders that, read again under their row lock, are still
+    live and the engine still cannot use; returns them, and the ones no longer live (their
+    owner withdrew them or staff cancelled them meanwhile: not set aside). An order the
+    store's database refused (named in ``refused.refused``) is set aside, for its reason,
+    while it still has the text it was refused with. The caller holds the cycle lock, or
+    its markets' locks; the rows are taken offers then bids, each in id order, before the
+    tail lock (docs/reliability.md)."""
     now = timezone.now()
     offers = refused.refused_of("offer") if refused else {}
     bids = refused.refused_of("bid") if refused else {}
-    return [*_set_aside(Offer, offer_ids, now, offers), *_set_aside(Bid, bid_ids, now, bids)]
+    offers_aside, offers_ended = _set_aside(Offer, offer_ids, now, offers)
+    bids_aside, bids_ended = _set_aside(Bid, bid_ids, now, bids)
+    return [*offers_aside, *bids_aside], [*offers_ended, *bids_ended]
 
 
 def _set_aside(
     model: type[OrderT], ids: set[int], now: dt.datetime, refused: dict[int, tuple[str, str]]
-) -> list[OrderT]:
+) -> tuple[list[OrderT], list[OrderT]]:
     """``orders_set_aside`` for one kind of order; ``refused``: id to (text, reason)."""
     if not ids:
-        return []
+        return [], []
+    live = Offer.State.OPEN if model is Offer else Bid.State.ACTIVE
     # order_by("pk") so that concurrent lockers never deadlock.
     rows = (
         model.objects.select_for_update(no_key=True, of=("self",))
@@ -487,8 +506,11 @@ def _set_aside(
         .filter(pk__in=ids, set_aside_at=None)
         .order_by("pk")
     )
-    changed = []
+    changed, ended = [], []
     for order in rows:
+        if order.state != live:
+            ended.append(order)
+            continue
         if order.pk in refused and refused[order.pk][0] == order.constraint_text:
             order.set_aside_at, order.set_aside_reason = now, refused[order.pk][1]
             changed.append(order)
@@ -499,7 +521,7 @@ def _set_aside(
             order.set_aside_at, order.set_aside_reason = now, exc.reason
             changed.append(order)
     model.objects.bulk_update(changed, ["set_aside_at", "set_aside_reason"])
-    return changed
+    return changed, ended
 
 
 def best_bids(offer_ids: Iterable[int]) -> dict[int, Best]:

@@ -23,7 +23,7 @@ from exchange.selectors.limits import bid_largest_award, buyer_room
 from exchange.selectors.markets import constraint_check
 from exchange.services.events import OrderEvent, order_event
 from exchange.services.limits import award_check
-from exchange.services.matching import tail_lock
+from exchange.services.matching import cycle_lock_shared, tail_lock
 from exchange.services.notifications import offer_event
 from exchange.services.side_effects import after_commit
 from exchange.tasks import matching_cycle_request
@@ -261,6 +261,12 @@ def _order_end(model: type[OrderT], order_id: int, *, owner: User | None, state:
     """Take a live order out of the book for good: withdrawn by ``owner``, or cancelled by
     staff (``owner=None``, checked by the caller). Ending it a second time changes nothing."""
     with transaction.atomic():
+        if state == Offer.State.CANCELLED:
+            # A staff cancel takes the tail lock below, after its offer's row: first the
+            # cycle lock shared, as cycles take it, so that it never holds the row while a
+            # close (which holds the cycle lock exclusively and takes order rows after the
+            # tail lock: it sets orders aside in its later batches) holds the tail.
+            cycle_lock_shared()
         order = _locked(model, order_id)
         if owner is not None:
             _owned(order, owner)

@@ -35,3 +35,33 @@ def worker_count(name: str, environ: Mapping[str, str] | None = None) -> int:
     if value < lowest:
         raise WorkerCountError(f"{name} must be a whole number, {lowest} or more; not {raw!r}")
     return value
+
+
+# How long after a socket process's last beat (or its start) the HTTP processes still hand
+# new WebSockets over, waiting for the supervisor to start it again (``exchange/socket_beats.py``);
+# past it they serve them themselves.
+SOCKET_HANDOVER_GRACE = "SOCKET_HANDOVER_GRACE_SECONDS"
+
+
+class HandoverGraceError(ValueError):
+    """A hand-over grace that is not a number of seconds above 0."""
+
+
+HANDOVER_GRACE_DEFAULT = 30.0
+
+
+def handover_grace(environ: Mapping[str, str] | None = None) -> float:
+    """``SOCKET_HANDOVER_GRACE_SECONDS`` of ``environ`` (by default the process's), seconds
+    above 0; its default (30) when unset or empty."""
+    raw = (os.environ if environ is None else environ).get(SOCKET_HANDOVER_GRACE, "").strip()
+    if not raw:
+        return HANDOVER_GRACE_DEFAULT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise HandoverGraceError(
+            f"{SOCKET_HANDOVER_GRACE} must be a number of seconds above 0; not {raw!r}"
+        )
+    return value

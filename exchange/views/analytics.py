@@ -37,7 +37,9 @@ def _end(text: str | None) -> dt.date:
 def analytics_dashboard(request):
     days = _days(request.GET.get("days"))
     end = _end(request.GET.get("end"))
-    start = end - dt.timedelta(days=days - 1)
+    # An end in the calendar's first days has its window cut there (``0001-01-01`` less a
+    # day does not exist: an OverflowError, a 500, before)
+    start = dt.date.fromordinal(max(1, end.toordinal() - (days - 1)))
     markets = []
     for series in market_day_series(start=start, end=end):
         subject = series.market.subject

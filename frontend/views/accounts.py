@@ -34,7 +34,11 @@ from .common import (
 
 def _next(request: HttpRequest) -> str:
     target = request.POST.get("next") or request.GET.get("next") or ""
-    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+    # A path of this site only: ``redirect`` takes a bare word (``0``) for a view's name
+    # and failed to reverse it (a 500)
+    if target.startswith("/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}
+    ):
         return target
     return "/"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
@@ -122,8 +122,12 @@ def bid_detail(request: HttpRequest, bid_id: str) -> HttpResponse:
 def back_to(request: HttpRequest, default: str) -> HttpResponse:
     """Redirect to the form's ``next`` when it stays on this site, else to ``default``."""
     target = request.POST.get("next", "")
-    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
-        return redirect(target)
+    # A path of this site only: ``redirect`` takes a bare word (``0``) for a view's name
+    # and failed to reverse it (a 500)
+    if target.startswith("/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}
+    ):
+        return HttpResponseRedirect(target)
     return redirect(default)
 
 

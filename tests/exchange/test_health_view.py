@@ -3,12 +3,16 @@ one, and shows its details to staff only."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
 
+from exchange import socket_beats
 from exchange.celery import WorkerHeartbeat, heartbeat_keys, role_queues
 from exchange.redis_clients import redis_client
 from tests.factories import StaffFactory, UserFactory
@@ -151,3 +155,60 @@ def test_without_a_subscription_engine_the_stack_is_down(client, heartbeats, set
     assert response.json()["components"]["subscription_engine"]["ok"] is False
     redis_client().zadd(settings.SUBSCRIPTION_ENGINE_HEARTBEAT_KEY, {"engine@host": time.time()})
     assert client.get("/healthz").status_code == 200
+
+
+def test_the_web_tier_is_down_while_none_of_its_socket_processes_is_alive(
+    client, heartbeats, monkeypatch
+):
+    # Given an HTTP process of a tier with one socket process (a real process, its slot
+    # written as the supervisor and the process write it) and every other component up
+    staff = StaffFactory()
+    beat("w1@host")
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    beats = socket_beats.SocketBeats.create(1, grace=30)
+    monkeypatch.setattr(socket_beats, "attached", beats)
+    try:
+        beats.started(0, process.pid)
+        beats.beat(0)
+        client.force_login(staff)
+        response = client.get("/healthz")
+        assert response.status_code == 200
+        assert response.json()["components"]["socket_workers"] == {
+            "ok": True,
+            "alive": ["socket0"],
+            "down": [],
+            "upgrades": "handed_over",
+        }
+
+        # When the socket process is killed
+        process.kill()
+        process.wait()
+
+        # Then the tier is down, naming it (new WebSockets still go to the pair: the
+        # supervisor starts it again and the new one takes them)
+        response = client.get("/healthz")
+        assert response.status_code == 503
+        assert response.json()["components"]["socket_workers"] == {
+            "ok": False,
+            "alive": [],
+            "down": ["socket0"],
+            "upgrades": "handed_over",
+        }
+        client.logout()
+        response = client.get("/healthz")
+        assert (response.status_code, response.json()) == (503, {"ok": False})
+    finally:
+        process.kill()
+        process.wait()
+        os.close(beats.fd)
+
+
+def test_without_socket_processes_there_is_no_socket_component(client, heartbeats):
+    # ``runserver``, the test client, or a tier with SOCKET_WORKERS=0: the HTTP processes
+    # carry the sockets themselves
+    assert socket_beats.attached is None
+    client.force_login(StaffFactory())
+    beat("w1@host")
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert "socket_workers" not in response.json()["components"]

@@ -1,21 +1,36 @@
 """The web tier's hand-over of a WebSocket connection (``exchange/server.py``, issue 36), on
 real sockets: ``Handoff`` sends the connection's descriptor and the upgrade request's bytes
 in one datagram and lets go of the connection, or answers 503 when nobody can take it; and
-the process counts of ``exchange/settings/web_tier.py``."""
+the process counts of ``exchange/settings/web_tier.py``; and whether the socket processes are
+alive (``exchange/socket_beats.py``), read from real processes killed for real."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
+from uvicorn import Config
+from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
+from uvicorn.server import ServerState
 
-from exchange.server import UNAVAILABLE, handoff_class, parse_args
-from exchange.settings.web_tier import SOCKET_WORKERS, WEB_WORKERS, WorkerCountError, worker_count
+from exchange.server import UNAVAILABLE, Handoff, handoff_class, parse_args
+from exchange.settings.web_tier import (
+    SOCKET_HANDOVER_GRACE,
+    SOCKET_WORKERS,
+    WEB_WORKERS,
+    HandoverGraceError,
+    WorkerCountError,
+    handover_grace,
+    worker_count,
+)
+from exchange.socket_beats import STALE_SECONDS, SocketBeats, running
 
 UPGRADE = b"GET /ws/ HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\n\r\n"
 
@@ -161,3 +176,125 @@ def test_a_process_that_fails_at_its_start_stops_the_server_with_an_error() -> N
     assert done.returncode == 1
     assert "process web0" in done.stdout
     assert "it did not start, stopping" in done.stdout
+
+
+# -- whether the socket processes are alive (exchange/socket_beats.py) ----------------------
+
+
+@pytest.fixture
+def child() -> Iterator[subprocess.Popen[bytes]]:
+    """A real process standing for a socket process (the test's own child, as the
+    supervisor's children are its)."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+def test_a_socket_process_is_alive_while_it_runs_and_beats(child) -> None:
+    beats = SocketBeats.create(2, grace=30)
+    now = time.time()
+    beats.started(0, child.pid, now)
+    beats.started(1, child.pid, now)
+    # started, no beat yet: not alive (it takes no connection before its first beat)
+    assert beats.status(now) == {
+        "ok": False,
+        "alive": [],
+        "down": ["socket0", "socket1"],
+        "upgrades": "handed_over",
+    }
+    beats.beat(0, now)
+    beats.beat(1, now - STALE_SECONDS - 1)  # a process whose loop is stuck stops beating
+    assert beats.status(now) == {
+        "ok": True,
+        "alive": ["socket0"],
+        "down": ["socket1"],
+        "upgrades": "handed_over",
+    }
+    # killed: down at once, even before its parent reaps it (a zombie)
+    child.send_signal(signal.SIGKILL)
+    for _ in range(1000):
+        if not running(child.pid):
+            break
+        time.sleep(0.01)
+    assert os.path.exists(f"/proc/{child.pid}")  # not reaped yet
+    assert beats.status(now)["alive"] == []
+    assert beats.status(now)["ok"] is False
+    os.close(beats.fd)
+
+
+def test_new_websockets_are_handed_over_only_while_a_socket_process_is_or_soon_will_be_there(
+    child,
+) -> None:
+    ours = os.getppid()  # this test process's parent stands for the supervisor
+    beats = SocketBeats.create(1, grace=30)
+    http = SocketBeats(beats.fd, 1, grace=30, supervisor=ours)
+    now = time.time()
+    beats.started(0, child.pid, now - 100)
+    # nothing beat or started within the grace: served here
+    assert http.handing_over(now) is False
+    # a process just (re)started takes its connections once it runs
+    beats.started(0, child.pid, now - 29)
+    assert http.handing_over(now) is True
+    # one that beat within the grace has died or stuck only just: the supervisor restarts it
+    beats.started(0, child.pid, now - 100)
+    beats.beat(0, now - 29)
+    assert http.handing_over(now) is True
+    beats.beat(0, now - 31)
+    assert http.handing_over(now) is False
+    # without the supervisor (this process's parent is not the one it started under),
+    # nobody restarts a socket process: served here
+    beats.beat(0, now)
+    orphan = SocketBeats(beats.fd, 1, grace=30, supervisor=ours + 1)
+    assert orphan.handing_over(now) is False
+    assert http.handing_over(now) is True
+    os.close(beats.fd)
+
+
+def _app(scope, receive, send):  # pragma: no cover - never called: the protocol is only made
+    raise AssertionError
+
+
+def test_with_nobody_to_take_it_the_http_process_serves_the_websocket_itself(pair) -> None:
+    send_end, _ = pair
+    beats = SocketBeats.create(1, grace=30)
+    http = SocketBeats(beats.fd, 1, grace=30, supervisor=os.getppid())
+    config = Config(_app, ws=handoff_class(send_end, http))
+    config.load()
+    make = config.ws_protocol_class
+    assert make is not None and AutoWebSocketsProtocol is not None
+
+    async def protocols() -> tuple[object, object]:
+        # uvicorn makes the protocol on its loop, as the upgrade request arrives
+        beats.started(0, os.getpid(), time.time() - 100)
+        served_here = make(config=config, server_state=ServerState(), app_state={})
+        beats.beat(0)
+        return served_here, make(config=config, server_state=ServerState(), app_state={})
+
+    served_here, handed = asyncio.run(protocols())
+    assert type(served_here) is AutoWebSocketsProtocol
+    assert isinstance(handed, Handoff)
+    os.close(beats.fd)
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [("", 30.0), (" ", 30.0), ("2", 2.0), ("0.5", 0.5)])
+def test_the_hand_over_grace_and_its_default(raw: str, seconds: float) -> None:
+    assert handover_grace({SOCKET_HANDOVER_GRACE: raw}) == seconds
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "soon", "nan", "inf"])
+def test_a_hand_over_grace_out_of_range_is_refused(raw: str) -> None:
+    with pytest.raises(HandoverGraceError, match="a number of seconds above 0"):
+        handover_grace({SOCKET_HANDOVER_GRACE: raw})
+
+
+def test_the_server_says_so_and_exits_2_on_a_bad_grace(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(SOCKET_HANDOVER_GRACE, "soon")
+    with pytest.raises(SystemExit) as exited:
+        parse_args([])
+    assert exited.value.code == 2
+    assert f"{SOCKET_HANDOVER_GRACE} must be a number of seconds above 0; not 'soon'" in (
+        capsys.readouterr().err
+    )

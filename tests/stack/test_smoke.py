@@ -16,9 +16,11 @@ import redis
 import websockets
 
 from exchange.celery import app
+from exchange.settings.web_tier import SOCKET_WORKERS, worker_count
 from exchange.tasks import ping
 from tests.factories import StaffFactory
 from tests.livestack import ROOT, process_env
+from tests.stack.test_matching_worker import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -38,6 +40,8 @@ def test_home_page_answers(live_stack):
 
 
 def test_healthz_reports_every_component_up(live_stack):
+    # The socket processes start beside the HTTP ones and count once they take connections
+    wait_for(lambda: get(live_stack.url + "/healthz")[0] == 200, "the stack up", timeout=60)
     status, body = get(live_stack.url + "/healthz")
     assert (status, json.loads(body)) == (200, {"ok": True})  # anonymous: the bare status
     staff = StaffFactory(username="healthz-staff")
@@ -56,6 +60,8 @@ def test_healthz_reports_every_component_up(live_stack):
     report = response.json()
     assert response.status_code == 200, report
     assert report["ok"] is True
+    # The web tier's socket processes, when it has any (ops/run's default: one)
+    sockets = worker_count(SOCKET_WORKERS, live_stack.env)
     assert set(report["components"]) == {
         "database",
         "redis",
@@ -63,8 +69,15 @@ def test_healthz_reports_every_component_up(live_stack):
         "matching_worker",
         "channel_layer",
         "subscription_engine",
-    }
+    } | ({"socket_workers"} if sockets else set())
     assert all(c["ok"] for c in report["components"].values())
+    if sockets:
+        assert report["components"]["socket_workers"] == {
+            "ok": True,
+            "alive": [f"socket{i}" for i in range(sockets)],
+            "down": [],
+            "upgrades": "handed_over",
+        }
     assert report["components"]["database"]["btree_gist"] is not None
     # Each live worker's heartbeat, by the name the test stack gave it, under its role.
     components = report["components"]

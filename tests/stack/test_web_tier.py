@@ -2,7 +2,9 @@
 HTTP request is served by an HTTP process and a WebSocket by a socket process, which alone
 holds the connection (so its frames never wait behind a request thread); a socket process
 killed is started again and takes the next connection; with ``SOCKET_WORKERS=0`` the HTTP
-process carries the socket itself, as before.
+process carries the socket itself, as before; while no socket process is alive ``/healthz``
+says so, and once nobody has restarted one within the hand-over grace the HTTP process
+serves new WebSockets itself instead of queueing them.
 
 Which process holds a connection is read from the kernel: the inode of the server's end of
 the TCP connection (``/proc/net/tcp``) among each process's open descriptors."""
@@ -10,17 +12,22 @@ the TCP connection (``/proc/net/tcp``) among each process's open descriptors."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import socket
+import time
 from collections.abc import Callable, Iterator
 
+import httpx
 import pytest
 import websockets
 from django.db import connection
 
+from exchange.settings.web_tier import SOCKET_HANDOVER_GRACE
 from tests.conftest import ARTIFACTS
+from tests.factories import StaffFactory
 from tests.livestack import LiveStack
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
@@ -31,6 +38,8 @@ def tier(request) -> Iterator[LiveStack]:
     """The web tier alone (no Celery workers) with one HTTP process and ``request.param``
     socket processes."""
     stack = LiveStack(database_name=connection.settings_dict["NAME"], log_dir=ARTIFACTS / "logs")
+    # A short hand-over grace, so that a test sees the HTTP process take over (30 s by default)
+    stack.env[SOCKET_HANDOVER_GRACE] = "2"
     try:
         stack.start_server(workers=1, socket_workers=request.param, ready_path="/api/v1/markets/")
         yield stack
@@ -124,3 +133,76 @@ def test_with_no_socket_process_the_http_process_carries_the_websocket(tier: Liv
     seen: list[dict[str, list[int]]] = []
     asyncio.run(_subscribed(tier.ws_url, lambda port: seen.append(_holders(tier, tier.port, port))))
     assert seen == [{"web": [web]}]
+
+
+def _staff_browser(stack: LiveStack) -> httpx.Client:
+    """A client logged in as staff (``/healthz`` shows its components to staff only)."""
+    staff = StaffFactory(username="tier-staff")
+    browser = httpx.Client(base_url=stack.url, timeout=30)
+    browser.get("/admin/login/")
+    browser.post(
+        "/admin/login/",
+        data={
+            "username": staff.username,
+            "password": "pw-for-tests-1",
+            "csrfmiddlewaretoken": browser.cookies["csrftoken"],
+        },
+        headers={"Referer": stack.url + "/admin/login/"},
+    )
+    return browser
+
+
+def _socket_workers_until(browser: httpx.Client, done: Callable[[dict], bool]) -> tuple[int, dict]:
+    """``/healthz``'s status and ``socket_workers`` once ``done`` holds for the latter."""
+    for _ in range(600):
+        response = browser.get("/healthz")
+        status = response.json()["components"]["socket_workers"]
+        if done(status):
+            return response.status_code, status
+        time.sleep(0.1)
+    raise AssertionError(f"/healthz never said so: {status}")
+
+
+@pytest.mark.parametrize("tier", [1], indirect=True)
+def test_while_no_socket_process_is_alive_health_is_down_and_the_http_process_serves_websockets(
+    tier: LiveStack,
+) -> None:
+    server = tier.processes["server"]
+    (web,) = server.children("web")
+    (killed,) = server.children("socket")
+    with contextlib.closing(_staff_browser(tier)) as browser:
+        _, status = _socket_workers_until(browser, lambda s: s["ok"])
+        assert status == {"ok": True, "alive": ["socket0"], "down": [], "upgrades": "handed_over"}
+        # The supervisor stopped (so that nobody restarts it), the socket process killed
+        os.kill(server.pid, signal.SIGSTOP)
+        try:
+            os.kill(killed, signal.SIGKILL)
+            code, status = _socket_workers_until(browser, lambda s: not s["ok"])
+            assert code == 503
+            assert (status["alive"], status["down"]) == ([], ["socket0"])
+            # Past the grace since its last beat, new WebSockets are served by the HTTP
+            # process rather than queued for a socket process that may never come
+            code, status = _socket_workers_until(browser, lambda s: s["upgrades"] == "served_here")
+            assert code == 503
+            assert status == {
+                "ok": False,
+                "alive": [],
+                "down": ["socket0"],
+                "upgrades": "served_here",
+            }
+            seen: list[dict[str, list[int]]] = []
+            asyncio.run(
+                _subscribed(tier.ws_url, lambda port: seen.append(_holders(tier, tier.port, port)))
+            )
+            assert seen == [{"web": [web]}]
+        finally:
+            os.kill(server.pid, signal.SIGCONT)
+        # The supervisor goes on: the socket process is started again, health is up, and the
+        # next WebSocket is handed to it
+        code, status = _socket_workers_until(browser, lambda s: s["ok"])
+        assert status == {"ok": True, "alive": ["socket0"], "down": [], "upgrades": "handed_over"}
+    (started,) = server.children("socket")
+    assert started != killed
+    seen = []
+    asyncio.run(_subscribed(tier.ws_url, lambda port: seen.append(_holders(tier, tier.port, port))))
+    assert seen == [{"socket": [started]}]

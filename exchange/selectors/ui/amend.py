@@ -94,7 +94,13 @@ def bid_raised_text(*, bid: Bid, schema: MarketSchema, price: Any) -> str:
             f"(the bid pays up to {price_text(limit, tick)} now).",
             field="price",
         )
-    if new % tick != 0:
+    try:
+        off_tick = new % tick != 0
+    except ArithmeticError:  # more digits than a division by the tick keeps (1e309): a 500
+        raise InvalidInput(
+            "invalid_price", f"{str(price).strip()} is too large for a price.", field="price"
+        ) from None
+    if off_tick:
         raise InvalidInput(
             "off_tick",
             f"{new} is not on this market's tick of {tick_text(tick)}.",
