@@ -44,16 +44,27 @@ entry and exit and ``_restore_context`` (its executor lookup, shield, and copyin
 context variable to the thread and back) at about a fifth of a bid's samples and more of a
 404's. A body that came whole in one message (``AdmissionGate`` reads ahead) is read into
 memory rather than Django's spooled temporary file.
+
+A lane is one thread of its own (``Lane``) rather than a one-thread ``ThreadPoolExecutor``:
+the trip puts the call on the lane's queue and the lane settles the request's asyncio
+future on the loop with one ``call_soon_threadsafe``. Through ``run_in_executor`` each trip
+also made a ``concurrent.futures.Future``, wrapped it in an asyncio one and chained the two
+(``_chain_future``, ``_copy_future_state``, ``Future.done``): about a tenth of a
+``POST /api/v1/bids/``'s samples on the loop (py-spy ``--gil``, issue 36). A lane is still
+an ``Executor`` for what asgiref runs on it (a streamed response's parts and close).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import io
 import os
+import queue
+import threading
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from contextlib import aclosing, asynccontextmanager
 from typing import IO, Any, TypeVar
 
@@ -76,10 +87,7 @@ class SyncChainHandler(ASGIHandler):
         if lanes < 1:
             raise ValueError(f"a handler needs at least 1 lane, not {lanes}")
         super().__init__()
-        self.lanes_free: list[ThreadPoolExecutor] = [
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"request-lane-{i}")
-            for i in range(lanes)
-        ]
+        self.lanes_free: list[Lane] = [Lane(f"request-lane-{i}") for i in range(lanes)]
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -98,7 +106,7 @@ class SyncChainHandler(ASGIHandler):
         super().load_middleware(is_async=False)
 
     async def handle(
-        self, scope: dict[str, Any], receive: Any, send: Any, lane: ThreadPoolExecutor | None = None
+        self, scope: dict[str, Any], receive: Any, send: Any, lane: Lane | None = None
     ) -> None:
         try:
             body_file = await self.read_body(receive)
@@ -189,7 +197,66 @@ class SyncChainHandler(ASGIHandler):
         return response
 
 
-async def _on_lane(lane: ThreadPoolExecutor, fn: Callable[..., _T], *args: Any) -> _T:
+class Lane(Executor):
+    """One long-lived thread that runs what it is given, one thing at a time, in order: a
+    request's trip (``call``, settled on the caller's loop) or, as an ``Executor``, what
+    asgiref submits (``submit``)."""
+
+    def __init__(self, name: str) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        # A daemon: an idle lane does not hold the process at exit (the server has let its
+        # requests finish by then).
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def call(self, fn: Callable[..., _T], *args: Any) -> asyncio.Future[_T]:
+        """``fn(*args)`` on the lane; its result (or exception) settles the returned future
+        on the running loop."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[_T] = loop.create_future()
+        self._jobs.put((loop, future, fn, args))
+        return future
+
+    def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> Future[_T]:
+        future: Future[_T] = Future()
+        self._jobs.put((None, future, lambda: fn(*args, **kwargs), ()))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            self._one(*self._jobs.get())
+
+    @staticmethod
+    def _one(loop: Any, future: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        # A call of its own, so that nothing of the job (the response, say) outlives it.
+        if loop is None:  # submitted: a concurrent future
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as exc:
+                    future.set_exception(exc)
+            return
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = fn(*args)
+        except BaseException as exc:
+            error = exc
+        # RuntimeError: the loop has closed (the server stopped), so nobody waits.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_settle, future, result, error)
+
+
+def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
+    if future.cancelled():  # the request's task was cancelled while the lane ran
+        return
+    if exc is None:
+        future.set_result(result)
+    else:
+        future.set_exception(exc)
+
+
+async def _on_lane(lane: Lane, fn: Callable[..., _T], *args: Any) -> _T:
     """``fn(*args)`` on ``lane``'s thread in a copy of the caller's context, with what
     asgiref's ``sync_to_async`` sets up there for ``async_to_sync`` (the server's loop, so that
     channel-layer sends from the request go out on it) and nothing else: no executor lookup,
@@ -197,7 +264,7 @@ async def _on_lane(lane: ThreadPoolExecutor, fn: Callable[..., _T], *args: Any) 
     from ``fn``'s result)."""
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
-    return await loop.run_in_executor(lane, context.run, _lane_call, loop, fn, args)
+    return await lane.call(context.run, _lane_call, loop, fn, args)
 
 
 def _lane_call(loop: asyncio.AbstractEventLoop, fn: Callable[..., _T], args: tuple[Any, ...]) -> _T:

@@ -27,6 +27,8 @@ import logging
 import math
 import secrets
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
+from typing import Any
 
 from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse
@@ -51,28 +53,42 @@ def failure_key(username: str, client: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-# KEYS[1] the window; ARGV: now, duration (seconds), the limit, a unique member for this
-# request, "1" to record it if allowed. Drops what left the window (DRF drops a request
-# exactly ``duration`` old too), then refuses at the limit without recording, or records.
-# Returns {allowed, requests in the window, the oldest one's time or false}; times go back
-# as strings, since Redis would truncate a Lua number to an integer.
+# KEYS the windows, one or more; ARGV five per key: now, duration (seconds), the limit, a
+# unique member for this request, "1" to record it if allowed. For each key: drops what left
+# the window (DRF drops a request exactly ``duration`` old too), then refuses at the limit
+# without recording, or records. Returns {allowed, requests in the window, the oldest one's
+# time or false} per key, one after another; times go back as strings, since Redis would
+# truncate a Lua number to an integer.
 _WINDOW = """
-local now = tonumber(ARGV[1])
-local duration = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - duration)
-local count = redis.call('ZCARD', KEYS[1])
-local allowed = 0
-if count < tonumber(ARGV[3]) then
-  allowed = 1
-  if ARGV[5] == '1' then
-    redis.call('ZADD', KEYS[1], now, ARGV[4])
-    redis.call('EXPIRE', KEYS[1], math.ceil(duration))
-    count = count + 1
+local out = {}
+for i, key in ipairs(KEYS) do
+  local at = (i - 1) * 5
+  local now = tonumber(ARGV[at + 1])
+  local duration = tonumber(ARGV[at + 2])
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - duration)
+  local count = redis.call('ZCARD', key)
+  local allowed = 0
+  if count < tonumber(ARGV[at + 3]) then
+    allowed = 1
+    if ARGV[at + 5] == '1' then
+      redis.call('ZADD', key, now, ARGV[at + 4])
+      redis.call('EXPIRE', key, math.ceil(duration))
+      count = count + 1
+    end
   end
+  local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  out[#out + 1] = allowed
+  out[#out + 1] = count
+  out[#out + 1] = oldest[2] or false
 end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return {allowed, count, oldest[2] or false}
+return out
 """
+
+# While a view checks its throttles (``OneTripThrottles``), the windows they would look at,
+# each with its throttle and its key, to be looked at together; None the rest of the time.
+_deferred: ContextVar[list[tuple[WindowThrottle, str]] | None] = ContextVar(
+    "throttle_windows_deferred", default=None
+)
 
 
 class OpenWhenRedisIsDown:
@@ -108,21 +124,73 @@ class WindowThrottle(SimpleRateThrottle):
         if not hasattr(backend, "script"):  # not exchange.cache.RedisCache: DRF's own way
             return super().allow_request(request, view)
         self.now = self.timer()
-        allowed, count, oldest = backend.script(_WINDOW)(
-            # A key of its own: DRF's pickled list may still sit under the plain key.
-            keys=[backend.make_key(f"{key}:window")],
-            args=[
-                repr(self.now),
-                self.duration,
-                self.num_requests,
-                f"{self.now!r}:{secrets.token_hex(4)}",
-                "1" if self.count else "0",
-            ],
-        )
-        # DRF's ``wait`` reads the window as a newest-first list: only its length and its
-        # last item (the oldest request) matter.
+        deferred = _deferred.get()
+        if deferred is not None:  # looked at with the view's other throttles (windows_look)
+            deferred.append((self, key))
+            return True
+        return windows_look(backend, [(self, key)])[0]
+
+    def window_args(self) -> list[Any]:
+        """This request's arguments to ``_WINDOW`` for this throttle's window."""
+        return [
+            repr(self.now),
+            self.duration,
+            self.num_requests,
+            f"{self.now!r}:{secrets.token_hex(4)}",
+            "1" if self.count else "0",
+        ]
+
+    def window_seen(self, count: int, oldest: Any) -> None:
+        """What ``_WINDOW`` answered for this throttle's window, kept as DRF's ``wait``
+        reads it: a newest-first list, of which only its length and its last item (the
+        oldest request) matter."""
         self.history = [float(oldest)] * int(count) if oldest else []
-        return bool(allowed)
+
+
+def windows_look(backend: Any, windows: list[tuple[WindowThrottle, str]]) -> list[bool]:
+    """Whether each ``(throttle, key)`` of ``windows`` allows the request, all looked at
+    (and recorded) by one call of ``_WINDOW``."""
+    # A key of its own: DRF's pickled list may still sit under the plain key.
+    keys = [backend.make_key(f"{key}:window") for _, key in windows]
+    args = [arg for throttle, _ in windows for arg in throttle.window_args()]
+    answer = backend.script(_WINDOW)(keys=keys, args=args)
+    allowed = []
+    for i, (throttle, _) in enumerate(windows):
+        ok, count, oldest = answer[3 * i : 3 * i + 3]
+        throttle.window_seen(count, oldest)
+        allowed.append(bool(ok))
+    return allowed
+
+
+class OneTripThrottles:
+    """Mix into an API view (before the DRF class): its throttles' Redis windows are looked at
+    in one round trip rather than one each (an anonymous read has two, ``anon`` and ``user``,
+    both keyed on its client: a seventh of the best-offer page's CPU, issue 36). Every
+    throttle is still asked, and the view is throttled, exactly as DRF's ``check_throttles``
+    does it; while Redis is unreachable the windows let the request through, as each
+    throttle would (``OpenWhenRedisIsDown``)."""
+
+    def check_throttles(self, request: Any) -> None:
+        # A mixin: the DRF view's methods after it in the MRO, which mypy does not know.
+        throttles = self.get_throttles()  # type: ignore[attr-defined]
+        windows: list[tuple[WindowThrottle, str]] = []
+        token = _deferred.set(windows)
+        try:
+            allowed = [throttle.allow_request(request, self) for throttle in throttles]
+        finally:
+            _deferred.reset(token)
+        if windows:
+            try:
+                seen = windows_look(caches["default"], windows)
+            except (RedisError, OSError):
+                log.warning("throttle cache unreachable; request let through", exc_info=True)
+            else:
+                looked = {id(throttle): ok for (throttle, _), ok in zip(windows, seen, strict=True)}
+                allowed = [looked.get(id(t), ok) for t, ok in zip(throttles, allowed, strict=True)]
+        durations = [t.wait() for t, ok in zip(throttles, allowed, strict=True) if not ok]
+        if durations:
+            waits = [duration for duration in durations if duration is not None]
+            self.throttled(request, max(waits, default=None))  # type: ignore[attr-defined]  # as above
 
 
 class AnonRateThrottle(OpenWhenRedisIsDown, throttling.AnonRateThrottle, WindowThrottle):

@@ -24,6 +24,7 @@ from rest_framework.settings import api_settings
 
 from exchange.errors import InvalidInput
 from exchange.http import query_whole_number
+from exchange.throttling import OneTripThrottles
 
 CHECKED_METHODS = ("GET", "HEAD")
 
@@ -81,7 +82,10 @@ def accepted_parameters(view: Any) -> list[str]:
 _accepted: dict[tuple[type, str | None], frozenset[str]] = {}
 
 
-class KnownParameters:
+# Every API view has this mixin, so it also brings the throttles' one round trip
+# (``OneTripThrottles``). A comment: drf-spectacular publishes this docstring as the
+# description of the operations of views that have none of their own.
+class KnownParameters(OneTripThrottles):
     """Mix into an API view (before the DRF class) to refuse unknown query parameters.
 
     The check runs after authentication, permissions and throttling (``initial``), so an

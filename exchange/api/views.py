@@ -365,8 +365,9 @@ class BestOfferList(_PublicMarketList):
         return order_selectors.offer_list(market=self._market_pattern(), state=Offer.State.OPEN)
 
     def list(self, request, *args, **kwargs):
-        # The page from plain rows, as the serializer would write it (exchange/api/hot.py).
-        return hot.offer_page(self, request)
+        # The page from plain rows, as the serializer would write it, its statements compiled
+        # once per ?market= value, the one filter (exchange/api/hot.py).
+        return hot.offer_page(self, request, filters=request.query_params.get("market"))
 
 
 class TradeList(_PublicMarketList):
