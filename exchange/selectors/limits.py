@@ -121,24 +121,29 @@ _ROOM = (
 )
 
 
-def _room_sql(*, other: bool, lock: bool) -> str:
+def _room_sql(*, other: bool) -> str:
     names = {
         "limits": SpendingLimit._meta.db_table,
         "bids": Bid._meta.db_table,
         "users": User._meta.db_table,
     }
-    sql = _ROOM.format(**names, other=' AND NOT (U0."id" = %s)' if other else "")
-    return sql + (" FOR NO KEY UPDATE" if lock else "")
+    return _ROOM.format(**names, other=' AND NOT (U0."id" = %s)' if other else "")
 
 
-_ROOM_SQL = {(o, k): _room_sql(other=o, lock=k) for o in (False, True) for k in (False, True)}
+_ROOM_SQL = {o: _room_sql(other=o) for o in (False, True)}
+# The buyer's row lock, taken by a statement of its own: a statement reads the database as
+# it was when it began, so the commitments of a check that had waited for the lock in the
+# same statement would leave out the bid of the transaction it waited for, and two bids
+# placed at once could together pass the limit (tests/exchange/test_limit_race.py).
+_LOCK_SQL = f'SELECT 1 FROM "{User._meta.db_table}" WHERE "id" = %s FOR NO KEY UPDATE'
 
 
 def buyer_room(*, buyer_id: int, other_than: int | None = None, lock: bool = False) -> Room:
     """The buyer's limit and what its active bids but ``other_than`` commit, in one query.
 
-    ``lock`` also takes the buyer's row lock for the rest of the transaction, so two of its
-    bids are never checked against the same remaining limit at once. Orders take it after
+    ``lock`` first takes the buyer's row lock for the rest of the transaction (a statement
+    before that query), so two of its bids are never checked against the same remaining
+    limit at once. Orders take it after
     locking the bid they change (closing too), so lockers never deadlock; FOR NO KEY UPDATE
     leaves the foreign-key checks of rows that name the buyer free."""
     params: list[int | str] = [str(Bid.State.ACTIVE)]
@@ -146,7 +151,11 @@ def buyer_room(*, buyer_id: int, other_than: int | None = None, lock: bool = Fal
         params.append(other_than)
     params.append(buyer_id)
     with connection.cursor() as cursor:
-        cursor.execute(_ROOM_SQL[other_than is not None, lock], params)
+        if lock:
+            cursor.execute(_LOCK_SQL, [buyer_id])
+            if cursor.fetchone() is None:
+                raise User.DoesNotExist("User matching query does not exist.")
+        cursor.execute(_ROOM_SQL[other_than is not None], params)
         row = cursor.fetchone()
     if row is None:
         raise User.DoesNotExist("User matching query does not exist.")

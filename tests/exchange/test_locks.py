@@ -31,17 +31,16 @@ def test_amending_locks_only_the_order_row_and_a_bids_buyer():
     with CaptureQueriesContext(connection) as bid_q:
         bid_amend(buyer=buyer, bid_id=bid.pk, constraint="lot <= 5 AND price <= 1.20", version=1)
     assert locks(offer_q.captured_queries) == [' FOR NO KEY UPDATE OF "exchange_offer"']
-    # a bid's buyer row too, after the bid: its spending limit is checked under that lock
-    # (the query reads only auth_user; its limit and commitments are scalar subqueries,
-    # which a locking clause does not reach)
+    # a bid's buyer row too, after the bid, by a statement of its own: its spending limit
+    # and commitments are read by the next one, under that lock and after it was granted
     assert locks(bid_q.captured_queries) == [
         ' FOR NO KEY UPDATE OF "exchange_bid"',
         " FOR NO KEY UPDATE",
     ]
-    user_lock = next(
-        q["sql"] for q in bid_q.captured_queries if q["sql"].endswith(" FOR NO KEY UPDATE")
-    )
-    assert user_lock.startswith("SELECT (SELECT") and 'FROM "auth_user" WHERE' in user_lock
+    sqls = [q["sql"] for q in bid_q.captured_queries]
+    at = next(i for i, sql in enumerate(sqls) if sql.endswith(" FOR NO KEY UPDATE"))
+    assert sqls[at] == f'SELECT 1 FROM "auth_user" WHERE "id" = {buyer.pk} FOR NO KEY UPDATE'
+    assert sqls[at + 1].startswith("SELECT (SELECT") and 'FROM "auth_user" WHERE' in sqls[at + 1]
 
 
 def test_closing_takes_the_cycle_lock_then_the_offer_then_the_winning_bid():
