@@ -310,7 +310,10 @@ def main() -> int:
     argv += ["--events", str(args.events), "--rate", str(args.rate)]
     argv += ["--seconds", str(args.seconds)]
     argv += ["--without-watches"] if args.without_watches else []
-    done = subprocess.run(argv, cwd=ROOT, env=_env(url), check=True, capture_output=True, text=True)
+    done = subprocess.run(argv, cwd=ROOT, env=_env(url), capture_output=True, text=True)
+    if done.returncode:
+        sys.stderr.write(done.stderr)  # the run's traceback
+        return done.returncode
     print(done.stdout.strip().splitlines()[-1])
     return 0
 
