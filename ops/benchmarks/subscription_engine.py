@@ -259,7 +259,7 @@ def run(
         time.sleep(3)
     finally:
         process.terminate()
-        process.wait(30)
+        process.wait(600)  # a clean stop checkpoints every evaluator: minutes at 30,000
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP "
