@@ -4,7 +4,8 @@ it sits).
 The process holds every active subscription of its partitions as a ``Followed``: its
 evaluator, where it stands, and how many of its next outputs are in its outbox already.
 The live ones (history done, standing where the engine stands) sit in ONE
-``SubscriptionSet``, which each event walks once; the others (new ones replaying their
+``SubscriptionSet``, which each event walks once (its patterns over public event types
+share automata and threshold or bound groups, whoever owns them: ``multi.public_only``); the others (new ones replaying their
 history, resumed ones, and every one right after the process claimed its partition) are
 *joiners*, each at its own cursor, fed by ``multi.advance_members`` and moved into the set
 once they stand where the engine does and are live.
@@ -91,6 +92,7 @@ from exchange.subscription_engine.leases import (
     Beat,
     leases_locked,
     leases_release,
+    leases_renew,
     leases_upkeep,
     partitions_checkpointed,
     partitions_cursor_commit,
@@ -100,6 +102,7 @@ from matching.dissemination.hosted import WatchHub, hosted
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions.events import Event, event_from_dict
 from matching.subscriptions.language.forms import Kind
+from matching.subscriptions.language.schema import PUBLIC_TYPES
 from matching.subscriptions.run.multi import Failed, Member, SubscriptionSet, advance_members
 from matching.subscriptions.run.snapshot import SnapshotStale
 
@@ -242,7 +245,9 @@ class Engine:
         self.held: set[int] = set()
         self.cursor: int | None = None
         self.log_end = 0
-        self.subs = SubscriptionSet(share=False)  # visibility differs between members
+        # Visibility differs between members (SPEC 5.6), so the set shares automata and
+        # groups only among the patterns over public event types (``multi.public_only``).
+        self.subs = SubscriptionSet(share=False, public=PUBLIC_TYPES)
         self.watches = WatchHub()  # the live form 4 watches, by dissemination
         self.followed: dict[int, Followed] = {}
         self.lanes: dict[int, Lane] = {}  # by owner
@@ -300,6 +305,13 @@ class Engine:
             # that a claimed partition does not read as behind while the log is quiet
             self._cursor_due = True
         self._upkept = self.clock()
+
+    def renew(self) -> set[int]:
+        """Renew the leases held (and the heartbeat) without waiting on a commit: what the
+        ``LeaseKeeper``'s thread calls while a step runs (``leases.leases_renew``)."""
+        return leases_renew(
+            name=self.name, held=set(self.held), count=self.count, lease_seconds=self.lease_seconds
+        )
 
     def stop(self) -> None:
         """A clean stop: the evaluators checkpointed where they stand (the next owner
@@ -506,7 +518,7 @@ class Engine:
 
     def _charge(self, sub_id: Any, units: int) -> None:
         """A member's work (``SubscriptionSet.charge``), to its owner's account."""
-        owner = self.followed[sub_id].owner
+        owner = cast(int, self.followed[sub_id].member.viewer)  # ``owner``, inlined
         work = self._work.get(owner, 0)
         self._work[owner] = work + units
         if work < self.owner_budget <= work + units and owner not in self.lanes:
@@ -522,7 +534,7 @@ class Engine:
         ]
         if not members:
             return
-        lane = Lane(SubscriptionSet(share=False), at, members[0].member.sees)
+        lane = Lane(SubscriptionSet(share=False, public=PUBLIC_TYPES), at, members[0].member.sees)
         lane.subs.charge = self._charge
         self.lanes[owner] = lane
         for f in members:
@@ -667,7 +679,7 @@ class Engine:
         for f in gone:
             self._drop(f)
         self._forget(lost)
-        self.held -= lost
+        self.held = self.held - lost  # (a new set: the LeaseKeeper reads it)
         if checkpoint:
             self._since_checkpoint = 0
             self._checkpointed = self.clock()

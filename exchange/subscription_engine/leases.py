@@ -12,18 +12,32 @@ own (``leases_locked``): a claim changes the owner under the same lock, so no co
 the old owner lands after the new owner has read the partition. An expired lease nobody
 has claimed yet is still the process's own: a batch longer than a lease (10,000
 evaluators read after a takeover) renews it instead of losing everything it did.
+
+A step can still last longer than a lease (a batch of 2,000 events against 50,000
+subscriptions on a loaded machine), and then another process would claim the partitions
+it is working on and the step's work would be lost. So while a step runs, a thread of the
+process's own (``LeaseKeeper``, started by the runner) renews its leases and its heartbeat
+every third of a lease on a connection of its own (``leases_renew``); it skips the lease
+rows a transaction holds (the batch's commit, which renews them itself), so it never waits
+on the commit nor deadlocks with it.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.models.functions import Now
 
 from exchange.models import SubscriptionEngineProcess, SubscriptionPartition
+
+log = logging.getLogger(__name__)
 
 ENSURE_PARTITIONS = (
     "INSERT INTO exchange_subscriptionpartition "
@@ -65,6 +79,18 @@ CLAIM = (
 RELEASE = (
     "UPDATE exchange_subscriptionpartition SET owner = '', expires_at = NULL "
     "WHERE partition = ANY(%s) AND owner = %s"
+)
+# The keeper's renewal: the rows no transaction holds (SKIP LOCKED: never a wait).
+RENEW_UNLOCKED = (
+    "UPDATE exchange_subscriptionpartition "
+    "SET expires_at = clock_timestamp() + make_interval(secs => %s) "
+    "WHERE partition IN (SELECT partition FROM exchange_subscriptionpartition "
+    "  WHERE partition = ANY(%s) AND partition < %s AND owner = %s "
+    "  ORDER BY partition FOR UPDATE SKIP LOCKED) "
+    "RETURNING partition"
+)
+TOUCH = (
+    "UPDATE exchange_subscriptionengineprocess SET heartbeat_at = clock_timestamp() WHERE name = %s"
 )
 LOCK = (
     "SELECT partition FROM exchange_subscriptionpartition "
@@ -155,3 +181,63 @@ def partitions_books(*, partitions: set[int]) -> dict[int, tuple[int, bytes | No
         "partition", "checkpoint_cursor", "book"
     )
     return {p: (cursor, None if book is None else bytes(book)) for p, cursor, book in rows}
+
+
+def leases_renew(*, name: str, held: set[int], count: int, lease_seconds: float) -> set[int]:
+    """Renew ``name``'s leases among ``held`` that no transaction holds, and its heartbeat
+    (autocommit, one statement each: from the ``LeaseKeeper``'s thread). Returns the
+    partitions renewed."""
+    with connection.cursor() as cursor:
+        cursor.execute(RENEW_UNLOCKED, [lease_seconds, sorted(held), count, name])
+        renewed = {row[0] for row in cursor.fetchall()}
+        cursor.execute(TOUCH, [name])
+    return renewed
+
+
+class LeaseKeeper:
+    """A thread that calls ``renew`` every ``interval`` seconds while a step runs
+    (``with keeper.busy(): engine.step()``), so that a step longer than a lease keeps its
+    partitions. Each renewal runs on a database connection of the thread's own, closed
+    after it (nothing is held between steps). A failed renewal is logged: the step's
+    commit finds out whether the leases held (``leases_locked``)."""
+
+    def __init__(self, renew: Callable[[], object], interval: float) -> None:
+        self.renew = renew
+        self.interval = interval
+        self.renewals = 0  # done so far (read by tests and logs)
+        self._busy = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lease-keeper", daemon=True)
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._busy.set()  # (wakes it if it waits for a step)
+        self._thread.join()
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        """The renewals' span: a step."""
+        self._busy.set()
+        try:
+            yield
+        finally:
+            self._busy.clear()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._busy.wait()
+            if self._stop.wait(self.interval):
+                return
+            if not self._busy.is_set():
+                continue  # the step ended meanwhile: the loop renews at its upkeep
+            try:
+                self.renew()
+                self.renewals += 1
+            except Exception:  # the commit checks the leases; this only helps them hold
+                log.warning("lease renewal failed", exc_info=True)
+            finally:
+                connections.close_all()  # this thread's own connections only

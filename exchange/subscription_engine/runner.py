@@ -1,7 +1,8 @@
 """The loop of one engine process (``manage.py subscription_engine``): batches back to back
 while the log holds more, then a wait for Redis's wake-up (``ENGINE_WAKE_CHANNEL``,
 published after each append and each change of a subscription) of at most ``POLL_SECONDS``:
-a lost message costs at most that much delay. SIGTERM or SIGINT ends it after the batch
+a lost message costs at most that much delay. While a step runs, a ``LeaseKeeper`` thread
+renews the process's leases (a step may last longer than a lease). SIGTERM or SIGINT ends it after the batch
 at hand, giving its partitions back."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from django.db import close_old_connections
 from exchange.redis_clients import redis_client
 from exchange.services.subscriptions import ENGINE_WAKE_CHANNEL, WAKE_SUBSCRIPTIONS
 from exchange.subscription_engine.engine import Engine
+from exchange.subscription_engine.leases import LeaseKeeper
 
 log = logging.getLogger(__name__)
 
@@ -44,18 +46,21 @@ def engine_run(*, name: str | None = None) -> None:
     signal.signal(signal.SIGINT, stop)
     pubsub = None
     log.info("subscription engine %s started", engine.name)
-    while not stopping:
-        try:
-            if pubsub is None:
-                pubsub = redis_client().pubsub(ignore_subscribe_messages=True)
-                pubsub.subscribe(ENGINE_WAKE_CHANNEL)
-            more = engine.step()
-            _drain(pubsub, engine, timeout=0.0 if more else POLL_SECONDS)
-        except Exception:  # the loop outlives a database or Redis away
-            log.warning("subscription engine %s: batch failed", engine.name, exc_info=True)
-            pubsub = None
-            close_old_connections()
-            time.sleep(RETRY_SECONDS)
+    # renews the leases from a thread of its own while a step runs (``leases.py``)
+    with LeaseKeeper(engine.renew, engine.lease_seconds / 3) as keeper:
+        while not stopping:
+            try:
+                if pubsub is None:
+                    pubsub = redis_client().pubsub(ignore_subscribe_messages=True)
+                    pubsub.subscribe(ENGINE_WAKE_CHANNEL)
+                with keeper.busy():
+                    more = engine.step()
+                _drain(pubsub, engine, timeout=0.0 if more else POLL_SECONDS)
+            except Exception:  # the loop outlives a database or Redis away
+                log.warning("subscription engine %s: batch failed", engine.name, exc_info=True)
+                pubsub = None
+                close_old_connections()
+                time.sleep(RETRY_SECONDS)
     try:
         engine.stop()
     finally:

@@ -9,8 +9,9 @@ In a database of its own (``intersect_bench_engine``, on the cluster of
 * ``N`` live subscriptions (70% form 1, 20% form 3, 10% form 4, over 100 subjects, each
   able to fire; ``--without-watches``: form 1 instead of form 4) registered through the service, timed;
 * throughput: ``E`` trades appended, then one engine (in this process, one partition
-  set) follows them from the log: events per second, and the process's memory grown
-  per subscription once they are all in its set;
+  set) follows them from the log, every subscription already in its live set: events
+  per second and this process's CPU per event, and the process's memory grown per
+  subscription once they are all in its set;
 * latency: one ``manage.py subscription_engine`` process follows while trades are
   appended at ``R`` a second for ``S`` seconds (each append wakes it through Redis); each
   notification's row time (its commit's transaction time) minus its event's log time,
@@ -25,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -56,6 +58,10 @@ REGISTER_SAMPLE = 300
 # With BENCH_PROFILE=path, py-spy samples the engine process while it is timed (raw
 # stacks at path).
 PROFILE = os.environ.get("BENCH_PROFILE", "")
+# With BENCH_PROFILE_THROUGHPUT=path, py-spy samples this process while its in-process
+# engine follows the appended trades (the CPU-per-event phase; flamegraph-style raw
+# stacks at path).
+PROFILE_THROUGHPUT = os.environ.get("BENCH_PROFILE_THROUGHPUT", "")
 
 
 def _rss_kb() -> int:
@@ -206,15 +212,30 @@ def run(
     rss = _rss_kb()
     while engine.step():
         pass
+    _append(rng, 1)  # the first live event: every joiner goes into the live set
+    while engine.step():
+        pass
     per_sub_kb = (_rss_kb() - rss) / max(1, len(engine.followed))
     for _ in range(events // 100):
         _append(rng, 100)
+    spy = None
+    if PROFILE_THROUGHPUT:
+        spy = subprocess.Popen(
+            [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw"]
+            + ["-r", "50", "-o", PROFILE_THROUGHPUT, "--pid", str(os.getpid())],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(1)  # attached before the timed phase
     started, cpu = time.perf_counter(), time.process_time()
     while engine.step():
         pass
     throughput = events / (time.perf_counter() - started)
     cpu_per_event_ms = 1000 * (time.process_time() - cpu) / events  # this process's CPU
     followed = len(engine.followed)
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)  # py-spy writes what it sampled and stops
+        spy.wait(60)
     engine.stop()
 
     env = dict(os.environ)  # from here each append wakes the engine (Redis)
@@ -238,7 +259,7 @@ def run(
         time.sleep(3)
     finally:
         process.terminate()
-        process.wait(30)
+        process.wait(600)  # a clean stop checkpoints every evaluator: minutes at 30,000
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP "
@@ -289,7 +310,10 @@ def main() -> int:
     argv += ["--events", str(args.events), "--rate", str(args.rate)]
     argv += ["--seconds", str(args.seconds)]
     argv += ["--without-watches"] if args.without_watches else []
-    done = subprocess.run(argv, cwd=ROOT, env=_env(url), check=True, capture_output=True, text=True)
+    done = subprocess.run(argv, cwd=ROOT, env=_env(url), capture_output=True, text=True)
+    if done.returncode:
+        sys.stderr.write(done.stderr)  # the run's traceback
+        return done.returncode
     print(done.stdout.strip().splitlines()[-1])
     return 0
 

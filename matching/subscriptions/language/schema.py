@@ -107,6 +107,10 @@ EVENT_TYPES = MappingProxyType(
     }
 )
 
+# The types whose events everyone sees: an event of any other type has an owner (the log's
+# ``event_owner_iff_private`` constraint), so it is visible to its owner and staff only.
+PUBLIC_TYPES = frozenset(t.name for t in EVENT_TYPES.values() if t.visible_to == EVERYONE)
+
 START_TIME = "start_time"
 END_TIME = "end_time"
 

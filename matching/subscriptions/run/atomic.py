@@ -51,8 +51,18 @@ class AtomicEngine:
             and all(a in values for a in self.required)
         )
 
-    def event(self, e: Event) -> list[tuple[int, dict[str, Any]]]:
-        if not self.matches(e):
+    def event(self, e: Event, matched: bool = False) -> list[tuple[int, dict[str, Any]]]:
+        """The event's outputs. ``matched``: the caller found that ``e`` passes every
+        conjunct (the matching index's walk and residual check, exact:
+        ``matching/index/form1.py``), so only the time range and the attributes the
+        aggregates need are checked here."""
+        if matched:
+            values = e.values
+            if not (
+                in_range(e.time, self.start, self.end) and all(a in values for a in self.required)
+            ):
+                return []
+        elif not self.matches(e):
             return []
         q = self.q
         if self.aggregates:

@@ -132,13 +132,15 @@ class Subscription:
         *,
         live: bool,
         interrupt: Callable[[], bool] | None = None,
+        matched: bool = False,
     ) -> list[Output]:
         """The outputs caused by one event (history while ``live`` is false). Past a limit
         in the middle of the event, the ``state_limit`` notification takes the place of
         its outputs. ``interrupt`` is asked now and then inside a composite's join or a
         pattern's event (``limits.Meter``):
         if it answers true, ``Interrupted`` is raised and the subscription is left
-        finished, its engine half-way (a backtest out of time)."""
+        finished, its engine half-way (a backtest out of time). ``matched``: a form 1
+        subscription's conjuncts are known to pass (``AtomicEngine.event``)."""
         if self.finished:
             return []
         e = event if isinstance(event, Event) else event_from_dict(event)
@@ -159,6 +161,8 @@ class Subscription:
                 found = engine.event(e, Meter(self.limits, interrupt))
             elif isinstance(engine, PatternEngine) and interrupt is not None:
                 found = engine.event(e, Meter(_UNMETERED, interrupt))
+            elif matched and isinstance(engine, AtomicEngine):
+                found = engine.event(e, matched=True)
             else:
                 found = engine.event(e)
         except LimitPassed:

@@ -71,7 +71,12 @@ Outputs are given per subscription in the order its own evaluation makes them; a
 subscriptions in one event, in the order they were evaluated.
 
 Visibility (SPEC 5.6): ``push`` may be told which subscriptions may see the event; the
-others are not pushed it at all, as if it were not in their stream. ``advance_members``
+others are not pushed it at all, as if it were not in their stream. A set that shares
+cannot be told that; one made with ``share=False`` and ``public`` event types (the engine's)
+shares all the same among the patterns every source of which needs a public type
+(``public_only``), and is told ``visible`` for the events of the other types only: such an
+event passes none of those patterns' sources, so the shared automata and groups are not
+offered it, and each of their members sees every event that reaches them. ``advance_members``
 runs one stretch of the log through many subscriptions that stand at different places in
 it (history or live, each with its own cursor and seam), reading each event once: what the
 live advance does for all active subscriptions together.
@@ -416,9 +421,19 @@ class SubscriptionSet:
     output is given. ``last`` holds the counts of the latest event, ``total`` their sums.
     """
 
-    def __init__(self, order: Sequence[str] = ("type",), *, share: bool = True) -> None:
+    def __init__(
+        self,
+        order: Sequence[str] = ("type",),
+        *,
+        share: bool = True,
+        public: frozenset[str] = frozenset(),
+    ) -> None:
         self.index = MatchingIndex(order)
         self.share = share
+        # With ``share=False``: the event types everyone sees (``schema.PUBLIC_TYPES``).
+        # The patterns every source of which needs one of them are shared all the same
+        # (``public_only``); ``push`` is then told ``visible`` for the other events only.
+        self.public = public
         self._shared: dict[Pattern, _Shared] = {}  # by key, the one that new members join
         self._groups: dict[Hashable, _Grouped] = {}  # by key
         self._held: dict[Hashable, _Held] = {}
@@ -527,7 +542,10 @@ class SubscriptionSet:
             return
         engine = held.sub.engine
         assert isinstance(engine, PatternEngine)
-        key = _share_key(engine) if self.share and held.kind == "pattern" else None
+        shares = held.kind == "pattern" and (
+            self.share or (bool(self.public) and public_only(held.sub.query, self.public))
+        )
+        key = _share_key(engine) if shares else None
         if key is not None:
             pattern = engine.sides[0].pattern
             shape = threshold_shape(pattern) or bound_shape(pattern)
@@ -662,17 +680,24 @@ class SubscriptionSet:
     ) -> list[tuple[Hashable, Output | Failed]]:
         """The outputs one live event causes, as ``(subscription id, output)``. With
         ``visible``, only the subscriptions it accepts (by id) are pushed the event: not in
-        a set that shares automata (``ValueError``), whose members could differ in it."""
+        a set that shares automata (``ValueError``), whose members could differ in it. A
+        set sharing the patterns over ``public`` types is told ``visible`` for the events
+        of the other types only (``ValueError`` for a public one): such an event passes
+        no source of a shared automaton or group, which are not offered it."""
         if visible is not None and self.share:
             raise ValueError("a set that shares automata cannot be told who sees an event")
         e = event if isinstance(event, Event) else event_from_dict(event)
+        if visible is not None and e.values.get("type") in self.public:
+            raise ValueError("everyone sees an event of a public type: no visible is needed")
         counts = Counts(events=1)
         out: list[tuple[Hashable, Output | Failed]] = []
         sees = visible or _everyone
 
         charge = self.charge
 
-        def evaluate(held: _Held) -> None:
+        def evaluate(held: _Held, matched: bool = False) -> None:
+            """Push ``e`` to ``held`` alone (``matched``: a form 1 subscription whose
+            conjuncts the index found to pass, not checked again)."""
             counts.evaluated += 1
             before = _touched(held)
             interrupt = None
@@ -683,7 +708,7 @@ class SubscriptionSet:
                     return False
 
             try:
-                outputs = held.sub.push(e, live=True, interrupt=interrupt)
+                outputs = held.sub.push(e, live=True, interrupt=interrupt, matched=matched)
             except Exception as exc:  # the others go on (module docstring)
                 self.remove(held.sub_id)
                 out.append((held.sub_id, Failed(e.seq, exc)))
@@ -717,6 +742,15 @@ class SubscriptionSet:
                 return
             if sub.finished:
                 self.remove(held.sub_id)
+
+        def share_out(members: Sequence[_Held], units: int) -> None:
+            """A shared automaton's or group's work on this event, charged to its members
+            in equal parts (rounded up): an owner pays its share of what runs for it."""
+            assert charge is not None
+            if members:
+                part = -(-units // len(members))
+                for member in members:
+                    charge(member.sub_id, part)
 
         def fail(held: _Held, exc: Exception) -> None:
             """``held`` (a member) fails on this event: out of the set, with ``Failed``."""
@@ -766,6 +800,8 @@ class SubscriptionSet:
                     out.append((member.sub_id, Failed(e.seq, exc)))
                 return
             counts.instances += automaton.touched - before
+            if charge is not None:
+                share_out(shared.members, 1 + automaton.touched - before)
             live = automaton.live
             if not completed and live <= shared.limit:  # no member is given anything
                 if shared.members:
@@ -847,6 +883,8 @@ class SubscriptionSet:
                         self._reconcile(held)
                 return
             counts.instances += group.touched - before
+            if charge is not None:
+                share_out([m.payload for m in group.members], 1 + group.touched - before)
             # none can pass its state_limit (above)
             deliver_all(e.seq, completed_by(done), out, failing, ended)
             if group.members:
@@ -895,7 +933,10 @@ class SubscriptionSet:
         for source_id in found:
             source = self._sources[source_id]  # type: ignore[index]  # the index holds this set's int source ids
             held = source.held
-            if not sees(held.sub_id):
+            if held.kind in _RUNNERS:
+                if visible is not None:
+                    continue  # not of a public type: it passes none of the members' sources
+            elif not sees(held.sub_id):
                 continue
             if held.kind == "atomic":
                 check = residual(source_id)
@@ -912,7 +953,7 @@ class SubscriptionSet:
             route[1].setdefault(source.side, set()).add(source.node)
         atomic.sort(key=_rank)
         for held in atomic:
-            evaluate(held)
+            evaluate(held, True)
         for held, passed in sorted(routes.values(), key=lambda r: r[0].rank):
             if held.shared is not None:
                 run(held.shared, passed)
@@ -939,6 +980,46 @@ class SubscriptionSet:
     def instances(self) -> int:
         """Pattern instances held (waiting at a step) across the set."""
         return sum(_held_instances(held) for held in self._held.values() if held.kind == "pattern")
+
+
+_RUNNERS = frozenset({"shared", "group"})  # the kinds of a held runner, of no subscription
+
+
+def public_only(query: Any, public: frozenset[str]) -> bool:
+    """Whether ``query`` is a pattern every source of which (the first and each step's, on
+    every side) has a top-level conjunct ``type = 't'`` with ``t`` one of the ``public``
+    types: an event of any other type passes none of them, so it starts no instance and
+    takes the filter edge at every step (a ``NEXT``'s and a ``FOLD``'s alike), and
+    skipping it only defers ``WITHIN``'s expiry, as for any event a pattern's sources do
+    not pass (the module docstring). Such patterns see the same events whoever owns them,
+    and may share automata and groups."""
+    if not isinstance(query, PatternQuery):
+        return False
+    return all(
+        _typed(source.filter, public)
+        for side in query.sides
+        for source in (side.first, *(step.source for step in side.steps))
+    )
+
+
+def _typed(condition: Cond | None, public: frozenset[str]) -> bool:
+    """Whether ``condition`` (a source's filter) has a top-level ``type = 't'``, ``t`` in
+    ``public``."""
+    if condition is None:
+        return False
+    parts = condition.parts if isinstance(condition, All) else (condition,)
+    for part in parts:
+        if isinstance(part, Compare) and part.op == "=":
+            for ref, literal in ((part.left, part.right), (part.right, part.left)):
+                if (
+                    isinstance(ref, Ref)
+                    and ref.alias is None
+                    and ref.attribute == "type"
+                    and isinstance(literal, Literal)
+                    and literal.value in public
+                ):
+                    return True
+    return False
 
 
 def _sole_key(node: Node, source: _Source) -> tuple[str, Any] | None:
