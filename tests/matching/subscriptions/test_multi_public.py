@@ -139,8 +139,10 @@ def _sees(viewer: int, owner: int | None) -> bool:
     return owner is None or viewer == 3 or owner == viewer
 
 
+# 120 examples keep this test near 40 s of the suite's time; 900 (three seeds of 300) passed
+# when it was written.
 @settings(
-    max_examples=300,
+    max_examples=120,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
