@@ -749,8 +749,9 @@ def _read(after: int, upto: int) -> list[LogEvent]:
 def _write(
     notes: list[tuple[int, int, int | None, str]], only_n: list[Row], rows: list[Row]
 ) -> None:
-    """The commit's notifications (one COPY) and rows (one UPDATE each kind), their values
-    bound on the server in binary: Django's ``bulk_update`` builds a CASE per field and
+    """The commit's notifications (one COPY) and rows (one UPDATE each kind, the
+    checkpointed rows in parts of at most ``ROWS_BYTES`` of snapshots), their values bound
+    on the server in binary: Django's ``bulk_update`` builds a CASE per field and
     row, and Django's cursor quotes every array into the statement's text in Python (py-spy
     on the advance pass this replaced: more of it than the evaluation)."""
     connection.ensure_connection()
@@ -759,16 +760,44 @@ def _write(
         notifications_copy(cursor, notes)
         if only_n:
             cursor.execute(UPDATE_LAST_N, [[r.sub_id for r in only_n], [r.last_n for r in only_n]])
-        if rows:
+        for part in row_parts(rows):
             cursor.execute(
                 UPDATE_ROWS,
                 [
-                    [r.sub_id for r in rows],
-                    [r.last_n for r in rows],
-                    [r.state for r in rows],
-                    [r.reason for r in rows],
-                    [r.cursor for r in rows],
-                    [r.evaluator if r.state in (ACTIVE, PAUSED) else None for r in rows],
-                    [r.checkpoint_n for r in rows],
+                    [r.sub_id for r in part],
+                    [r.last_n for r in part],
+                    [r.state for r in part],
+                    [r.reason for r in part],
+                    [r.cursor for r in part],
+                    [_kept(r) for r in part],
+                    [r.checkpoint_n for r in part],
                 ],
             )
+
+
+def _kept(row: Row) -> bytes | None:
+    """The snapshot a row keeps: an active or paused subscription's, else none."""
+    return row.evaluator if row.state in (ACTIVE, PAUSED) else None
+
+
+# The most snapshot bytes one UPDATE binds: PostgreSQL refuses a message past 1 GB and
+# closes the connection, so a checkpoint of many large snapshots in one statement failed
+# every batch after it (seen at 10,000 subscriptions of ``alerts.py --bid-path``).
+ROWS_BYTES = 64 * 1024 * 1024
+
+
+def row_parts(rows: list[Row], limit: int | None = None) -> list[list[Row]]:
+    """``rows`` in order, cut into parts whose snapshots come to at most ``limit`` bytes
+    (``ROWS_BYTES``) each; a row larger than that alone is a part of its own."""
+    limit = ROWS_BYTES if limit is None else limit
+    parts: list[list[Row]] = []
+    size = 0
+    for row in rows:
+        kept = _kept(row)
+        n = len(kept) if kept is not None else 0
+        if not parts or (size + n > limit and parts[-1]):
+            parts.append([])
+            size = 0
+        parts[-1].append(row)
+        size += n
+    return parts

@@ -782,3 +782,51 @@ def test_a_bulk_registration_with_a_bad_query_or_past_the_limit_stores_nothing()
     assert full.value.code == "too_many_subscriptions"
     assert Subscription.objects.filter(owner=user).count() == 1
     assert len(service.subscriptions_create_many(owner=user, queries=[good] * 99)) == 99
+
+
+def test_a_checkpoint_of_many_snapshots_is_written_in_parts_and_restores_exactly(monkeypatch):
+    """The checkpointed rows of one commit go in UPDATEs of at most ``ROWS_BYTES`` of
+    snapshots (PostgreSQL refuses a message past 1 GB); here a bound of one byte makes every
+    snapshot a part of its own, and the next process restores each as if written at once."""
+    owner = UserFactory()
+    queries = [f"SELECT COUNT(price, {n}) WHERE type = 'trade'" for n in (2, 3, 4)]
+    subs = [subscription_create(owner=owner, query=q) for q in queries]
+    statements: list[int] = []
+    write = engine_module._write
+
+    def counted(notes, only_n, rows):
+        statements.append(len(engine_module.row_parts(rows)))
+        return write(notes, only_n, rows)
+
+    monkeypatch.setattr(engine_module, "ROWS_BYTES", 1)
+    monkeypatch.setattr(engine_module, "_write", counted)
+    first = make("a")
+    for minute in range(3):
+        append_at([trade("1.00")], DAY + dt.timedelta(minutes=minute))
+        drain(first)
+    first.stop()
+    assert max(statements) == 3  # the stop's checkpoint: one UPDATE per snapshot
+    for sub in subs:
+        sub.refresh_from_db()
+        assert sub.cursor == 3 and sub.checkpoint_n == sub.last_n
+    assert [sub.last_n > 0 for sub in subs] == [True, True, False]  # a window of 4: not yet
+    second = make("b")
+    append_at([trade("1.00")], DAY + dt.timedelta(minutes=3))
+    drain(second)
+    for sub in subs:
+        assert outbox(sub) == list(
+            run_offline(parse_query(sub.query), owner_log(owner), now=sub.now)
+        )
+
+
+def test_rows_are_cut_by_their_snapshots_bytes_in_order():
+    Row = engine_module.Row
+    rows = [Row(1, 1, evaluator=b"x" * 40), Row(2, 1, evaluator=b"x" * 70), Row(3, 1)]
+    rows += [Row(4, 1, state="done", evaluator=b"x" * 500), Row(5, 1, evaluator=b"x" * 30)]
+    parts = engine_module.row_parts(rows, limit=100)
+    # 40 + 70 passes 100: a new part; a done row keeps no snapshot (0 bytes)
+    assert [[r.sub_id for r in part] for part in parts] == [[1], [2, 3, 4, 5]]
+    assert engine_module.row_parts([Row(1, 1, evaluator=b"x" * 500)], limit=100) == [
+        [Row(1, 1, evaluator=b"x" * 500)]
+    ]
+    assert engine_module.row_parts([]) == []
