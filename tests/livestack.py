@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import httpx
 from django.conf import settings
 
 from ops.stack import ROOT, Process, Stack, free_port
@@ -89,3 +90,24 @@ def event_log(api: Any, token: str) -> list[dict[str, Any]]:
     )
     assert response.status_code == 200, response.text
     return [json.loads(line) for line in response.text.splitlines() if line]
+
+
+def staff_browser(url: str, username: str, timeout: float = 30) -> httpx.Client:
+    """An ``httpx.Client`` on ``url`` logged in through the admin as a new staff user
+    (``/healthz`` shows its components to staff only)."""
+    # Django's: the factories need the app registry, set up after this module is imported
+    from tests.factories import StaffFactory
+
+    staff = StaffFactory(username=username)
+    browser = httpx.Client(base_url=url, timeout=timeout)
+    browser.get("/admin/login/")
+    browser.post(
+        "/admin/login/",
+        data={
+            "username": staff.username,
+            "password": "pw-for-tests-1",
+            "csrfmiddlewaretoken": browser.cookies["csrftoken"],
+        },
+        headers={"Referer": url + "/admin/login/"},
+    )
+    return browser

@@ -6,7 +6,9 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
+from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
+from rest_framework.throttling import SimpleRateThrottle
 
 from exchange.models import Offer
 from exchange.services import orders
@@ -92,3 +94,17 @@ def every_state(db):
     assert {o.state for o in Offer.objects.all()} == {"open", "closed", "withdrawn"}
     assert Offer.objects.get(pk=unmatched.pk).state == "open"
     return [None, AnonymousUser(), seller, alice, bob, staff]
+
+
+@pytest.fixture
+def rates(monkeypatch):
+    """``rates(anon="2/min", ...)``: DRF's throttle rates for this test, the others kept."""
+
+    def set_rates(**overrides: str) -> None:
+        monkeypatch.setattr(
+            SimpleRateThrottle,
+            "THROTTLE_RATES",
+            {**api_settings.DEFAULT_THROTTLE_RATES, **overrides},
+        )
+
+    return set_rates

@@ -11,8 +11,6 @@ import pytest
 from django.core.cache import caches
 from django.test import Client, RequestFactory
 from redis.exceptions import ConnectionError as RedisConnectionError
-from rest_framework.settings import api_settings
-from rest_framework.throttling import SimpleRateThrottle
 
 from exchange.api import urls
 from exchange.throttling import KeyedThrottle, OneTripThrottles
@@ -26,18 +24,6 @@ def prefix(settings) -> str:
     name = f"test-{uuid.uuid4().hex}"
     settings.CACHES = {"default": {**settings.CACHES["default"], "KEY_PREFIX": name}}
     return name
-
-
-@pytest.fixture
-def rates(monkeypatch):
-    def set_rates(**overrides: str) -> None:
-        monkeypatch.setattr(
-            SimpleRateThrottle,
-            "THROTTLE_RATES",
-            {**api_settings.DEFAULT_THROTTLE_RATES, **overrides},
-        )
-
-    return set_rates
 
 
 @pytest.fixture

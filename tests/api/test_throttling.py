@@ -10,7 +10,6 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.settings import api_settings
-from rest_framework.throttling import SimpleRateThrottle
 
 from tests.factories import StaffFactory, UserFactory, pencils_market
 
@@ -25,18 +24,6 @@ def fresh_counters(settings):
     settings.CACHES = {
         "default": {**settings.CACHES["default"], "KEY_PREFIX": f"test-{uuid.uuid4().hex}"}
     }
-
-
-@pytest.fixture
-def rates(monkeypatch):
-    def set_rates(**overrides: str) -> None:
-        monkeypatch.setattr(
-            SimpleRateThrottle,
-            "THROTTLE_RATES",
-            {**api_settings.DEFAULT_THROTTLE_RATES, **overrides},
-        )
-
-    return set_rates
 
 
 def test_anonymous_requests_are_throttled(client, rates):

@@ -35,40 +35,42 @@ def _limits(settings):
         yield
 
 
-def held_open(work, release: threading.Event):
-    """``work`` in a transaction kept open until ``release``."""
+def refused_while_another_commits(watcher, buyer, market, lot: int, work) -> InvalidInput:
+    """Another bid of ``buyer`` for ``lot`` at 1.00 placed and held uncommitted; ``work`` in
+    a session of its own until it waits for the buyer's lock; the other bid committed; the
+    limit error ``work`` then raised."""
+    release = threading.Event()
 
-    def run():
+    def other():
         with transaction.atomic():
-            result = work()
+            bid = bid_place(
+                buyer=buyer, market=market, constraint=f"lot <= {lot} AND price <= 1.00"
+            )
             release.wait(30)
-            return result
+            return bid
 
-    return run
+    first = started(other)
+    idle_in_transaction(watcher, first)
+    second = started(work)
+    waits(watcher, second, "transactionid", "tuple")
+    release.set()
+    assert first.done().largest_award == Decimal(lot)
+    with pytest.raises(InvalidInput) as caught:
+        second.done()
+    assert caught.value.as_dict()["code"] == "over_limit"
+    return caught.value
 
 
 def test_a_second_bid_placed_while_the_first_commits_sees_it(watcher):
     market, buyer = pencils_market(), UserFactory()
-    release = threading.Event()
-    first = started(
-        held_open(
-            lambda: bid_place(
-                buyer=buyer, market=market, constraint="lot <= 600 AND price <= 1.00"
-            ),
-            release,
-        )
+    error = refused_while_another_commits(
+        watcher,
+        buyer,
+        market,
+        600,
+        lambda: bid_place(buyer=buyer, market=market, constraint="lot <= 500 AND price <= 1.00"),
     )
-    idle_in_transaction(watcher, first)
-    second = started(
-        lambda: bid_place(buyer=buyer, market=market, constraint="lot <= 500 AND price <= 1.00")
-    )
-    waits(watcher, second, "transactionid", "tuple")
-    release.set()
-    assert first.done().largest_award == Decimal("600.00")
-    with pytest.raises(InvalidInput) as caught:
-        second.done()
-    assert caught.value.as_dict()["code"] == "over_limit"
-    assert caught.value.as_dict()["limit"]["committed"] == "600.00"
+    assert error.as_dict()["limit"]["committed"] == "600.00"
     assert Bid.objects.filter(buyer=buyer).count() == 1
     assert buyer_committed(buyer_id=buyer.pk) == Decimal("600.00")
 
@@ -76,27 +78,16 @@ def test_a_second_bid_placed_while_the_first_commits_sees_it(watcher):
 def test_an_amend_raised_while_another_bid_commits_sees_it(watcher):
     market, buyer = pencils_market(), UserFactory()
     bid = bid_place(buyer=buyer, market=market, constraint="lot <= 100 AND price <= 1.00")
-    release = threading.Event()
-    first = started(
-        held_open(
-            lambda: bid_place(
-                buyer=buyer, market=market, constraint="lot <= 800 AND price <= 1.00"
-            ),
-            release,
-        )
-    )
-    idle_in_transaction(watcher, first)
-    raised = started(
+    error = refused_while_another_commits(
+        watcher,
+        buyer,
+        market,
+        800,
         lambda: bid_amend(
             buyer=buyer, bid_id=bid.pk, constraint="lot <= 300 AND price <= 1.00", version=1
-        )
+        ),
     )
-    waits(watcher, raised, "transactionid", "tuple")
-    release.set()
-    first.done()
-    with pytest.raises(InvalidInput) as caught:
-        raised.done()
-    assert caught.value.as_dict()["limit"]["committed"] == "800.00"
+    assert error.as_dict()["limit"]["committed"] == "800.00"
     bid.refresh_from_db()
     assert (bid.constraint_text, bid.largest_award) == (
         "lot <= 100 AND price <= 1.00",

@@ -10,7 +10,6 @@ import time
 import urllib.request
 import uuid
 
-import httpx
 import pytest
 import redis
 import websockets
@@ -18,8 +17,7 @@ import websockets
 from exchange.celery import app
 from exchange.settings.web_tier import SOCKET_WORKERS, worker_count
 from exchange.tasks import ping
-from tests.factories import StaffFactory
-from tests.livestack import ROOT, process_env
+from tests.livestack import ROOT, process_env, staff_browser
 from tests.stack.test_matching_worker import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
@@ -44,18 +42,7 @@ def test_healthz_reports_every_component_up(live_stack):
     wait_for(lambda: get(live_stack.url + "/healthz")[0] == 200, "the stack up", timeout=60)
     status, body = get(live_stack.url + "/healthz")
     assert (status, json.loads(body)) == (200, {"ok": True})  # anonymous: the bare status
-    staff = StaffFactory(username="healthz-staff")
-    with httpx.Client(base_url=live_stack.url, timeout=10) as browser:
-        browser.get("/admin/login/")
-        browser.post(
-            "/admin/login/",
-            data={
-                "username": staff.username,
-                "password": "pw-for-tests-1",
-                "csrfmiddlewaretoken": browser.cookies["csrftoken"],
-            },
-            headers={"Referer": live_stack.url + "/admin/login/"},
-        )
+    with staff_browser(live_stack.url, "healthz-staff", timeout=10) as browser:
         response = browser.get("/healthz")
     report = response.json()
     assert response.status_code == 200, report

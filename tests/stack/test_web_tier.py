@@ -27,8 +27,7 @@ from django.db import connection
 
 from exchange.settings.web_tier import SOCKET_HANDOVER_GRACE
 from tests.conftest import ARTIFACTS
-from tests.factories import StaffFactory
-from tests.livestack import LiveStack
+from tests.livestack import LiveStack, staff_browser
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -137,19 +136,7 @@ def test_with_no_socket_process_the_http_process_carries_the_websocket(tier: Liv
 
 def _staff_browser(stack: LiveStack) -> httpx.Client:
     """A client logged in as staff (``/healthz`` shows its components to staff only)."""
-    staff = StaffFactory(username="tier-staff")
-    browser = httpx.Client(base_url=stack.url, timeout=30)
-    browser.get("/admin/login/")
-    browser.post(
-        "/admin/login/",
-        data={
-            "username": staff.username,
-            "password": "pw-for-tests-1",
-            "csrfmiddlewaretoken": browser.cookies["csrftoken"],
-        },
-        headers={"Referer": stack.url + "/admin/login/"},
-    )
-    return browser
+    return staff_browser(stack.url, "tier-staff")
 
 
 def _socket_workers_until(browser: httpx.Client, done: Callable[[dict], bool]) -> tuple[int, dict]:
