@@ -22,7 +22,7 @@ from exchange.services.subscriptions import subscription_create, subscription_pa
 from frontend.alert_notes import data_items
 from frontend.views.alerts import GALLERY, gallery
 from matching.subscriptions import parse_query, to_text
-from tests.api.test_throttling import rates  # noqa: F401 - the fixture that sets rates
+from tests.api.conftest import rates  # noqa: F401 - the fixture that sets rates
 from tests.factories import UserFactory, pencils_market
 from tests.subscriptions.log import PENCILS, advance, append, append_at, trade
 

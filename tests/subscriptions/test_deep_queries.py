@@ -9,8 +9,10 @@ from __future__ import annotations
 import pytest
 
 from exchange.models import Subscription
-from tests.api.conftest import client_for
-from tests.api.test_throttling import rates  # noqa: F401 - the fixture that sets rates
+from tests.api.conftest import (
+    client_for,
+    rates,  # noqa: F401 - the fixture that sets rates
+)
 from tests.factories import UserFactory
 from tests.matching.subscriptions.test_query_depth import DEEP, DEEP_MESSAGE
 
