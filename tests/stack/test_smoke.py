@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -42,7 +43,7 @@ def test_healthz_reports_every_component_up(live_stack):
     wait_for(lambda: get(live_stack.url + "/healthz")[0] == 200, "the stack up", timeout=60)
     status, body = get(live_stack.url + "/healthz")
     assert (status, json.loads(body)) == (200, {"ok": True})  # anonymous: the bare status
-    with staff_browser(live_stack.url, "healthz-staff", timeout=10) as browser:
+    with contextlib.closing(staff_browser(live_stack.url, "healthz-staff", timeout=10)) as browser:
         response = browser.get("/healthz")
     report = response.json()
     assert response.status_code == 200, report
