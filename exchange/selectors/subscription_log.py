@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import connections
+import psycopg
+from django.db import connection, connections
 
 from exchange.models.events import EVENT_TABLE
 from exchange.selectors.history import LINE_SQL, history_source
@@ -27,3 +28,31 @@ def subscriptions_log_read(*, after: int, upto: int) -> list[tuple[int | None, d
             [after, upto],
         )
         return [(owner, json.loads(line)) for owner, line in cursor.fetchall()]
+
+
+# The log's end and the events after a cursor up to it (at most a batch), in one statement,
+# so in one snapshot: every event up to the end it returns is committed and in the read.
+TAIL = (
+    f"SELECT c.last_seq, x.owner_id, x.line FROM exchange_eventcounter c LEFT JOIN LATERAL "
+    f"(SELECT e.seq, e.owner_id, {LINE_SQL} AS line FROM {EVENT_TABLE} e "
+    "WHERE e.seq > %s AND e.seq <= least(c.last_seq, %s)) x ON true "
+    "WHERE c.id = 1 ORDER BY x.seq"
+)
+
+
+def subscriptions_log_tail(
+    *, after: int, most: int
+) -> tuple[int, list[tuple[int | None, dict[str, Any]]]]:
+    """The log's last ``seq`` (``events_log_end``; 0 for an empty log) and its events with
+    ``after < seq <= min(that, after + most)``, as ``subscriptions_log_read`` gives them, in
+    one statement on the primary: the subscription engine's live read, one a batch. The
+    events were just appended, so the primary has them at once (``history_source`` would
+    first ask a replica how far it is); and a psycopg cursor of its own binds the parameters
+    on the server, so that psycopg prepares the statement after a few batches."""
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(TAIL, [after, after + most])
+        rows = cursor.fetchall()
+    if not rows:
+        return 0, []
+    return rows[0][0], [(owner, json.loads(line)) for _, owner, line in rows if line is not None]

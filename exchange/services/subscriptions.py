@@ -62,9 +62,6 @@ MAX_ACTIVE = 100
 # is replayed slice after slice between live batches).
 CHUNK = 5000
 MAX_NAME = 100
-COPY_NOTIFICATIONS = (
-    "COPY exchange_subscriptionnotification (subscription_id, n, seq, data, created_at) FROM STDIN"
-)
 # Notifications one channel message carries at most.
 PER_MESSAGE = 100
 
@@ -121,18 +118,6 @@ def subscription_rebuilt(*, query: str, now: dt.datetime, seam: int) -> tuple[Ev
     state that cannot be loaded (``SnapshotStale``)."""
     evaluator = Evaluator(parse_query(query), now=now, state_limit=STATE_LIMIT)
     return evaluator, _replay_start(evaluator, seam=seam, now=now)
-
-
-def notifications_copy(cursor: Any, notes: list[tuple[int, int, int | None, str]]) -> None:
-    """Write ``notes`` (subscription id, ``n``, ``seq``, JSON data) with one COPY on the
-    psycopg ``cursor`` (the engine: many subscriptions' notifications at once); ``created_at`` is the transaction's time, as ``now()`` in an INSERT gives."""
-    if not notes:
-        return
-    cursor.execute("SELECT now()")
-    (now,) = cursor.fetchone() or (None,)
-    with cursor.copy(COPY_NOTIFICATIONS) as copy:
-        for note in notes:
-            copy.write_row((*note, now))
 
 
 def _seam_locked() -> tuple[int, dt.datetime]:

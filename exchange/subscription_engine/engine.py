@@ -10,16 +10,22 @@ history, resumed ones, and every one right after the process claimed its partiti
 *joiners*, each at its own cursor, fed by ``multi.advance_members`` and moved into the set
 once they stand where the engine does and are live.
 
-A batch (``Engine.step``): at most ``batch`` events after the engine's cursor are read once
-(with their owners, for visibility), joiners behind the cursor are fed one slice of at
-most ``chunk`` events of their past (so a long history delays the live notifications of
-the others by one slice a batch), then the joiners at the cursor and the live set the
-batch's events. One transaction then locks the process's lease rows (only partitions still
-its own are written), locks the rows of the subscriptions with something to write, writes
-their notifications (one COPY) numbered on from each row's ``last_n``, their ``last_n``
-and any end (``completed``, ``state_limit``, ``runtime_error``), and the partitions'
-cursors; the ``sub:<id>`` messages go after the commit. Nothing per subscription is read
-or written for the others: their state stays in memory.
+A batch (``Engine.step``): the log's end and at most ``batch`` events after the engine's
+cursor are read once, in one statement (with their owners, for visibility), joiners behind
+the cursor are fed one slice of at most ``chunk`` events of their past (so a long history
+delays the live notifications of the others by one slice a batch), then the joiners at the
+cursor and the live set the batch's events. One transaction then locks the process's lease
+rows, renews them and moves their cursors (one statement: only partitions still its own
+are written), locks the rows of the subscriptions with something to write, writes their
+notifications (one INSERT from arrays) numbered on from each row's ``last_n``, their
+``last_n`` and any end (``completed``, ``state_limit``, ``runtime_error``); the
+``sub:<id>`` messages go after the commit. Nothing per subscription is read or written for
+the others: their state stays in memory. At 50 events a second each event is a batch of
+its own, so these statements are the engine's cost (py-spy: more than the evaluation): the
+transaction goes on a psycopg pipeline with its ``BEGIN`` and ``COMMIT`` (``_pipelined``),
+in two round trips (the leases with the rows' locks, then the writes with the commit; one
+when nothing but the cursors is written), and the statements bind their values on the
+server, so psycopg prepares them.
 
 Exactly once. A subscription's outputs are a function of the log (the evaluator is
 deterministic, and ``advance_members``/``SubscriptionSet`` give what feeding it alone
@@ -61,14 +67,16 @@ or new one joins from its row.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 
@@ -76,7 +84,7 @@ from exchange.models import Subscription
 from exchange.realtime.streams import group_send_all
 from exchange.redis_clients import redis_client
 from exchange.selectors.events import events_log_end
-from exchange.selectors.subscription_log import subscriptions_log_read
+from exchange.selectors.subscription_log import subscriptions_log_read, subscriptions_log_tail
 from exchange.selectors.subscriptions import notification_json
 from exchange.services.subscriptions import (
     CHUNK,
@@ -85,17 +93,15 @@ from exchange.services.subscriptions import (
     _outputs,
     _state_load,
     evaluator_dump,
-    notifications_copy,
     subscription_rebuilt,
 )
 from exchange.subscription_engine.leases import (
     Beat,
-    leases_locked,
+    leases_commit,
     leases_release,
     leases_renew,
     leases_upkeep,
     partitions_checkpointed,
-    partitions_cursor_commit,
 )
 from exchange.subscription_engine.watches import Books, choices_flush, hub_book
 from matching.dissemination.hosted import WatchHub, hosted
@@ -133,8 +139,19 @@ RESCAN = (
     "SELECT id, state FROM exchange_subscription "
     "WHERE state IN ('active', 'paused') AND id %% %s = ANY(%s)"
 )
+# The rows a commit writes, of the partitions still the process's own (their lease rows
+# locked by ``leases_commit`` just before, in the same transaction).
 LOCK_ROWS = (
-    "SELECT id, state, last_n FROM exchange_subscription WHERE id = ANY(%s) ORDER BY id FOR UPDATE"
+    "SELECT id, state, last_n FROM exchange_subscription WHERE id = ANY(%s::bigint[]) "
+    "AND id %% %s::int IN (SELECT partition FROM exchange_subscriptionpartition "
+    "WHERE owner = %s) ORDER BY id FOR UPDATE OF exchange_subscription"
+)
+# A commit's notifications, ``created_at`` the transaction's time (as ``now()`` in any
+# INSERT of the services).
+INSERT_NOTES = (
+    "INSERT INTO exchange_subscriptionnotification (subscription_id, n, seq, data, created_at) "
+    "SELECT v.id, v.n, v.seq, v.data::jsonb, now() "
+    "FROM unnest(%b::bigint[], %b::int[], %b::bigint[], %b::text[]) AS v(id, n, seq, data)"
 )
 # Rows whose only change is their outbox's length.
 UPDATE_LAST_N = (
@@ -152,6 +169,7 @@ UPDATE_ROWS = (
 )
 
 LogEvent = tuple[int | None, Event]
+T = TypeVar("T")
 
 
 @dataclass(eq=False)
@@ -434,19 +452,21 @@ class Engine:
             return False
         if self.changed or self.clock() - self._rescanned >= RESCAN_SECONDS:
             self._rescan()
-        self.log_end = events_log_end()
-        if self.cursor is not None and self.log_end < self.cursor:
-            self.reset()  # the log was emptied (a test database flushed): start again
+        events: list[LogEvent] = []
+        if self.cursor is not None:
+            self.log_end, events = _tail(self.cursor, self.batch)
+            if self.log_end < self.cursor:
+                self.reset()  # the log was emptied (a test database flushed): start again
         if self.cursor is None:
             # From the lowest checkpoint: the joiners standing there that are live go
             # straight into the set, and the log after it is one stream for all of them.
             joiners = [f.member.cursor for f in self._joiners.values() if f.member.failed is None]
-            self.cursor = min([self.log_end, *joiners])
+            self.cursor = min([events_log_end(), *joiners])
+            self.log_end, events = _tail(self.cursor, self.batch)
         start = self.cursor
         upto = min(self.log_end, start + self.batch)
         self._work.clear()
         behind = self._catch_up(start)
-        events = _read(start, upto) if upto > start else []
         self._feed(events, start, upto)
         behind = self._lanes_feed(events, start, upto) or behind
         if upto > start or self._pending():
@@ -613,67 +633,85 @@ class Engine:
                 del self._joiners[f.sub_id]
 
     def _commit(self, upto: int) -> None:
-        """The batch's writes, in one transaction (the module docstring)."""
+        """The batch's writes, in one transaction (the module docstring) of two round trips
+        at most, on a psycopg pipeline: the leases (``leases_commit``: checked, renewed,
+        their cursors moved) with the rows to write locked, then the notifications, the
+        rows and the commit. A batch with nothing to write but its cursor is one trip."""
         checkpoint = (
             self._since_checkpoint >= self.checkpoint_events
             or self.clock() - self._checkpointed >= self.checkpoint_seconds
         )
         messages: list[Any] = []
         gone: list[Followed] = []
-        with transaction.atomic():
-            mine = leases_locked(name=self.name, held=self.held)
-            lost = self.held - mine
-            touched: dict[int, Followed] = {}
-            candidates = (
-                list(self.followed.values())
-                if checkpoint
-                else [self.followed[i] for i in self._dirty if i in self.followed]
+        touched: dict[int, Followed] = {}
+        candidates = (
+            list(self.followed.values())
+            if checkpoint
+            else [self.followed[i] for i in self._dirty if i in self.followed]
+        )
+        for f in candidates:
+            if f.partition not in self.held:
+                continue
+            # (a partition the commit finds lost is forgotten after it: what this takes
+            # from its members is never written)
+            found = _outputs(f.member.outputs)
+            f.member.outputs.clear()
+            dropped = min(f.skip, len(found))
+            f.skip -= dropped
+            f.found = found[dropped:]
+            if f.found or f.ended or f.leaving or checkpoint:
+                touched[f.sub_id] = f
+        with _pipelined() as db:
+            leases = psycopg.Cursor(db)
+            leases_commit(
+                leases,
+                name=self.name,
+                held=self.held,
+                cursor=upto,
+                lease_seconds=self.lease_seconds,
             )
-            for f in candidates:
-                if f.partition not in mine:
-                    continue
-                found = _outputs(f.member.outputs)
-                f.member.outputs.clear()
-                dropped = min(f.skip, len(found))
-                f.skip -= dropped
-                f.found = found[dropped:]
-                if f.found or f.ended or f.leaving or checkpoint:
-                    touched[f.sub_id] = f
-            with connection.cursor() as cursor:
-                cursor.execute(LOCK_ROWS, [sorted(touched)])
-                locked = {sub_id: (state, last_n) for sub_id, state, last_n in cursor.fetchall()}
-            notes: list[tuple[int, int, int | None, str]] = []
-            only_n: list[Row] = []
-            rows: list[Row] = []
-            for sub_id, f in touched.items():
-                state, last_n = locked.get(sub_id, ("", 0))
-                if state not in (ACTIVE, PAUSED):
-                    gone.append(f)  # deleted (or ended) meanwhile: nothing more is written
-                    continue
-                row = self._row(f, state, last_n, upto, checkpoint)
-                first = last_n + 1
-                notes.extend(
-                    (sub_id, n, seq, json.dumps(data))
-                    for n, (seq, data) in enumerate(f.found, first)
-                )
-                ended = row.state == Subscription.State.DONE
-                if f.found or ended:
-                    notes_json = [
-                        notification_json(n, s, d) for n, (s, d) in enumerate(f.found, first)
-                    ]
-                    messages.extend(_messages(sub_id, notes_json, end=ended))
-                f.last_n = row.last_n
-                if row.state not in (ACTIVE, PAUSED) or row.cursor is not None:
-                    rows.append(row)
-                elif f.found:
-                    only_n.append(row)
-                if row.state != ACTIVE:
-                    gone.append(f)  # paused: checkpointed (below) and joins again on resume
-            _write(notes, only_n, rows)
-            partitions_cursor_commit(partitions=mine, cursor=upto, lease_seconds=self.lease_seconds)
-            if checkpoint:
-                book = hub_book(self.watches, upto)
-                partitions_checkpointed(partitions=mine, cursor=upto, book=book)
+            if touched or checkpoint:
+                lock = psycopg.Cursor(db)
+                if touched:
+                    lock.execute(LOCK_ROWS, [sorted(touched), self.count, self.name])
+                mine = {row[0] for row in leases.fetchall()}  # (both sent, one trip)
+                locked = {s: (state, n) for s, state, n in lock.fetchall()} if touched else {}
+                notes: list[tuple[int, int, int | None, str]] = []
+                only_n: list[Row] = []
+                rows: list[Row] = []
+                for sub_id, f in touched.items():
+                    if f.partition not in mine:
+                        continue  # its partition was lost: forgotten below
+                    state, last_n = locked.get(sub_id, ("", 0))
+                    if state not in (ACTIVE, PAUSED):
+                        gone.append(f)  # deleted (or ended) meanwhile: nothing more is written
+                        continue
+                    row = self._row(f, state, last_n, upto, checkpoint)
+                    first = last_n + 1
+                    notes.extend(
+                        (sub_id, n, seq, json.dumps(data))
+                        for n, (seq, data) in enumerate(f.found, first)
+                    )
+                    ended = row.state == Subscription.State.DONE
+                    if f.found or ended:
+                        notes_json = [
+                            notification_json(n, s, d) for n, (s, d) in enumerate(f.found, first)
+                        ]
+                        messages.extend(_messages(sub_id, notes_json, end=ended))
+                    f.last_n = row.last_n
+                    if row.state not in (ACTIVE, PAUSED) or row.cursor is not None:
+                        rows.append(row)
+                    elif f.found:
+                        only_n.append(row)
+                    if row.state != ACTIVE:
+                        gone.append(f)  # paused: checkpointed (below), joins again on resume
+                _write(notes, only_n, rows)
+                if checkpoint:
+                    book = hub_book(self.watches, upto)
+                    partitions_checkpointed(leases, partitions=mine, cursor=upto, book=book)
+        if not (touched or checkpoint):
+            mine = {row[0] for row in leases.fetchall()}  # (read after the commit's trip)
+        lost = self.held - mine
         self._dirty.clear()
         self._cursor_due = False
         for f in gone:
@@ -723,6 +761,30 @@ class Engine:
         return row
 
 
+@contextlib.contextmanager
+def _pipelined() -> Iterator[psycopg.Connection[Any]]:
+    """A transaction on the connection's psycopg pipeline, its ``BEGIN`` and ``COMMIT`` sent
+    with its statements (psycopg's ``transaction()`` syncs each alone: two more round trips
+    a batch); rolled back if the block raises or a statement fails. Inside a transaction
+    of Django's (a test's) it is a savepoint of Django's instead."""
+    connection.ensure_connection()
+    db = connection.connection
+    assert db is not None
+    if connection.in_atomic_block:
+        with transaction.atomic(), db.pipeline():
+            yield db
+        return
+    try:
+        with db.pipeline():
+            db.execute("BEGIN")
+            yield db
+            db.execute("COMMIT")
+    except BaseException:
+        if not db.closed:
+            db.rollback()  # (nothing when the transaction is over)
+        raise
+
+
 def _restored(row: Subscription, books: Books) -> tuple[Evaluator, int, int]:
     """The evaluator of ``row``'s checkpoint, the cursor it stands at and the outputs it
     had given. A snapshot of another version (or a pickle of before snapshots, or a watch's
@@ -738,6 +800,13 @@ def _restored(row: Subscription, books: Books) -> tuple[Evaluator, int, int]:
     return evaluator, cursor, 0
 
 
+def _tail(after: int, most: int) -> tuple[int, list[LogEvent]]:
+    """The log's end and its events after ``after`` (at most ``most``), as ``_read`` gives
+    them, in one statement (``subscriptions_log_tail``): a batch's read."""
+    end, rows = subscriptions_log_tail(after=after, most=most)
+    return end, [(owner, event_from_dict(raw)) for owner, raw in rows]
+
+
 def _read(after: int, upto: int) -> list[LogEvent]:
     """The log's events in (after, upto] with their owners, each made an ``Event`` once."""
     return [
@@ -749,30 +818,31 @@ def _read(after: int, upto: int) -> list[LogEvent]:
 def _write(
     notes: list[tuple[int, int, int | None, str]], only_n: list[Row], rows: list[Row]
 ) -> None:
-    """The commit's notifications (one COPY) and rows (one UPDATE each kind, the
-    checkpointed rows in parts of at most ``ROWS_BYTES`` of snapshots), their values bound
-    on the server in binary: Django's ``bulk_update`` builds a CASE per field and
-    row, and Django's cursor quotes every array into the statement's text in Python (py-spy
-    on the advance pass this replaced: more of it than the evaluation)."""
-    connection.ensure_connection()
+    """The commit's notifications (one INSERT from arrays, in parts of at most
+    ``ROWS_BYTES`` of data) and rows (one UPDATE each kind, the checkpointed rows in parts
+    of at most ``ROWS_BYTES`` of snapshots), sent in the commit's pipeline (a COPY cannot
+    be), their values bound on the server in binary: Django's ``bulk_update`` builds a CASE
+    per field and row, and Django's cursor quotes every array into the statement's text in
+    Python (py-spy on the advance pass this replaced: more of it than the evaluation)."""
     assert connection.connection is not None
-    with connection.connection.cursor() as cursor:
-        notifications_copy(cursor, notes)
-        if only_n:
-            cursor.execute(UPDATE_LAST_N, [[r.sub_id for r in only_n], [r.last_n for r in only_n]])
-        for part in row_parts(rows):
-            cursor.execute(
-                UPDATE_ROWS,
-                [
-                    [r.sub_id for r in part],
-                    [r.last_n for r in part],
-                    [r.state for r in part],
-                    [r.reason for r in part],
-                    [r.cursor for r in part],
-                    [_kept(r) for r in part],
-                    [r.checkpoint_n for r in part],
-                ],
-            )
+    cursor = psycopg.Cursor(connection.connection)
+    for some in _parts(notes, lambda note: len(note[3])):
+        cursor.execute(INSERT_NOTES, [list(column) for column in zip(*some, strict=True)])
+    if only_n:
+        cursor.execute(UPDATE_LAST_N, [[r.sub_id for r in only_n], [r.last_n for r in only_n]])
+    for part in row_parts(rows):
+        cursor.execute(
+            UPDATE_ROWS,
+            [
+                [r.sub_id for r in part],
+                [r.last_n for r in part],
+                [r.state for r in part],
+                [r.reason for r in part],
+                [r.cursor for r in part],
+                [_kept(r) for r in part],
+                [r.checkpoint_n for r in part],
+            ],
+        )
 
 
 def _kept(row: Row) -> bytes | None:
@@ -789,15 +859,20 @@ ROWS_BYTES = 64 * 1024 * 1024
 def row_parts(rows: list[Row], limit: int | None = None) -> list[list[Row]]:
     """``rows`` in order, cut into parts whose snapshots come to at most ``limit`` bytes
     (``ROWS_BYTES``) each; a row larger than that alone is a part of its own."""
+    return _parts(rows, lambda row: len(_kept(row) or b""), limit)
+
+
+def _parts(items: list[T], size: Callable[[T], int], limit: int | None = None) -> list[list[T]]:
+    """``items`` in order, cut into parts of at most ``limit`` bytes (``ROWS_BYTES``) each,
+    ``size`` giving an item's; an item larger than that alone is a part of its own."""
     limit = ROWS_BYTES if limit is None else limit
-    parts: list[list[Row]] = []
-    size = 0
-    for row in rows:
-        kept = _kept(row)
-        n = len(kept) if kept is not None else 0
-        if not parts or (size + n > limit and parts[-1]):
+    parts: list[list[T]] = []
+    total = 0
+    for item in items:
+        n = size(item)
+        if not parts or (total + n > limit and parts[-1]):
             parts.append([])
-            size = 0
-        parts[-1].append(row)
-        size += n
+            total = 0
+        parts[-1].append(item)
+        total += n
     return parts

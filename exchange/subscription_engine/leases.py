@@ -8,7 +8,7 @@ the partitions: each aims at ``ceil(N / live)``, claims free or expired ones up 
 a second process gets about half. A lease lasts ``SUBSCRIPTION_ENGINE_LEASE_SECONDS``
 unless renewed; a process that dies stops renewing and its partitions are claimed by the
 others once expired. A batch's commit locks its lease rows and checks they are still its
-own (``leases_locked``): a claim changes the owner under the same lock, so no commit of
+own (``leases_commit``): a claim changes the owner under the same lock, so no commit of
 the old owner lands after the new owner has read the partition. An expired lease nobody
 has claimed yet is still the process's own: a batch longer than a lease (10,000
 evaluators read after a takeover) renews it instead of losing everything it did.
@@ -30,10 +30,10 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, connections, transaction
-from django.db.models.functions import Now
 
 from exchange.models import SubscriptionEngineProcess, SubscriptionPartition
 
@@ -92,9 +92,19 @@ RENEW_UNLOCKED = (
 TOUCH = (
     "UPDATE exchange_subscriptionengineprocess SET heartbeat_at = clock_timestamp() WHERE name = %s"
 )
-LOCK = (
-    "SELECT partition FROM exchange_subscriptionpartition "
-    "WHERE partition = ANY(%s) AND owner = %s ORDER BY partition FOR UPDATE"
+# A batch's commit, first: lock the lease rows of the held partitions still the process's own
+# (in partition order), move their cursor and renew them, in one statement; the batch writes
+# only for the partitions it returns.
+COMMIT = (
+    "UPDATE exchange_subscriptionpartition AS p SET cursor = greatest(p.cursor, %s), "
+    "expires_at = clock_timestamp() + make_interval(secs => %s) "
+    "FROM (SELECT partition FROM exchange_subscriptionpartition "
+    "  WHERE partition = ANY(%s) AND owner = %s ORDER BY partition FOR UPDATE) AS mine "
+    "WHERE p.partition = mine.partition RETURNING p.partition"
+)
+CHECKPOINTED = (
+    "UPDATE exchange_subscriptionpartition "
+    "SET checkpoint_cursor = %s, checkpointed_at = now(), book = %b WHERE partition = ANY(%s)"
 )
 
 
@@ -136,13 +146,13 @@ def leases_upkeep(
     return kept | claimed, claimed
 
 
-def leases_locked(*, name: str, held: set[int]) -> set[int]:
-    """Inside a batch's transaction: lock the lease rows of ``held`` that ``name`` still
-    holds (no other process claimed them), in partition order, and return them; the batch
-    writes only for those."""
-    with connection.cursor() as cursor:
-        cursor.execute(LOCK, [sorted(held), name])
-        return {row[0] for row in cursor.fetchall()}
+def leases_commit(db: Any, *, name: str, held: set[int], cursor: int, lease_seconds: float) -> None:
+    """Inside a batch's transaction, first, on the psycopg cursor ``db`` (in a pipeline:
+    the statement is sent with the batch's next, its rows read when needed): lock the lease
+    rows of ``held`` that ``name`` still holds (no other process claimed them), in
+    partition order, move their cursor to ``cursor`` and renew them. ``db.fetchall()`` then
+    gives those partitions: the batch writes only for them."""
+    db.execute(COMMIT, [cursor, lease_seconds, sorted(held), name])
 
 
 def leases_release(*, name: str, held: set[int]) -> None:
@@ -153,26 +163,13 @@ def leases_release(*, name: str, held: set[int]) -> None:
         SubscriptionEngineProcess.objects.filter(name=name).delete()
 
 
-def partitions_cursor_commit(*, partitions: set[int], cursor: int, lease_seconds: float) -> None:
-    """Inside a batch's transaction (after ``leases_locked``): the partitions' cursor
-    moves to ``cursor`` and their leases are renewed."""
-    with connection.cursor() as db:
-        db.execute(
-            "UPDATE exchange_subscriptionpartition SET cursor = greatest(cursor, %s), "
-            "expires_at = clock_timestamp() + make_interval(secs => %s) "
-            "WHERE partition = ANY(%s)",
-            [cursor, lease_seconds, sorted(partitions)],
-        )
-
-
 def partitions_checkpointed(
-    *, partitions: set[int], cursor: int, book: bytes | None = None
+    db: Any, *, partitions: set[int], cursor: int, book: bytes | None = None
 ) -> None:
-    """Inside a batch's transaction: the partitions' evaluators were stored at ``cursor``,
-    the watches' shared open offers in ``book`` (None: no watch left them out)."""
-    SubscriptionPartition.objects.filter(partition__in=partitions).update(
-        checkpoint_cursor=cursor, checkpointed_at=Now(), book=book
-    )
+    """Inside a batch's transaction, on the psycopg cursor ``db``: the partitions'
+    evaluators were stored at ``cursor``, the watches' shared open offers in ``book`` (None:
+    no watch left them out)."""
+    db.execute(CHECKPOINTED, [cursor, book, sorted(partitions)])
 
 
 def partitions_books(*, partitions: set[int]) -> dict[int, tuple[int, bytes | None]]:
@@ -199,7 +196,7 @@ class LeaseKeeper:
     (``with keeper.busy(): engine.step()``), so that a step longer than a lease keeps its
     partitions. Each renewal runs on a database connection of the thread's own, closed
     after it (nothing is held between steps). A failed renewal is logged: the step's
-    commit finds out whether the leases held (``leases_locked``)."""
+    commit finds out whether the leases held (``leases_commit``)."""
 
     def __init__(self, renew: Callable[[], object], interval: float) -> None:
         self.renew = renew
