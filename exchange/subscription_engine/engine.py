@@ -761,6 +761,36 @@ class Engine:
         return row
 
 
+def _restored(row: Subscription, books: Books) -> tuple[Evaluator, int, int]:
+    """The evaluator of ``row``'s checkpoint, the cursor it stands at and the outputs it
+    had given. A snapshot of another version (or a pickle of before snapshots, or a watch's
+    without the book of its cursor) is rebuilt: the evaluator as registered, at its first
+    cursor, having given none (the replay drops the ``last_n`` in the outbox)."""
+    assert row.evaluator is not None  # an active row has one (a constraint)
+    try:
+        offers = functools.partial(books.at, row.pk, row.cursor)
+        return _state_load(row.evaluator, offers=offers), row.cursor, row.checkpoint_n
+    except SnapshotStale as stale:
+        log.info("subscription %s: %s; rebuilt by replay", row.pk, stale)
+    evaluator, cursor = subscription_rebuilt(query=row.query, now=row.now, seam=row.seam)
+    return evaluator, cursor, 0
+
+
+def _read(after: int, upto: int) -> list[LogEvent]:
+    """The log's events in (after, upto] with their owners, each made an ``Event`` once."""
+    return [
+        (owner, event_from_dict(raw))
+        for owner, raw in subscriptions_log_read(after=after, upto=upto)
+    ]
+
+
+def _tail(after: int, most: int) -> tuple[int, list[LogEvent]]:
+    """The log's end and its events after ``after`` (at most ``most``), as ``_read`` gives
+    them, in one statement (``subscriptions_log_tail``): a batch's read."""
+    end, rows = subscriptions_log_tail(after=after, most=most)
+    return end, [(owner, event_from_dict(raw)) for owner, raw in rows]
+
+
 @contextlib.contextmanager
 def _pipelined() -> Iterator[psycopg.Connection[Any]]:
     """A transaction on the connection's psycopg pipeline, its ``BEGIN`` and ``COMMIT`` sent
@@ -783,36 +813,6 @@ def _pipelined() -> Iterator[psycopg.Connection[Any]]:
         if not db.closed:
             db.rollback()  # (nothing when the transaction is over)
         raise
-
-
-def _restored(row: Subscription, books: Books) -> tuple[Evaluator, int, int]:
-    """The evaluator of ``row``'s checkpoint, the cursor it stands at and the outputs it
-    had given. A snapshot of another version (or a pickle of before snapshots, or a watch's
-    without the book of its cursor) is rebuilt: the evaluator as registered, at its first
-    cursor, having given none (the replay drops the ``last_n`` in the outbox)."""
-    assert row.evaluator is not None  # an active row has one (a constraint)
-    try:
-        offers = functools.partial(books.at, row.pk, row.cursor)
-        return _state_load(row.evaluator, offers=offers), row.cursor, row.checkpoint_n
-    except SnapshotStale as stale:
-        log.info("subscription %s: %s; rebuilt by replay", row.pk, stale)
-    evaluator, cursor = subscription_rebuilt(query=row.query, now=row.now, seam=row.seam)
-    return evaluator, cursor, 0
-
-
-def _tail(after: int, most: int) -> tuple[int, list[LogEvent]]:
-    """The log's end and its events after ``after`` (at most ``most``), as ``_read`` gives
-    them, in one statement (``subscriptions_log_tail``): a batch's read."""
-    end, rows = subscriptions_log_tail(after=after, most=most)
-    return end, [(owner, event_from_dict(raw)) for owner, raw in rows]
-
-
-def _read(after: int, upto: int) -> list[LogEvent]:
-    """The log's events in (after, upto] with their owners, each made an ``Event`` once."""
-    return [
-        (owner, event_from_dict(raw))
-        for owner, raw in subscriptions_log_read(after=after, upto=upto)
-    ]
 
 
 def _write(
