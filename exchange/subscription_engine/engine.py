@@ -98,13 +98,14 @@ from exchange.subscription_engine.leases import (
     partitions_cursor_commit,
 )
 from exchange.subscription_engine.watches import Books, choices_flush, hub_book
-from matching.dissemination.hosted import WatchHub, hosted
+from matching.dissemination.hosted import WatchHub, advance_watches, hosted
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions.events import Event, event_from_dict
 from matching.subscriptions.language.forms import Kind
 from matching.subscriptions.language.schema import PUBLIC_TYPES
 from matching.subscriptions.run.multi import Failed, Member, SubscriptionSet, advance_members
 from matching.subscriptions.run.snapshot import SnapshotStale
+from matching.subscriptions.watches.watch import WatchEngine
 
 log = logging.getLogger(__name__)
 
@@ -482,7 +483,7 @@ class Engine:
         low = min(f.member.cursor for f in behind)
         high = min(start, low + self.chunk)
         group = [f for f in behind if f.member.cursor < high]
-        advance_members([f.member for f in group], _read(low, high), upto=high)
+        _advance([f.member for f in group], _read(low, high), upto=high)
         for f in group:
             f.member.cursor = high
             self._dirty.add(f.sub_id)
@@ -498,7 +499,7 @@ class Engine:
             if not f.leaving and start <= f.member.cursor < upto and not f.ended
         ]
         if joining:
-            advance_members([f.member for f in joining], events, upto=upto)
+            _advance([f.member for f in joining], events, upto=upto)
             for f in joining:
                 f.member.cursor = upto
                 self._dirty.add(f.sub_id)
@@ -710,7 +711,7 @@ class Engine:
             row.state, row.reason = Subscription.State.DONE, "completed"
         else:
             row.state = state
-            if checkpoint or state == PAUSED:
+            if (checkpoint or state == PAUSED) and not _lent(f):
                 sub = self._set_of(f).subscription(f.sub_id) if f.live else member.sub
                 if f.live and not checkpoint and f.sub_id in self.watches:
                     sub = self.watches.detached(f.sub_id)  # no book is stored with it
@@ -721,6 +722,16 @@ class Engine:
                 row.evaluator = evaluator_dump(sub)
                 row.checkpoint_n = row.last_n - f.skip
         return row
+
+
+def _lent(f: Followed) -> bool:
+    """Whether ``f`` is a watch joiner over a book of open offers held by many (a
+    checkpoint's, or the one the catching-up watches follow, ``hosted.advance_watches``):
+    its row keeps the checkpoint it has, from which a replay gives the same, rather than
+    one with its own copy of the book (issue 35: a thousand such copies of 10,000 offers
+    went past PostgreSQL's 1 GB message)."""
+    engine = f.member.sub.engine
+    return not f.live and isinstance(engine, WatchEngine) and engine.borrowed
 
 
 def _restored(row: Subscription, books: Books) -> tuple[Evaluator, int, int]:
@@ -736,6 +747,16 @@ def _restored(row: Subscription, books: Books) -> tuple[Evaluator, int, int]:
         log.info("subscription %s: %s; rebuilt by replay", row.pk, stale)
     evaluator, cursor = subscription_rebuilt(query=row.query, now=row.now, seam=row.seam)
     return evaluator, cursor, 0
+
+
+def _advance(members: list[Member], events: list[LogEvent], *, upto: int) -> None:
+    """``members`` fed ``events`` up to ``upto``: the watches over one book of open offers
+    for all of them (``hosted.advance_watches``), the others by ``advance_members``."""
+    watches = [m for m in members if hosted(m.sub)]
+    if len(watches) < len(members):
+        others = [m for m in members if not hosted(m.sub)]
+        advance_members(others, events, upto=upto)
+    advance_watches(watches, events, upto=upto)
 
 
 def _read(after: int, upto: int) -> list[LogEvent]:

@@ -475,7 +475,8 @@ def _watch_load(
                 "a watch checkpointed with the engine's shared open offers, which are not "
                 "at hand at its cursor"
             )
-        engine.offers, engine.borrowed = book, True  # ranked when first read (_own)
+        # ranked when an answer is first asked (``WatchEngine.rank``)
+        engine.offers, engine.borrowed, engine.unranked = book, True, True
     else:
         engine.offers = _offers_load(state["offers"])
         if engine.q.func is not None:
