@@ -742,7 +742,14 @@ def _restored(row: Subscription, books: Books) -> tuple[Evaluator, int, int]:
     assert row.evaluator is not None  # an active row has one (a constraint)
     try:
         offers = functools.partial(books.at, row.pk, row.cursor)
-        return _state_load(row.evaluator, offers=offers), row.cursor, row.checkpoint_n
+        evaluator = _state_load(row.evaluator, offers=offers)
+        engine = evaluator.engine
+        if isinstance(engine, WatchEngine) and engine.registered and not engine.borrowed:
+            # Its own offers, as a watch fed alone in a ``SubscriptionSet`` keeps them (its
+            # subject's only, ``multi.py``): not the book the others may take up
+            # (``hosted.advance_watches``, ``WatchHub.add``).
+            raise SnapshotStale("a registered watch with its own open offers")
+        return evaluator, row.cursor, row.checkpoint_n
     except SnapshotStale as stale:
         log.info("subscription %s: %s; rebuilt by replay", row.pk, stale)
     evaluator, cursor = subscription_rebuilt(query=row.query, now=row.now, seam=row.seam)

@@ -311,11 +311,11 @@ def advance_watches(
         joined += 1
         join(waiting[joined - 1])
     for _, _, m in sorted(following, key=lambda entry: entry[:2]):
+        engine = _watch(m)
         if upto >= m.seam:
             _register(m, seen, None)
-    for m in waiting:
-        engine = _watch(m)
-        engine.last_seq = seen.last(m, engine.last_seq)
+        else:  # what its registration's notification will carry
+            engine.last_seq = seen.last(m, engine.last_seq)
 
 
 class _Seen:
