@@ -48,7 +48,9 @@ budget plus one event's work of each costly owner (docs/subscriptions.md, *Fairn
 
 Form 4 watches are not in the set: the live ones are delivered by dissemination in the
 process's ``WatchHub`` (``matching/dissemination/hosted.py``), over the open offers held
-once for all of them; joiners keep their own until they join it. Their checkpoints leave
+once for all of them; the joiners of a slice follow one book between them
+(``hosted.advance_watches``, not ``advance_members``), and a joiner's row keeps its
+checkpoint rather than a copy of that book (``_lent``). The live ones' checkpoints leave
 the offers out and the hub's book is stored once with the partitions' checkpoint
 (``watches.py``). The hub is not charged to owners' budgets (its watches go in no lane).
 
@@ -105,6 +107,7 @@ from matching.subscriptions.language.forms import Kind
 from matching.subscriptions.language.schema import PUBLIC_TYPES
 from matching.subscriptions.run.multi import Failed, Member, SubscriptionSet, advance_members
 from matching.subscriptions.run.snapshot import SnapshotStale
+from matching.subscriptions.watches.offers import OpenOffers
 from matching.subscriptions.watches.watch import WatchEngine
 
 log = logging.getLogger(__name__)
@@ -405,6 +408,10 @@ class Engine:
             )
         )
         books = Books(self.held, self.count)
+        # The open offers of the watches restored in their history with offers of their
+        # own (checkpoints of before ``hosted.advance_watches``), one per cursor: they are
+        # the log's at that cursor, so those at one cursor hold one between them.
+        own: dict[int, OpenOffers] = {}
         for row in rows:
             member: Member
             checkpoint_n = row.checkpoint_n
@@ -418,6 +425,9 @@ class Engine:
                 member = Member(
                     row.pk, evaluator, cursor, row.seam, row.owner_id, row.owner.is_staff
                 )
+                engine = evaluator.engine
+                if isinstance(engine, WatchEngine) and not (engine.registered or engine.borrowed):
+                    engine.follow(own.setdefault(cursor, engine.offers))
             followed = Followed(
                 row.pk, row.pk % self.count, member, row.last_n, row.last_n - checkpoint_n
             )

@@ -24,6 +24,16 @@ A watch taken out (``remove``: paused, or moved) gets its own copy of the offers
 book being dumped once for all (``run/snapshot.py``, ``book_dump``). When the last watch
 leaves, the book is dropped and the next watch brings one again.
 
+Catching up (``advance_watches``): the watches that are not live in a hub yet (replaying
+the log from its start, or restored behind the engine) are fed together over ONE book, not
+one each (issue 35: a thousand joiners, each with its own copy of 10,000 offers, took
+gigabytes). The book is a function of the log's position (every public event applied), so
+a watch takes it up where it stands; in its history it needs nothing else (its ranking is
+built at its registration, ``WatchEngine.rank``), and once registered it follows each
+change of the book (``WatchEngine.moved``). The book is a copy at each call and never
+changed after it, so a watch holds it ``borrowed`` until it joins a hub (which copies it
+if it brings it).
+
 Every change that reached a watch is logged with the optimizer's estimates and the seconds
 it took (producer and consumers, ``measured_seconds``) in ``choices``, which the engine
 hands to the staff dashboard's Redis log after its commit (``take_choices``).

@@ -890,3 +890,43 @@ def test_watches_catching_up_together_hold_one_book_and_checkpoint_no_copy_of_it
     for sub in subs:
         assert outbox(sub) == list(run_offline(parse_query(sub.query), log, now=sub.now))
     assert sum(len(outbox(sub)) for sub in subs) > len(queries) + 15  # changes after registration
+
+
+def test_watches_restored_in_their_history_with_offers_of_their_own_hold_one_book():
+    """A checkpoint of before the joiners' one book holds its own copy of the open offers:
+    the watches restored at one cursor hold one of them between them, and go on exactly."""
+    owner = UserFactory()
+    append_at(
+        [("offer_posted", PENCILS, None,
+          {"offer": i, "version": 1, "ask": f"1.{i:02d}", "constraint": "lot = 1"})
+         for i in range(1, 41)],
+        DAY,
+    )  # fmt: skip
+    queries = [
+        f"SELECT MIN(ask) FROM offers WHERE subject = '{PENCILS}' AND offer BETWEEN {i} AND 40"
+        for i in range(1, 6)
+    ]
+    subs = service.subscriptions_create_many(owner=owner, queries=queries)
+    events = owner_log(owner)
+    for sub in subs:  # each checkpointed alone at 30, as a joiner was before
+        evaluator = Evaluator(parse_query(sub.query), now=sub.now)
+        for raw in events[:30]:
+            evaluator.push(raw, live=False)
+        engine = evaluator.engine
+        assert len(engine.offers.offers) == 30 and not engine.registered
+        Subscription.objects.filter(pk=sub.pk).update(
+            cursor=30, evaluator=service.evaluator_dump(evaluator), checkpoint_n=0
+        )
+    running = make("a")
+    running.upkeep()
+    running._rescan()
+    joiners = list(running._joiners.values())
+    assert len(joiners) == len(subs) and {f.member.cursor for f in joiners} == {30}
+    assert len({id(f.member.sub.engine.offers) for f in joiners}) == 1
+    drain(running)
+    append_at([("offer_withdrawn", PENCILS, None, {"offer": 3})], DAY + dt.timedelta(minutes=1))
+    drain(running)
+    log = owner_log(owner)
+    for sub in subs:
+        assert outbox(sub) == list(run_offline(parse_query(sub.query), log, now=sub.now))
+    assert [len(outbox(sub)) for sub in subs] == [1, 1, 2, 1, 1]  # offer 3 was the third's
