@@ -754,11 +754,11 @@ def _restored(row: Subscription, books: Books) -> tuple[Evaluator, int, int]:
         offers = functools.partial(books.at, row.pk, row.cursor)
         evaluator = _state_load(row.evaluator, offers=offers)
         engine = evaluator.engine
-        if isinstance(engine, WatchEngine) and engine.registered and not engine.borrowed:
-            # Its own offers, as a watch fed alone in a ``SubscriptionSet`` keeps them (its
-            # subject's only, ``multi.py``): not the book the others may take up
-            # (``hosted.advance_watches``, ``WatchHub.add``).
-            raise SnapshotStale("a registered watch with its own open offers")
+        if isinstance(engine, WatchEngine) and engine.registered and not engine.whole:
+            # Its own offers, perhaps its subject's only (a joiner fed in a
+            # ``SubscriptionSet``, before ``hosted.advance_watches``): not a book the others
+            # may take up (``advance_watches``, ``WatchHub.add``).
+            raise SnapshotStale("a registered watch with open offers of its subject only")
         return evaluator, row.cursor, row.checkpoint_n
     except SnapshotStale as stale:
         log.info("subscription %s: %s; rebuilt by replay", row.pk, stale)

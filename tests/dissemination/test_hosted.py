@@ -23,7 +23,7 @@ from matching.dissemination.hosted import WatchHub, advance_watches
 from matching.dissemination.optimizer import Plan
 from matching.subscriptions import Subscription, parse_query, parse_timestamp, run_offline
 from matching.subscriptions.events import event_from_dict
-from matching.subscriptions.run.multi import Member
+from matching.subscriptions.run.multi import Member, SubscriptionSet
 from matching.subscriptions.run.snapshot import (
     BOOK_MAGIC,
     SnapshotStale,
@@ -324,3 +324,23 @@ def test_watches_catching_up_together_over_one_book_get_what_each_alone_gets(flo
             if not ref.sub.live:  # (what its registration's notification will carry)
                 assert engine.last_seq == alone.last_seq
             assert engine.answer() == alone.answer()
+
+
+def test_a_watch_fed_only_its_subjects_events_is_no_book_for_the_others():
+    # Given a watch of one subject that a SubscriptionSet pushes only that subject's events
+    # once it is live, and the same watch fed every event alone
+    flow = range_min_flow()
+    flow.post(9, "0.50", "office.supplies.pens", quantity_max=3000)
+    text = "SELECT MIN(ask) FROM offers WHERE subject MATCHES 'office.supplies.pencils'"
+    in_set, alone = (Subscription(parse_query(text), now=_now(flow.events, 0)) for _ in range(2))
+    subs = SubscriptionSet()
+    subs.add(1, in_set)
+    for raw in flow.events:
+        subs.push(event_from_dict(raw))
+        alone.push(event_from_dict(raw), live=True)
+    # Then both answer alike, but the set's lacks the other subject's offer: it is not
+    # whole, nor is its snapshot, which the engine rebuilds rather than lend its offers on
+    assert in_set.engine.answer() == alone.engine.answer()  # type: ignore[union-attr]  # watches
+    assert 9 not in in_set.engine.offers.offers and 9 in alone.engine.offers.offers  # type: ignore[union-attr]  # watches
+    loaded = [snapshot_load(snapshot_dump(sub)).engine for sub in (in_set, alone)]
+    assert [isinstance(e, WatchEngine) and e.whole for e in loaded] == [False, True]

@@ -87,9 +87,13 @@ class WatchEngine:
         # changed here, but copied before this engine changes them alone (``_own``).
         # ``unranked``: ``ranked`` is not built for ``offers`` (a watch still in its
         # history needs no answer): built when an answer is first asked (``rank``).
+        # ``whole``: ``offers`` hold every offer event the watch was pushed, so are the
+        # log's open offers where it stands, a book other watches may take up; not once a
+        # ``SubscriptionSet`` pushes it only its subject's (``multi.py``).
         self.shared = False
         self.borrowed = False
         self.unranked = False
+        self.whole = True
 
     def _own(self) -> None:
         if self.borrowed:
@@ -101,7 +105,7 @@ class WatchEngine:
         """Hold ``offers``, a book that others hold too and that its owner advances
         (``hosted.advance_watches``): the open offers where this watch stands, so a
         ranking built stands; one still in its history leaves it to its registration."""
-        self.offers, self.borrowed = offers, True
+        self.offers, self.borrowed, self.whole = offers, True, True
         if not self.registered:
             self.unranked = True
 
