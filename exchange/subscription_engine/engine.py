@@ -54,7 +54,9 @@ budget plus one event's work of each costly owner (docs/subscriptions.md, *Fairn
 
 Form 4 watches are not in the set: the live ones are delivered by dissemination in the
 process's ``WatchHub`` (``matching/dissemination/hosted.py``), over the open offers held
-once for all of them; joiners keep their own until they join it. Their checkpoints leave
+once for all of them; the joiners of a slice follow one book between them
+(``hosted.advance_watches``, not ``advance_members``), and a joiner's row keeps its
+checkpoint rather than a copy of that book (``_lent``). The live ones' checkpoints leave
 the offers out and the hub's book is stored once with the partitions' checkpoint
 (``watches.py``). The hub is not charged to owners' budgets (its watches go in no lane).
 
@@ -104,13 +106,15 @@ from exchange.subscription_engine.leases import (
     partitions_checkpointed,
 )
 from exchange.subscription_engine.watches import Books, choices_flush, hub_book
-from matching.dissemination.hosted import WatchHub, hosted
+from matching.dissemination.hosted import WatchHub, advance_watches, hosted
 from matching.subscriptions import Subscription as Evaluator
 from matching.subscriptions.events import Event, event_from_dict
 from matching.subscriptions.language.forms import Kind
 from matching.subscriptions.language.schema import PUBLIC_TYPES
 from matching.subscriptions.run.multi import Failed, Member, SubscriptionSet, advance_members
 from matching.subscriptions.run.snapshot import SnapshotStale
+from matching.subscriptions.watches.offers import OpenOffers
+from matching.subscriptions.watches.watch import WatchEngine
 
 log = logging.getLogger(__name__)
 
@@ -422,6 +426,10 @@ class Engine:
             )
         )
         books = Books(self.held, self.count)
+        # The open offers of the watches restored in their history with offers of their
+        # own (checkpoints of before ``hosted.advance_watches``), one per cursor: they are
+        # the log's at that cursor, so those at one cursor hold one between them.
+        own: dict[int, OpenOffers] = {}
         for row in rows:
             member: Member
             checkpoint_n = row.checkpoint_n
@@ -435,6 +443,9 @@ class Engine:
                 member = Member(
                     row.pk, evaluator, cursor, row.seam, row.owner_id, row.owner.is_staff
                 )
+                engine = evaluator.engine
+                if isinstance(engine, WatchEngine) and not (engine.registered or engine.borrowed):
+                    engine.follow(own.setdefault(cursor, engine.offers))
             followed = Followed(
                 row.pk, row.pk % self.count, member, row.last_n, row.last_n - checkpoint_n
             )
@@ -502,7 +513,7 @@ class Engine:
         low = min(f.member.cursor for f in behind)
         high = min(start, low + self.chunk)
         group = [f for f in behind if f.member.cursor < high]
-        advance_members([f.member for f in group], _read(low, high), upto=high)
+        _advance([f.member for f in group], _read(low, high), upto=high)
         for f in group:
             f.member.cursor = high
             self._dirty.add(f.sub_id)
@@ -518,7 +529,7 @@ class Engine:
             if not f.leaving and start <= f.member.cursor < upto and not f.ended
         ]
         if joining:
-            advance_members([f.member for f in joining], events, upto=upto)
+            _advance([f.member for f in joining], events, upto=upto)
             for f in joining:
                 f.member.cursor = upto
                 self._dirty.add(f.sub_id)
@@ -748,7 +759,7 @@ class Engine:
             row.state, row.reason = Subscription.State.DONE, "completed"
         else:
             row.state = state
-            if checkpoint or state == PAUSED:
+            if (checkpoint or state == PAUSED) and not _lent(f):
                 sub = self._set_of(f).subscription(f.sub_id) if f.live else member.sub
                 if f.live and not checkpoint and f.sub_id in self.watches:
                     sub = self.watches.detached(f.sub_id)  # no book is stored with it
@@ -761,6 +772,16 @@ class Engine:
         return row
 
 
+def _lent(f: Followed) -> bool:
+    """Whether ``f`` is a watch joiner over a book of open offers held by many (a
+    checkpoint's, or the one the catching-up watches follow, ``hosted.advance_watches``):
+    its row keeps the checkpoint it has, from which a replay gives the same, rather than
+    one with its own copy of the book (issue 35: a thousand such copies of 10,000 offers
+    went past PostgreSQL's 1 GB message)."""
+    engine = f.member.sub.engine
+    return not f.live and isinstance(engine, WatchEngine) and engine.borrowed
+
+
 def _restored(row: Subscription, books: Books) -> tuple[Evaluator, int, int]:
     """The evaluator of ``row``'s checkpoint, the cursor it stands at and the outputs it
     had given. A snapshot of another version (or a pickle of before snapshots, or a watch's
@@ -769,11 +790,28 @@ def _restored(row: Subscription, books: Books) -> tuple[Evaluator, int, int]:
     assert row.evaluator is not None  # an active row has one (a constraint)
     try:
         offers = functools.partial(books.at, row.pk, row.cursor)
-        return _state_load(row.evaluator, offers=offers), row.cursor, row.checkpoint_n
+        evaluator = _state_load(row.evaluator, offers=offers)
+        engine = evaluator.engine
+        if isinstance(engine, WatchEngine) and engine.registered and not engine.whole:
+            # Its own offers, perhaps its subject's only (a joiner fed in a
+            # ``SubscriptionSet``, before ``hosted.advance_watches``): not a book the others
+            # may take up (``advance_watches``, ``WatchHub.add``).
+            raise SnapshotStale("a registered watch with open offers of its subject only")
+        return evaluator, row.cursor, row.checkpoint_n
     except SnapshotStale as stale:
         log.info("subscription %s: %s; rebuilt by replay", row.pk, stale)
     evaluator, cursor = subscription_rebuilt(query=row.query, now=row.now, seam=row.seam)
     return evaluator, cursor, 0
+
+
+def _advance(members: list[Member], events: list[LogEvent], *, upto: int) -> None:
+    """``members`` fed ``events`` up to ``upto``: the watches over one book of open offers
+    for all of them (``hosted.advance_watches``), the others by ``advance_members``."""
+    watches = [m for m in members if hosted(m.sub)]
+    if len(watches) < len(members):
+        others = [m for m in members if not hosted(m.sub)]
+        advance_members(others, events, upto=upto)
+    advance_watches(watches, events, upto=upto)
 
 
 def _read(after: int, upto: int) -> list[LogEvent]:

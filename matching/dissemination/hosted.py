@@ -24,6 +24,16 @@ A watch taken out (``remove``: paused, or moved) gets its own copy of the offers
 book being dumped once for all (``run/snapshot.py``, ``book_dump``). When the last watch
 leaves, the book is dropped and the next watch brings one again.
 
+Catching up (``advance_watches``): the watches that are not live in a hub yet (replaying
+the log from its start, or restored behind the engine) are fed together over ONE book, not
+one each (issue 35: a thousand joiners, each with its own copy of 10,000 offers, took
+gigabytes). The book is a function of the log's position (every public event applied), so
+a watch takes it up where it stands; in its history it needs nothing else (its ranking is
+built at its registration, ``WatchEngine.rank``), and once registered it follows each
+change of the book (``WatchEngine.moved``). The book is a copy at each call and never
+changed after it, so a watch holds it ``borrowed`` until it joins a hub (which copies it
+if it brings it).
+
 Every change that reached a watch is logged with the optimizer's estimates and the seconds
 it took (producer and consumers, ``measured_seconds``) in ``choices``, which the engine
 hands to the staff dashboard's Redis log after its commit (``take_choices``).
@@ -31,14 +41,16 @@ hands to the staff dashboard's Redis log after its commit (``take_choices``).
 
 from __future__ import annotations
 
+import heapq
 import time
 import zlib
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from matching.subscriptions.events import Event
 from matching.subscriptions.language.model import WatchQuery
 from matching.subscriptions.run.evaluator import Output, Subscription
+from matching.subscriptions.run.multi import Failed, Member
 from matching.subscriptions.watches.offers import OpenOffer, OpenOffers
 from matching.subscriptions.watches.watch import Answer, WatchEngine, answer_data, changed
 
@@ -123,6 +135,7 @@ class WatchHub:
             self.consumers[consumer].last[sub_id] = engine.last
         self.subs[sub_id] = sub
         engine.offers, engine.borrowed, engine.shared = OpenOffers(), False, True
+        engine.unranked = False
         engine.ranked.clear()
         engine.rank_of.clear()
 
@@ -252,3 +265,109 @@ def _answer(attribute: str, offer: int, row: OpenOffer | None) -> Answer | None:
     if row is None or attribute not in row.values:
         return None
     return Answer(offer, row.values[attribute], row.shown[attribute])
+
+
+def advance_watches(
+    members: Sequence[Member], events: Iterable[tuple[Hashable | None, Event]], *, upto: int
+) -> None:
+    """``multi.advance_members`` for form 4 watches (``hosted``) that are not live yet in a
+    hub, over ONE book of open offers for all of them (the module docstring, *Catching
+    up*): each gets exactly what feeding it alone would give. ``events``: every event of
+    the log after the smallest cursor up to ``upto``, with its owner, in ``seq`` order."""
+    waiting = sorted((m for m in members if not _done(m)), key=lambda m: m.cursor)
+    if not waiting:
+        return
+    book = _watch(waiting[0]).offers.copy()  # the book at the lowest cursor, advanced here
+    following: list[tuple[int, int, Member]] = []  # in their history: a heap by seam
+    registered: list[Member] = []
+    joined = 0
+    seen = _Seen()
+
+    def join(m: Member) -> None:
+        _watch(m).follow(book)  # no event between the book's place and the member's
+        if m.sub.live:
+            registered.append(m)
+        else:
+            heapq.heappush(following, (m.seam, joined, m))
+
+    for owner, e in events:
+        seq = e.seq
+        if seq <= waiting[0].cursor:
+            continue  # before every member: the book starts after it
+        while joined < len(waiting) and waiting[joined].cursor < seq:
+            joined += 1
+            join(waiting[joined - 1])
+        while following and following[0][0] < seq:  # its history is over before ``e``
+            m = heapq.heappop(following)[2]
+            _register(m, seen, seq)
+            if not _done(m):
+                registered.append(m)
+        seen.saw(owner, seq)
+        if owner is not None:
+            continue  # offer and best_offer events are public (SPEC 5.6): the book stays
+        offer = book.apply(e)
+        if offer is None:
+            continue  # no answer (nor ranking) moves on an event that changed no offer
+        for m in registered:
+            if _done(m):
+                continue
+            engine = _watch(m)
+            try:
+                found = engine.moved(e, offer)
+                m.outputs.extend(m.sub.deliver(seq, found, engine.kept_events, engine.kept_bytes))
+            except Exception as exc:  # the others go on (``advance_members``)
+                m.failed = Failed(seq, exc)
+    while joined < len(waiting):  # no event after their cursor: the book is theirs
+        joined += 1
+        join(waiting[joined - 1])
+    for _, _, m in sorted(following, key=lambda entry: entry[:2]):
+        engine = _watch(m)
+        if upto >= m.seam:
+            _register(m, seen, None)
+        else:  # what its registration's notification will carry
+            engine.last_seq = seen.last(m, engine.last_seq)
+
+
+class _Seen:
+    """The last ``seq`` of the events read, public, of each owner and of any: the last one
+    a member saw is the greatest of those it may see and its own before."""
+
+    def __init__(self) -> None:
+        self.public: int | None = None
+        self.any: int | None = None
+        self.by_owner: dict[Hashable, int] = {}
+
+    def saw(self, owner: Hashable | None, seq: int) -> None:
+        self.any = seq
+        if owner is None:
+            self.public = seq
+        else:
+            self.by_owner[owner] = seq
+
+    def last(self, m: Member, before: int | None) -> int | None:
+        seqs = [before, self.public, self.by_owner.get(m.viewer) if m.viewer is not None else None]
+        if m.sees_all:
+            seqs.append(self.any)
+        known = [s for s in seqs if s is not None]
+        return max(known) if known else None
+
+
+def _register(m: Member, seen: _Seen, seq: int | None) -> None:
+    """``m``'s history is over (before the event ``seq``, or at the end of the stretch):
+    its first notification, the answer where the book stands."""
+    engine = _watch(m)
+    engine.last_seq = seen.last(m, engine.last_seq)
+    try:
+        m.outputs.extend(m.sub.history_done())
+    except Exception as exc:
+        m.failed = Failed(seq if seq is not None else m.cursor, exc)
+
+
+def _watch(m: Member) -> WatchEngine:
+    engine = m.sub.engine
+    assert isinstance(engine, WatchEngine)
+    return engine
+
+
+def _done(m: Member) -> bool:
+    return m.failed is not None or m.sub.finished

@@ -37,6 +37,7 @@ from tests.conftest import live_engines_stop
 from tests.factories import StaffFactory, UserFactory
 from tests.subscriptions.log import (
     DAY,
+    PENCILS,
     TEMPLATES,
     Log,
     append_at,
@@ -830,3 +831,102 @@ def test_rows_are_cut_by_their_snapshots_bytes_in_order():
         [Row(1, 1, evaluator=b"x" * 500)]
     ]
     assert engine_module.row_parts([]) == []
+
+
+def test_watches_catching_up_together_hold_one_book_and_checkpoint_no_copy_of_it(monkeypatch):
+    """Issue 35: each form 4 joiner replayed the log's offers into a book of its own (1,000
+    watches over 10,000 offers: gigabytes per process) and its checkpoints stored that copy
+    (past PostgreSQL's 1 GB message). Joiners that catch up together follow one book, and a
+    joiner's row keeps its checkpoint rather than a copy of the book."""
+    owner = UserFactory()
+    posted = [
+        ("offer_posted", PENCILS, None,
+         {"offer": i, "version": 1, "ask": f"{0.80 + (i * 7 % 50) / 100:.2f}",
+          "quantity_max": str(i * 10), "constraint": "lot = 1"})
+        for i in range(1, 301)
+    ]  # fmt: skip
+    append_at(posted, DAY)
+    queries = [
+        f"SELECT {f}(ask) FROM offers WHERE subject = '{PENCILS}' AND quantity_max "
+        f"BETWEEN {lo * 100} AND {lo * 100 + 900}"
+        for lo in range(20)
+        for f in ("MIN", "MAX")
+    ] + [f"SELECT ask FROM offers WHERE offer = {i}" for i in (1, 150, 300)]
+    subs = service.subscriptions_create_many(owner=owner, queries=queries)
+    snapshots: list[int] = []
+    write = engine_module._write
+
+    def counted(notes, only_n, rows):
+        snapshots.extend(len(r.evaluator) for r in rows if r.evaluator is not None)
+        return write(notes, only_n, rows)
+
+    monkeypatch.setattr(engine_module, "_write", counted)
+    running = make("a", batch=100, chunk=100, checkpoint_events=1)
+    # When the engine has fed them the first 100 events of their history (a checkpoint due)
+    assert running.step()
+    joiners = list(running._joiners.values())
+    assert len(joiners) == len(queries) and {f.member.cursor for f in joiners} == {100}
+    # Then they hold one book of open offers between them, not one each
+    books = {id(f.member.sub.engine.offers) for f in joiners}
+    assert len(books) == 1
+    assert len(joiners[0].member.sub.engine.offers.offers) == 100
+    # and the checkpoint wrote no copy of it (each would hold 100 offers)
+    assert snapshots == []
+    # and once live (in the hub, whose book is stored once), each snapshot is small
+    drain(running)
+    assert len(running.watches) == len(queries) and not running._joiners
+    flow = [("best_offer", PENCILS, None, {"offer": i, "value": "1.10", "matching_bids": 1})
+            for i in range(3, 300, 7)]  # fmt: skip
+    flow += [("offer_withdrawn", PENCILS, None, {"offer": i}) for i in range(5, 300, 11)]
+    flow += [("offer_amended", PENCILS, None,
+              {"offer": i, "version": 2, "ask": "0.10", "quantity_max": str(i * 10),
+               "constraint": "lot = 1"})
+             for i in range(10, 300, 20)]  # fmt: skip
+    append_at(flow, DAY + dt.timedelta(minutes=1))
+    drain(running)
+    assert snapshots and max(snapshots) < 1000
+    # and every outbox is the offline contract's
+    log = owner_log(owner)
+    for sub in subs:
+        assert outbox(sub) == list(run_offline(parse_query(sub.query), log, now=sub.now))
+    assert sum(len(outbox(sub)) for sub in subs) > len(queries) + 15  # changes after registration
+
+
+def test_watches_restored_in_their_history_with_offers_of_their_own_hold_one_book():
+    """A checkpoint of before the joiners' one book holds its own copy of the open offers:
+    the watches restored at one cursor hold one of them between them, and go on exactly."""
+    owner = UserFactory()
+    append_at(
+        [("offer_posted", PENCILS, None,
+          {"offer": i, "version": 1, "ask": f"1.{i:02d}", "constraint": "lot = 1"})
+         for i in range(1, 41)],
+        DAY,
+    )  # fmt: skip
+    queries = [
+        f"SELECT MIN(ask) FROM offers WHERE subject = '{PENCILS}' AND offer BETWEEN {i} AND 40"
+        for i in range(1, 6)
+    ]
+    subs = service.subscriptions_create_many(owner=owner, queries=queries)
+    events = owner_log(owner)
+    for sub in subs:  # each checkpointed alone at 30, as a joiner was before
+        evaluator = Evaluator(parse_query(sub.query), now=sub.now)
+        for raw in events[:30]:
+            evaluator.push(raw, live=False)
+        engine = evaluator.engine
+        assert len(engine.offers.offers) == 30 and not engine.registered
+        Subscription.objects.filter(pk=sub.pk).update(
+            cursor=30, evaluator=service.evaluator_dump(evaluator), checkpoint_n=0
+        )
+    running = make("a")
+    running.upkeep()
+    running._rescan()
+    joiners = list(running._joiners.values())
+    assert len(joiners) == len(subs) and {f.member.cursor for f in joiners} == {30}
+    assert len({id(f.member.sub.engine.offers) for f in joiners}) == 1
+    drain(running)
+    append_at([("offer_withdrawn", PENCILS, None, {"offer": 3})], DAY + dt.timedelta(minutes=1))
+    drain(running)
+    log = owner_log(owner)
+    for sub in subs:
+        assert outbox(sub) == list(run_offline(parse_query(sub.query), log, now=sub.now))
+    assert [len(outbox(sub)) for sub in subs] == [1, 1, 2, 1, 1]  # offer 3 was the third's

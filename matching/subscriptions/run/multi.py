@@ -898,7 +898,10 @@ class SubscriptionSet:
                     and isinstance(held.sub.query, WatchQuery)
                     and self._every.pop(held.sub_id, None) is not None  # still held
                 ):
-                    self._watching.setdefault(_watched_subject(held), {})[held.sub_id] = held
+                    watched = _watched_subject(held)
+                    self._watching.setdefault(watched, {})[held.sub_id] = held
+                    if watched:  # its offers are its subject's from now on
+                        held.sub.engine.whole = False  # type: ignore[union-attr]  # a watch
         if self._watching and e.values.get("type") in CHANGING:
             watchers = list(self._watching.get("", {}).values())
             subject = e.values.get("subject")

@@ -27,7 +27,9 @@ A form 4 watch held by the subscription engine's ``WatchHub`` (its open offers h
 for all the engine's watches, ``matching/dissemination/hosted.py``) is dumped without them
 (``"offers": None``, version 2): they are the engine's *book*, dumped once per checkpoint
 by ``book_dump`` with the cursor it stands at, and a load is given them (``offers``).
-Without them such a snapshot is stale (rebuilt by replay, below).
+Without them such a snapshot is stale (rebuilt by replay, below). A watch's ``whole`` says
+whether its own offers hold every offer event (not once a ``SubscriptionSet`` pushed it its
+subject's only); absent (a snapshot of before it), it reads as False.
 
 Versions. ``snapshot_load`` reads ``VERSION``, and an older version for which ``UPGRADES``
 has a step (a function from that version's body to the next version's). Anything else that
@@ -304,6 +306,8 @@ def _watch_dump(engine: WatchEngine) -> dict[str, Any]:
     return {
         # None: the engine's shared book holds them (the module docstring)
         "offers": None if engine.shared else _offers_dump(engine.offers),
+        # (read as False when absent: a snapshot of before it may hold its subject's only)
+        "whole": engine.whole,
         "registered": engine.registered,
         "last_seq": engine.last_seq,
         "last": None if last is None else [last.offer, last.value, last.shown],
@@ -475,12 +479,14 @@ def _watch_load(
                 "a watch checkpointed with the engine's shared open offers, which are not "
                 "at hand at its cursor"
             )
-        engine.offers, engine.borrowed = book, True  # ranked when first read (_own)
+        # ranked when an answer is first asked (``WatchEngine.rank``)
+        engine.offers, engine.borrowed, engine.unranked = book, True, True
     else:
         engine.offers = _offers_load(state["offers"])
         if engine.q.func is not None:
             for offer in engine.offers.offers:
                 engine._rerank(offer)
+    engine.whole = state.get("whole", False)
     engine.registered = state["registered"]
     engine.last_seq = state["last_seq"]
     last = state["last"]

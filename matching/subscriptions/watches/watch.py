@@ -81,26 +81,53 @@ class WatchEngine:
         # ``shared``: the open offers are held once for many watches, by the subscription
         # engine's ``WatchHub`` (``matching/dissemination/hosted.py``), and ``offers`` is
         # empty here; a snapshot then leaves them out (``run/snapshot.py``). ``borrowed``:
-        # ``offers`` are another's (a checkpoint's shared open offers, read once for all
-        # the watches restored from it): copied, and the ranking built, before this
-        # engine first reads or changes them (``_own``).
+        # ``offers`` are another's, held by many watches at once (a checkpoint's shared
+        # open offers, read once for all the watches restored from it, or the book the
+        # engine's catching-up watches follow together, ``hosted.advance_watches``): never
+        # changed here, but copied before this engine changes them alone (``_own``).
+        # ``unranked``: ``ranked`` is not built for ``offers`` (a watch still in its
+        # history needs no answer): built when an answer is first asked (``rank``).
+        # ``whole``: ``offers`` hold every offer event the watch was pushed, so are the
+        # log's open offers where it stands, a book other watches may take up; not once a
+        # ``SubscriptionSet`` pushes it only its subject's (``multi.py``).
         self.shared = False
         self.borrowed = False
+        self.unranked = False
+        self.whole = True
 
     def _own(self) -> None:
         if self.borrowed:
             self.borrowed = False
             self.offers = self.offers.copy()
-            if self.q.func is not None:
-                for offer in self.offers.offers:
-                    self._rerank(offer)
+            self.unranked = True
+
+    def follow(self, offers: OpenOffers) -> None:
+        """Hold ``offers``, a book that others hold too and that its owner advances
+        (``hosted.advance_watches``): the open offers where this watch stands, so a
+        ranking built stands; one still in its history leaves it to its registration."""
+        self.offers, self.borrowed, self.whole = offers, True, True
+        if not self.registered:
+            self.unranked = True
+
+    def rank(self) -> None:
+        """The ranking built afresh from ``offers``."""
+        self.ranked.clear()
+        self.rank_of.clear()
+        self.unranked = False
+        if self.q.func is not None:
+            for offer in self.offers.offers:
+                self._rerank(offer)
 
     def event(self, e: Event) -> list[tuple[int | None, dict[str, Any]]]:
         self._own()
-        changed_offer = self.offers.apply(e)
+        return self.moved(e, self.offers.apply(e))
+
+    def moved(self, e: Event, offer: int | None) -> list[tuple[int | None, dict[str, Any]]]:
+        """``event`` once ``offers`` have applied ``e``, which changed ``offer`` (None: no
+        offer): the ranking follows, and a registered watch answers."""
         self.last_seq = e.seq
-        if changed_offer is not None and self.q.func is not None:
-            self._rerank(changed_offer)
+        if offer is not None and self.q.func is not None and not self.unranked:
+            self._rerank(offer)
         if not self.registered:
             return []
         new = self.answer()
@@ -116,7 +143,8 @@ class WatchEngine:
         return [(self.last_seq, answer_data(self.last))]
 
     def answer(self) -> Answer | None:
-        self._own()
+        if self.unranked:
+            self.rank()
         q = self.q
         if q.func is None:
             assert q.offer is not None
