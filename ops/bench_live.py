@@ -161,6 +161,8 @@ def main() -> int:
     provision.book_refresh(rebuild=not (args.reuse and args.keep_store))
     checks.log_settle()
     checks.outbox_settle()
+    if not args.reuse:
+        provision.book_settle()
     book_offers, book_bids = checks.book_size()
     tokens = provision.tokens([f"buyer{i}" for i in range(load.BUYERS)])
     setup_s = time.perf_counter() - t0

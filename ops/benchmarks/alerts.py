@@ -501,6 +501,7 @@ def bid_path_run(options: dict[str, Any]) -> dict[str, Any]:
     checks.outbox_settle()
     offers_logged = _offers_into_log()
     checks.outbox_settle()
+    provision.book_settle()
     book = checks.book_size()
     tokens = provision.tokens([f"buyer{i}" for i in range(load.BUYERS)])
     first_offer = int(checks.one_row("SELECT min(id) FROM exchange_offer WHERE state = 'open'")[0])

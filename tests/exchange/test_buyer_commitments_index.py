@@ -1,0 +1,62 @@
+"""A buyer's commitments (``buyer_room``, on every bid placed or amended) come from the partial
+index ``bid_buyer_active_award`` alone, and ``exchange_bid`` is vacuumed often enough that the
+visibility map lets them (migration ``0022_bid_buyer_commitments``, issue 36)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+
+from exchange.selectors.limits import _ROOM_SQL, buyer_committed
+from exchange.services.orders import bid_place, bid_withdraw
+from tests.factories import UserFactory, pencils_market
+
+pytestmark = pytest.mark.django_db
+
+
+def exchange_bid_lines(sql: str, params: list[object]) -> list[str]:
+    """The lines of ``sql``'s plan that read ``exchange_bid``, with every way to the table
+    but an index-only scan priced out: what is left is the index that holds the statement's
+    columns, or a sequential scan when none does."""
+    with connection.cursor() as cursor:
+        for setting in ("enable_seqscan", "enable_bitmapscan", "enable_indexscan"):
+            cursor.execute(f"SET LOCAL {setting} = off")
+        cursor.execute("EXPLAIN (COSTS off) " + sql, params)
+        return [row[0].strip() for row in cursor.fetchall() if "exchange_bid" in row[0]]
+
+
+@pytest.mark.parametrize("other_than", [False, True])
+def test_the_limit_check_reads_a_buyers_commitments_from_the_partial_index(other_than):
+    market, buyer = pencils_market(), UserFactory()
+    bid = bid_place(buyer=buyer, market=market, constraint="lot <= 10 AND price <= 1.00")
+    params: list[object] = ["active", bid.pk, buyer.pk] if other_than else ["active", buyer.pk]
+
+    lines = exchange_bid_lines(_ROOM_SQL[other_than], params)
+
+    assert lines == ["->  Index Only Scan using bid_buyer_active_award on exchange_bid u0_1"]
+
+
+def test_the_index_counts_active_bids_only():
+    market, buyer, other = pencils_market(), UserFactory(), UserFactory()
+    bid_place(buyer=buyer, market=market, constraint="lot <= 10 AND price <= 1.00")
+    kept = bid_place(buyer=buyer, market=market, constraint="lot <= 20 AND price <= 2.00")
+    gone = bid_place(buyer=buyer, market=market, constraint="lot <= 500 AND price <= 1.00")
+    bid_withdraw(buyer=buyer, bid_id=gone.pk)
+    bid_place(buyer=other, market=market, constraint="lot <= 7 AND price <= 1.00")
+
+    assert buyer_committed(buyer_id=buyer.pk) == Decimal("50.00")
+    assert buyer_committed(buyer_id=buyer.pk, other_than=kept.pk) == Decimal("10.00")
+    assert buyer_committed(buyer_id=other.pk) == Decimal("7.00")
+
+
+def test_exchange_bid_is_vacuumed_after_a_hundredth_of_its_rows_inserted():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE oid = 'exchange_bid'::regclass")
+        (options,) = cursor.fetchone()
+
+    assert sorted(options) == [
+        "autovacuum_vacuum_insert_scale_factor=0.01",
+        "autovacuum_vacuum_scale_factor=0.02",
+    ]
