@@ -144,6 +144,19 @@ def test_the_bid_path_subsection_gives_both_runs_and_their_ratio():
     assert "**missed**" in missed
 
 
+def test_the_bid_path_verdict_is_withheld_when_a_run_did_not_carry_the_load():
+    broken = bid_path_result(440.0)
+    broken["without"] = run(50, 400.0, errors=3)
+    text = report.bid_path_section(broken)
+    assert "**not comparable**: the run without did not carry the load" in text
+    assert "**held**" not in text
+    slow = bid_path_result(440.0)
+    slow["without"]["achieved_rate"] = slow["with"]["achieved_rate"] = 44.9
+    text = report.bid_path_section(slow)
+    assert "**not comparable**: the runs without and with did not carry" in text
+    assert report.carried({**run(50, 1.0), "achieved_rate": 45.0})
+
+
 def test_the_bid_path_subsection_is_replaced_between_its_markers(tmp_path: Path):
     doc = tmp_path / "benchmarks.md"
     doc.write_text(f"above\n{report.BID_PATH_BEGIN}\nnot yet run\n{report.BID_PATH_END}\nbelow\n")
