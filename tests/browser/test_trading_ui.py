@@ -15,7 +15,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from exchange.models import Bid, Market, Offer, Trade
+from exchange.models import Bid, Event, Market, Offer, Trade
 from exchange.services.closing import offer_close
 from exchange.services.markets import market_create
 from exchange.services.orders import bid_place, offer_publish
@@ -46,7 +46,8 @@ def pencils() -> Market:
 
 def trading_history(market: Market, prices: list[str]) -> None:
     """Closed auctions through the services, each in a later second than the one before, so
-    that the price chart has a one-second candle for each. Their lots (100 to 900) never
+    that the price chart (its trades' ``closed_at``) has a one-second candle for each and a
+    backtest's chart (their events' ``time``) a point for each. Their lots (100 to 900) never
     meet the scenario's (1,000 and up)."""
     seller = UserFactory(username="early-seller")
     buyer = UserFactory(username="early-buyer")
@@ -59,13 +60,16 @@ def trading_history(market: Market, prices: list[str]) -> None:
         bid_place(
             buyer=buyer, market=market, constraint=f"lot = {100 * (i % 4 + 1)} AND price <= {price}"
         )
-        # One trade per one-second candle, not an assertion: wait for the clock to pass into
-        # the second after the last trade's (a fixed 1.1 s sleep waited 0.5 s more on average)
+        # One trade per second, not an assertion: wait for the clock to pass into the second
+        # after the last close's stamps (a fixed 1.1 s sleep waited 0.5 s more on average)
         while after is not None and (now := timezone.now()) < after:
             time.sleep((after - now).total_seconds())
         trade = offer_close(offer_id=offer.pk, staff=staff).trade
-        closed = trade.closed_at if trade is not None else timezone.now()
-        after = closed.replace(microsecond=0) + dt.timedelta(seconds=1)
+        stamps = [timezone.now()] if trade is None else [trade.closed_at]
+        stamps += Event.objects.filter(subject=market.subject, type="trade").values_list(
+            "time", flat=True
+        )
+        after = max(stamps).replace(microsecond=0) + dt.timedelta(seconds=1)
 
 
 class Outage:
