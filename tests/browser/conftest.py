@@ -31,12 +31,34 @@ PASSWORD = "pw-for-tests-1"  # tests.factories.UserFactory's
 WAIT_MS = 45_000  # generous: two cores, a worker and other suites share the machine
 
 
-@pytest.fixture(scope="module")
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items):
+    """In this directory, the modules that drive no browser (Django's test client) run
+    first, then the ones that do, each group in its usual order: the browser lives from
+    the first test that uses it to the end of the directory (``browser``), and the tests
+    before it keep Django's async-safety check."""
+    mine = [i for i, item in enumerate(items) if item.path.parent == HERE]
+    if not mine:
+        return
+    ours = [items[i] for i in mine]
+    ordered = [t for t in ours if "browser" not in t.fixturenames]
+    ordered += [t for t in ours if "browser" in t.fixturenames]
+    for i, item in zip(mine, ordered, strict=True):
+        items[i] = item
+
+
+@pytest.fixture(scope="package")
 def browser():
-    """Chromium for one test module. Playwright's sync API keeps an event loop running in
-    this thread, which Django's async-safety check takes for async code; the test's own ORM
-    calls between browser steps are plain synchronous code, so the check is lifted while the
-    module runs, and the loop ends with it (other suites keep the check)."""
+    """Chromium for the browser tests, started once for the directory (a start and stop
+    took 3 to 4 s on the shared machine, once for each of 17 modules); each test has
+    contexts of its own (``new_page``). Playwright's sync API keeps an event loop running
+    in this thread, which Django's async-safety check takes for async code; the test's own
+    ORM calls between browser steps are plain synchronous code, so the check is lifted
+    while the browser runs, and the loop ends with it (the directory's tests without a
+    browser run before it, ``pytest_collection_modifyitems``; other suites keep the
+    check)."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (ops/test installs it)")
     before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")

@@ -6,14 +6,16 @@ for what a person would see (Playwright's expect, with generous time-outs).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import time
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
-from exchange.models import Bid, Market, Offer, Trade
+from exchange.models import Bid, Event, Market, Offer, Trade
 from exchange.services.closing import offer_close
 from exchange.services.markets import market_create
 from exchange.services.orders import bid_place, offer_publish
@@ -43,11 +45,14 @@ def pencils() -> Market:
 
 
 def trading_history(market: Market, prices: list[str]) -> None:
-    """Closed auctions through the services, about a second apart, so that the price chart
-    has candles to draw. Their lots (100 to 900) never meet the scenario's (1,000 and up)."""
+    """Closed auctions through the services, each in a later second than the one before, so
+    that the price chart (its trades' ``closed_at``) has a one-second candle for each and a
+    backtest's chart (their events' ``time``) a point for each. Their lots (100 to 900) never
+    meet the scenario's (1,000 and up)."""
     seller = UserFactory(username="early-seller")
     buyer = UserFactory(username="early-buyer")
     staff = StaffFactory(username="early-staff")
+    after = None  # the second the next close must not come before
     for i, price in enumerate(prices):
         offer = offer_publish(
             seller=seller, market=market, constraint="lot BETWEEN 100 AND 900 AND price >= 0.80"
@@ -55,8 +60,16 @@ def trading_history(market: Market, prices: list[str]) -> None:
         bid_place(
             buyer=buyer, market=market, constraint=f"lot = {100 * (i % 4 + 1)} AND price <= {price}"
         )
-        offer_close(offer_id=offer.pk, staff=staff)
-        time.sleep(1.1)  # one trade per one-second candle, not an assertion
+        # One trade per second, not an assertion: wait for the clock to pass into the second
+        # after the last close's stamps (a fixed 1.1 s sleep waited 0.5 s more on average)
+        while after is not None and (now := timezone.now()) < after:
+            time.sleep((after - now).total_seconds())
+        trade = offer_close(offer_id=offer.pk, staff=staff).trade
+        stamps = [timezone.now()] if trade is None else [trade.closed_at]
+        stamps += Event.objects.filter(subject=market.subject, type="trade").values_list(
+            "time", flat=True
+        )
+        after = max(stamps).replace(microsecond=0) + dt.timedelta(seconds=1)
 
 
 class Outage:
