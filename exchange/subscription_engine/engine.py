@@ -19,7 +19,12 @@ rows, renews them and moves their cursors (one statement: only partitions still 
 are written), locks the rows of the subscriptions with something to write, writes their
 notifications (one INSERT from arrays) numbered on from each row's ``last_n``, their
 ``last_n`` and any end (``completed``, ``state_limit``, ``runtime_error``); the
-``sub:<id>`` messages go after the commit. Nothing per subscription is read or written for
+``sub:<id>`` messages go after the commit. The rows with new notifications are locked by
+the UPDATE that lengthens their outboxes (``NOTIFIED_ROWS``: it returns each written row's
+state and ``last_n`` before it, from which the notifications are numbered), the others (an
+end, a pause, a checkpoint) by ``LOCK_ROWS``: a lock and then a write of each notified row
+were the largest part of a batch's cost in PostgreSQL per notification
+(``ops/benchmarks/engine_batch.py --fanout``). Nothing per subscription is read or written for
 the others: their state stays in memory. At 50 events a second each event is a batch of
 its own, so these statements are the engine's cost (py-spy: more than the evaluation): the
 transaction goes on a psycopg pipeline with its ``BEGIN`` and ``COMMIT`` (``_pipelined``),
@@ -64,7 +69,15 @@ Pause, resume, delete: the services publish a change (``subscriptions_changed_re
 the engine then reads its partitions' active and paused rows (``_rescan``): a paused one
 is checkpointed where it stands and dropped at the next commit, a deleted one dropped (its
 outputs not yet committed are not written: the commit finds its row ``done``), a resumed
-or new one joins from its row.
+or new one joins from its row. The services change a row under its lock (``FOR UPDATE``),
+which conflicts with the lock a commit's UPDATE or ``LOCK_ROWS`` takes, so a change and a
+commit touching one row are one after the other. A commit first: the change finds its
+notifications written (a pause keeps them: the commit checkpointed the row after them). A
+change first: the commit's statement waits for it, then reads the row as it left it
+(PostgreSQL re-reads a row changed while an UPDATE waited and applies its WHERE again), so
+a row deleted meanwhile is neither written nor given notifications, and one paused
+meanwhile is given the batch's (their events came before the pause) and checkpointed after
+them (``tests/subscriptions/test_batch_statements.py``, on two sessions).
 """
 
 from __future__ import annotations
@@ -143,8 +156,9 @@ RESCAN = (
     "SELECT id, state FROM exchange_subscription "
     "WHERE state IN ('active', 'paused') AND id %% %s = ANY(%s)"
 )
-# The rows a commit writes, of the partitions still the process's own (their lease rows
-# locked by ``leases_commit`` just before, in the same transaction).
+# The rows a commit writes without new notifications (ended, paused, checkpointed), of the
+# partitions still the process's own (their lease rows locked by ``leases_commit`` just
+# before, in the same transaction).
 LOCK_ROWS = (
     "SELECT id, state, last_n FROM exchange_subscription WHERE id = ANY(%s::bigint[]) "
     "AND id %% %s::int IN (SELECT partition FROM exchange_subscriptionpartition "
@@ -157,10 +171,16 @@ INSERT_NOTES = (
     "SELECT v.id, v.n, v.seq, v.data::jsonb, now() "
     "FROM unnest(%b::bigint[], %b::int[], %b::bigint[], %b::text[]) AS v(id, n, seq, data)"
 )
-# Rows whose only change is their outbox's length.
-UPDATE_LAST_N = (
-    "UPDATE exchange_subscription AS s SET last_n = v.last_n "
-    "FROM unnest(%b::bigint[], %b::int[]) AS v(id, last_n) WHERE s.id = v.id"
+# The rows with new notifications, locked by the UPDATE that lengthens their outbox (the
+# lock ``LOCK_ROWS`` took, then the write after it, in one statement: issue 35 item 7):
+# only an active or paused row of a partition still the process's own is written, and
+# each written row's state and outbox length before it come back.
+NOTIFIED_ROWS = (
+    "UPDATE exchange_subscription AS s SET last_n = s.last_n + v.found "
+    "FROM unnest(%b::bigint[], %b::int[]) AS v(id, found) WHERE s.id = v.id "
+    "AND s.state IN ('active', 'paused') AND s.id %% %b::int IN (SELECT partition "
+    "FROM exchange_subscriptionpartition WHERE owner = %b) "
+    "RETURNING s.id, s.state, s.last_n - v.found"
 )
 # Rows ended (evaluator NULL) or checkpointed (cursor, evaluator, checkpoint_n).
 UPDATE_ROWS = (
@@ -682,13 +702,33 @@ class Engine:
                 lease_seconds=self.lease_seconds,
             )
             if touched or checkpoint:
-                lock = psycopg.Cursor(db)
-                if touched:
-                    lock.execute(LOCK_ROWS, [sorted(touched), self.count, self.name])
-                mine = {row[0] for row in leases.fetchall()}  # (both sent, one trip)
-                locked = {s: (state, n) for s, state, n in lock.fetchall()} if touched else {}
+                # The rows with new notifications (and no failure, which ends the row: a
+                # write of its own) are locked by lengthening their outboxes; the others
+                # by a lock alone. A row deleted meanwhile is in neither answer: its
+                # deletion committed before the statement took the lock (which waits for
+                # it), and the UPDATE's WHERE reads the row as the deletion left it.
+                notified = sorted(
+                    sub_id for sub_id, f in touched.items() if f.found and f.member.failed is None
+                )
+                rest = sorted(set(touched) - set(notified))
+                write, lock = psycopg.Cursor(db), psycopg.Cursor(db)
+                if notified:
+                    write.execute(
+                        NOTIFIED_ROWS,
+                        [
+                            notified,
+                            [len(touched[i].found) for i in notified],
+                            self.count,
+                            self.name,
+                        ],
+                    )
+                if rest:
+                    lock.execute(LOCK_ROWS, [rest, self.count, self.name])
+                mine = {row[0] for row in leases.fetchall()}  # (all sent, one trip)
+                locked = {s: (state, n) for s, state, n in write.fetchall()} if notified else {}
+                if rest:
+                    locked.update((s, (state, n)) for s, state, n in lock.fetchall())
                 notes: list[tuple[int, int, int | None, str]] = []
-                only_n: list[Row] = []
                 rows: list[Row] = []
                 for sub_id, f in touched.items():
                     if f.partition not in mine:
@@ -711,12 +751,10 @@ class Engine:
                         messages.extend(_messages(sub_id, notes_json, end=ended))
                     f.last_n = row.last_n
                     if row.state not in (ACTIVE, PAUSED) or row.cursor is not None:
-                        rows.append(row)
-                    elif f.found:
-                        only_n.append(row)
+                        rows.append(row)  # (its last_n again, if NOTIFIED_ROWS wrote it)
                     if row.state != ACTIVE:
                         gone.append(f)  # paused: checkpointed (below), joins again on resume
-                _write(notes, only_n, rows)
+                _write(notes, rows)
                 if checkpoint:
                     book = hub_book(self.watches, upto)
                     partitions_checkpointed(leases, partitions=mine, cursor=upto, book=book)
@@ -853,12 +891,11 @@ def _pipelined() -> Iterator[psycopg.Connection[Any]]:
         raise
 
 
-def _write(
-    notes: list[tuple[int, int, int | None, str]], only_n: list[Row], rows: list[Row]
-) -> None:
+def _write(notes: list[tuple[int, int, int | None, str]], rows: list[Row]) -> None:
     """The commit's notifications (one INSERT from arrays, in parts of at most
-    ``ROWS_BYTES`` of data) and rows (one UPDATE each kind, the checkpointed rows in parts
-    of at most ``ROWS_BYTES`` of snapshots), sent in the commit's pipeline (a COPY cannot
+    ``ROWS_BYTES`` of data) and the rows ended, paused or checkpointed (one UPDATE, in parts
+    of at most ``ROWS_BYTES`` of snapshots; the others' outbox lengths were written by
+    ``NOTIFIED_ROWS``), sent in the commit's pipeline (a COPY cannot
     be), their values bound on the server in binary: Django's ``bulk_update`` builds a CASE
     per field and row, and Django's cursor quotes every array into the statement's text in
     Python (py-spy on the advance pass this replaced: more of it than the evaluation)."""
@@ -866,8 +903,6 @@ def _write(
     cursor = psycopg.Cursor(connection.connection)
     for some in _parts(notes, lambda note: len(note[3])):
         cursor.execute(INSERT_NOTES, [list(column) for column in zip(*some, strict=True)])
-    if only_n:
-        cursor.execute(UPDATE_LAST_N, [[r.sub_id for r in only_n], [r.last_n for r in only_n]])
     for part in row_parts(rows):
         cursor.execute(
             UPDATE_ROWS,

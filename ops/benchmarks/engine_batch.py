@@ -11,6 +11,15 @@ the foreign key checks of the notifications' INSERT among them, one a row), the 
 CPU and wall time per batch (``time.process_time``, ``time.perf_counter`` around the steps),
 then each statement's count per batch. At 50 events a second each event is a batch of its
 own, as ``--events 1`` makes it. Compare two commits alternately: the machine is shared.
+
+    .venv/bin/python ops/benchmarks/engine_batch.py --fanout 500 [--batches 100]
+
+measures the cost that grows with the notifications instead: on a fresh database of its own
+(``intersect_bench_fanout``), ``--fanout`` form 1 subscriptions (100 an owner) that each fire
+on every trade, so each batch of one trade writes that many notifications; besides the
+above, the CPU per notification of the engine (this process) and of its PostgreSQL backend
+(``/proc/<pid>/stat`` of ``pg_backend_pid()``: the server is on this machine), and each
+statement's execution time per notification (``pg_stat_statements``).
 """
 
 from __future__ import annotations
@@ -31,11 +40,48 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from ops.benchmarks.alerts import DATABASE
-from ops.benchmarks.history import _env
+from ops.benchmarks.history import _env, fresh_database
 from ops.benchmarks.live import provision
 
+FANOUT_DATABASE = "intersect_bench_fanout"
+FANOUT_SUBJECT = "bench.fanout.pencils"
 
-def measure(batches: int, events: int) -> dict[str, object]:
+
+def _fanout_register(count: int) -> None:
+    """``count`` form 1 subscriptions that each fire on every trade of ``FANOUT_SUBJECT``."""
+    # Django's: this runs in the --run process, after django.setup() (main)
+    from django.contrib.auth.models import User
+
+    from exchange.services import subscriptions as service
+
+    query = f"SELECT price WHERE type = 'trade', subject = '{FANOUT_SUBJECT}'"
+    owners = User.objects.bulk_create(
+        User(username=f"bench-fanout-{i}") for i in range((count + 99) // 100)
+    )
+    for i, owner in enumerate(owners):
+        service.subscriptions_create_many(owner=owner, queries=[query] * min(100, count - 100 * i))
+
+
+def _append_fanout(count: int) -> None:
+    # Django's: this runs in the --run process, after django.setup() (main)
+    from django.db import transaction
+
+    from exchange.services.events import events_append
+    from exchange.services.matching import cycle_lock
+
+    rows = [("trade", FANOUT_SUBJECT, None, {"offer": 1, "trade": 1, "price": "1.10"})] * count
+    with transaction.atomic():
+        cycle_lock()
+        events_append(closed=rows)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """A local process's user and system CPU (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(batches: int, events: int, fanout: int = 0) -> dict[str, object]:
     # Django's: this runs in the --run process, after django.setup() (main)
     import psycopg
     from django.db import connection
@@ -49,6 +95,8 @@ def measure(batches: int, events: int) -> dict[str, object]:
         cursor.execute("DELETE FROM exchange_subscriptionengineprocess")
         cursor.execute("SELECT oid FROM pg_database WHERE datname = current_database()")
         (dbid,) = cursor.fetchone() or (0,)
+        cursor.execute("SELECT pg_backend_pid()")
+        (backend,) = cursor.fetchone() or (0,)
     # (ops/services creates the extension in the cluster's postgres database)
     admin = psycopg.connect(provision._with_path(provision.SERVER_URL, "postgres"), autocommit=True)
 
@@ -58,26 +106,51 @@ def measure(batches: int, events: int) -> dict[str, object]:
         ).fetchall()
         return {query: int(n) for query, n in rows}
 
+    def exec_ms() -> dict[str, float]:
+        rows = admin.execute(
+            "SELECT query, total_exec_time FROM pg_stat_statements WHERE dbid = %s", [dbid]
+        ).fetchall()
+        return {query: float(ms) for query, ms in rows}
+
     engine = Engine("engine-batch")
     active = Subscription.objects.filter(state="active").count()
     while engine.step() or len(engine.followed) < active:
         pass
     rng = random.Random(1)
-    cpu = wall = 0.0
+    cpu = wall = server = 0.0
     sent: dict[str, int] = {}
+    spent: dict[str, float] = {}
     for _ in range(batches):
-        _append(rng, events)
-        before = calls()
-        cpu0, wall0 = time.process_time(), time.perf_counter()
+        if fanout:
+            _append_fanout(events)
+        else:
+            _append(rng, events)
+        before, before_ms = calls(), exec_ms()
+        cpu0, wall0, server0 = time.process_time(), time.perf_counter(), _cpu_seconds(backend)
         while engine.step():
             pass
         cpu += time.process_time() - cpu0
         wall += time.perf_counter() - wall0
+        server += _cpu_seconds(backend) - server0
         for query, n in calls().items():
             if n > before.get(query, 0):
                 sent[query] = sent.get(query, 0) + n - before.get(query, 0)
+        for query, ms in exec_ms().items():
+            if ms > before_ms.get(query, 0.0):
+                spent[query] = spent.get(query, 0.0) + ms - before_ms.get(query, 0.0)
     admin.close()
+    notes = max(1, fanout * events * batches)
+    fanned = {
+        "notifications_per_batch": fanout * events,
+        "engine_cpu_us_per_notification": round(1e6 * cpu / notes, 2),
+        "backend_cpu_us_per_notification": round(1e6 * server / notes, 2),
+        "exec_us_per_notification": {
+            " ".join(q.split())[:120]: round(1000 * ms / notes, 2)
+            for q, ms in sorted(spent.items(), key=lambda x: -x[1])[:8]
+        },
+    }
     return {
+        **(fanned if fanout else {}),
         "subscriptions": active,
         "batches": batches,
         "events_per_batch": events,
@@ -95,15 +168,24 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", type=int, default=200)
     ap.add_argument("--events", type=int, default=1, help="trades appended a batch")
+    ap.add_argument(
+        "--fanout", type=int, default=0, help="subscriptions each trade notifies (own database)"
+    )
     ap.add_argument("--run", action="store_true", help="(internal) in the bench database")
     args = ap.parse_args()
     if args.run:
         django.setup()
-        print(json.dumps(measure(args.batches, args.events), indent=1))
+        if args.fanout:
+            _fanout_register(args.fanout)
+        print(json.dumps(measure(args.batches, args.events, args.fanout), indent=1))
         return 0
     argv = [sys.executable, __file__, "--run", "--batches", str(args.batches)]
-    argv += ["--events", str(args.events)]
-    env = _env(provision._with_path(provision.SERVER_URL, DATABASE)) | {"LOG_LEVEL": "WARNING"}
+    argv += ["--events", str(args.events), "--fanout", str(args.fanout)]
+    if args.fanout:
+        url = fresh_database(FANOUT_DATABASE)
+    else:
+        url = provision._with_path(provision.SERVER_URL, DATABASE)
+    env = _env(url) | {"LOG_LEVEL": "WARNING"}
     return subprocess.run(argv, cwd=ROOT, env=env | {"PYTHONPATH": str(ROOT)}).returncode
 
 

@@ -2,8 +2,8 @@
 batch of its own, so what a batch sends to PostgreSQL whatever it finds is the engine's
 cost. A live batch sends a fixed number of statements, whatever the number of
 subscriptions or notifications: the log's end with the events (one statement), then one
-transaction on a pipeline (``BEGIN``, the leases with the cursor, the rows locked, the
-notifications, the outboxes' lengths, ``COMMIT``). The statements are counted at the driver,
+transaction on a pipeline (``BEGIN``, the leases with the cursor, the notified rows locked by
+lengthening their outboxes, the notifications, ``COMMIT``). The statements are counted at the driver,
 every ``execute`` of every psycopg cursor (Django's included).
 
 These tests run outside a test transaction (``transaction=True``), as a process does: the
@@ -12,12 +12,13 @@ savepoint), so a failure in the middle must roll back the batch alone."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from exchange.models import Subscription, SubscriptionNotification, SubscriptionPartition
 from exchange.services import events as event_service
@@ -26,14 +27,17 @@ from exchange.services.subscriptions import subscription_create
 from exchange.subscription_engine import engine as engine_module
 from exchange.subscription_engine.engine import Engine
 from tests.conftest import live_engines_stop
+from tests.exchange.test_lock_order import idle_in_transaction, started, waits, watcher
 from tests.factories import UserFactory
 from tests.subscriptions.log import PENCILS, append, outbox, trade
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# A batch's statements when it writes notifications: the read; BEGIN, the leases, the rows,
-# the notifications, their rows' last_n, COMMIT.
-WRITING = 7
+__all__ = ["watcher"]  # the fixture, imported for these tests
+
+# A batch's statements when it writes notifications: the read; BEGIN, the leases, the rows
+# locked by lengthening their outboxes (``NOTIFIED_ROWS``), the notifications, COMMIT.
+WRITING = 6
 # When it writes none: the read; BEGIN, the leases (their cursor), COMMIT.
 QUIET = 4
 
@@ -158,3 +162,95 @@ def test_a_batch_whose_statement_fails_in_the_pipeline_is_rolled_back(monkeypatc
     assert [outbox(sub) for sub in (first, second)] == [
         [{"n": 1, "seq": 1, "data": {"price": "1.10"}}]
     ] * 2
+
+
+def changed_while_a_batch_commits(watcher, change) -> None:
+    """``change`` made in a session of its own and held uncommitted; the engine's batch in
+    another until it waits for the row's lock; ``change`` committed; the batch done."""
+    release = threading.Event()
+
+    def other():
+        with transaction.atomic():
+            change()
+            release.wait(30)
+
+    holder = started(other)
+    idle_in_transaction(watcher, holder)
+    engine_step = started(lambda: ENGINE[0].step())
+    waits(watcher, engine_step, "transactionid", "tuple")
+    release.set()
+    holder.done()
+    engine_step.done()
+
+
+ENGINE: list[Engine] = []  # the engine ``changed_while_a_batch_commits`` steps
+
+
+@pytest.fixture
+def engine_held():
+    yield ENGINE
+    ENGINE.clear()
+
+
+def test_a_deletion_committed_while_a_batch_waits_for_the_row_gets_nothing(watcher, engine_held):
+    # Given two live subscriptions, then a trade each notifies on
+    engine, subs = live(2)
+    kept, deleted = sorted(subs, key=lambda s: s.pk)
+    engine_held.append(engine)
+    append([trade("1.10")])
+    # When the second is deleted in another session while the batch commits (the batch's
+    # row lock waits for the deletion's)
+    changed_while_a_batch_commits(
+        watcher,
+        lambda: service.subscription_delete(owner=deleted.owner, subscription_id=deleted.pk),
+    )
+    # Then the deleted one got nothing, its outbox's length untouched; the other its one
+    assert outbox(deleted) == []
+    assert (deleted.state, deleted.reason, deleted.last_n) == ("done", "deleted", 0)
+    assert outbox(kept) == [{"n": 1, "seq": 1, "data": {"price": "1.10"}}]
+    assert kept.last_n == 1
+    # and the next trade notifies the other alone, once
+    append([trade("1.20")])
+    while engine.step():
+        pass
+    assert outbox(deleted) == []
+    assert [note["n"] for note in outbox(kept)] == [1, 2]
+    assert deleted.pk not in engine.followed
+
+
+def test_a_pause_committed_while_a_batch_waits_keeps_the_batch_and_resumes_after_it(
+    watcher, engine_held
+):
+    # Given two live subscriptions, then a trade each notifies on
+    engine, subs = live(2)
+    kept, paused = sorted(subs, key=lambda s: s.pk)
+    engine_held.append(engine)
+    append([trade("1.10")])
+    # When the second is paused in another session while the batch commits
+    changed_while_a_batch_commits(
+        watcher,
+        lambda: service.subscription_pause(owner=paused.owner, subscription_id=paused.pk),
+    )
+    # Then the batch's notification is its (its event came before the pause committed),
+    # checkpointed with it: nothing more is owed
+    assert outbox(paused) == [{"n": 1, "seq": 1, "data": {"price": "1.10"}}]
+    assert (paused.state, paused.last_n, paused.checkpoint_n, paused.cursor) == (
+        "paused",
+        1,
+        1,
+        1,
+    )
+    assert paused.pk not in engine.followed
+    # and once resumed, the trade of the pause comes once, numbered on
+    append([trade("1.20")])
+    while engine.step():
+        pass
+    service.subscription_resume(owner=paused.owner, subscription_id=paused.pk)
+    engine.changed = True
+    while engine.step():
+        pass
+    expected = [
+        {"n": 1, "seq": 1, "data": {"price": "1.10"}},
+        {"n": 2, "seq": 2, "data": {"price": "1.20"}},
+    ]
+    assert outbox(paused) == outbox(kept) == expected

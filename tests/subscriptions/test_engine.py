@@ -678,9 +678,9 @@ def test_a_hundred_composites_that_keep_every_event_write_their_state_only_at_ch
     written: list[int] = []
     write = engine_module._write
 
-    def counted(notes, only_n, rows):
+    def counted(notes, rows):
         written.extend(r.sub_id for r in rows if r.evaluator is not None)
-        return write(notes, only_n, rows)
+        return write(notes, rows)
 
     monkeypatch.setattr(engine_module, "_write", counted)
 
@@ -795,9 +795,9 @@ def test_a_checkpoint_of_many_snapshots_is_written_in_parts_and_restores_exactly
     statements: list[int] = []
     write = engine_module._write
 
-    def counted(notes, only_n, rows):
+    def counted(notes, rows):
         statements.append(len(engine_module.row_parts(rows)))
-        return write(notes, only_n, rows)
+        return write(notes, rows)
 
     monkeypatch.setattr(engine_module, "ROWS_BYTES", 1)
     monkeypatch.setattr(engine_module, "_write", counted)
