@@ -11,7 +11,7 @@ FILLFACTOR = 50
 
 
 class Migration(migrations.Migration):
-    dependencies = [("exchange", "0021_subscription_partition_book")]
+    dependencies = [("exchange", "0022_bid_buyer_commitments")]
 
     operations = [
         migrations.RunSQL(
