@@ -856,9 +856,9 @@ def test_watches_catching_up_together_hold_one_book_and_checkpoint_no_copy_of_it
     snapshots: list[int] = []
     write = engine_module._write
 
-    def counted(notes, only_n, rows):
+    def counted(notes, rows):
         snapshots.extend(len(r.evaluator) for r in rows if r.evaluator is not None)
-        return write(notes, only_n, rows)
+        return write(notes, rows)
 
     monkeypatch.setattr(engine_module, "_write", counted)
     running = make("a", batch=100, chunk=100, checkpoint_events=1)
