@@ -357,7 +357,8 @@ class Engine:
 
     def stop(self) -> None:
         """A clean stop: the evaluators checkpointed where they stand (the next owner
-        replays nothing), and the partitions given back at once."""
+        replays nothing of the live ones; a watch still in its history keeps the checkpoint
+        it had, ``_lent``), and the partitions given back at once."""
         if self.cursor is not None and self.held:
             self._since_checkpoint = self.checkpoint_events  # a checkpoint is due
             self._commit(self.cursor)
@@ -497,15 +498,17 @@ class Engine:
         start = self.cursor
         upto = min(self.log_end, start + self.batch)
         self._work.clear()
-        behind = self._catch_up(start)
-        self._feed(events, start, upto)
-        behind = self._lanes_feed(events, start, upto) or behind
-        if upto > start or self._pending():
-            try:
+        try:
+            behind = self._catch_up(start)
+            self._feed(events, start, upto)
+            behind = self._lanes_feed(events, start, upto) or behind
+            if upto > start or self._pending():
                 self._commit(upto)
-            except Exception:
-                self.reset()
-                raise
+        except Exception:
+            # The evaluators took some of the batch and the cursor did not move: fed again,
+            # they would notify twice. They are forgotten and read again from their rows.
+            self.reset()
+            raise
         choices_flush(self.watches)
         self.cursor = upto
         return behind or upto < self.log_end or self.changed  # (more rows to join)
@@ -813,9 +816,13 @@ class Engine:
 def _lent(f: Followed) -> bool:
     """Whether ``f`` is a watch joiner over a book of open offers held by many (a
     checkpoint's, or the one the catching-up watches follow, ``hosted.advance_watches``):
-    its row keeps the checkpoint it has, from which a replay gives the same, rather than
-    one with its own copy of the book (issue 35: a thousand such copies of 10,000 offers
-    went past PostgreSQL's 1 GB message)."""
+    its row keeps the checkpoint it has rather than one with its own copy of the book
+    (issue 35: a thousand such copies of 10,000 offers went past PostgreSQL's 1 GB
+    message). The notifications are the same whatever it restarts from; the cost is the
+    replay. A watch registered in this process restarts from its registration, as it
+    would anyway; one restored mid-history over a partition's book restarts from the
+    start of the log once that book has moved on to a later checkpoint (``Books.at``
+    finds another cursor): a second failover during a long catch-up replays more."""
     engine = f.member.sub.engine
     return not f.live and isinstance(engine, WatchEngine) and engine.borrowed
 

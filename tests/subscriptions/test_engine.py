@@ -300,6 +300,36 @@ def test_failures_and_state_limit_suspend_one_subscription_only(monkeypatch):
     assert [line["seq"] for line in outbox(healthy)] == [1, 2, 3]
 
 
+def test_a_batch_that_fails_after_its_events_were_fed_notifies_each_once(monkeypatch):
+    """A failure after the set took the batch's events (a lane's read of its past, with the
+    database gone) leaves the cursor where it was: the next step reads the batch again, and
+    each notification is written once."""
+    owner = UserFactory()
+    sub = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
+    engine = make("a")
+    drain(engine)
+    original = Engine._lanes_feed
+    failed: list[int] = []
+
+    def lanes_feed(self, events, start, upto):
+        if events and not failed:
+            failed.append(upto)
+            raise ConnectionError("the database went away while a lane read its past")
+        return original(self, events, start, upto)
+
+    monkeypatch.setattr(Engine, "_lanes_feed", lanes_feed)
+    for minute, price in enumerate(("1.10", "1.20")):
+        append_at([trade(price)], DAY + dt.timedelta(minutes=minute))
+    with pytest.raises(ConnectionError):
+        engine.step()
+    drain(engine)
+    assert failed == [2]
+    assert outbox(sub) == [
+        {"n": 1, "seq": 1, "data": {"price": "1.10"}},
+        {"n": 2, "seq": 2, "data": {"price": "1.20"}},
+    ]
+
+
 def test_state_limit_suspends_the_subscription(monkeypatch):
     monkeypatch.setattr(service, "STATE_LIMIT", 2)
     owner = UserFactory()
