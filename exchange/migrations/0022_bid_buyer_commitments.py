@@ -9,9 +9,14 @@ so ``exchange_bid`` is vacuumed after 1% of its rows were inserted or 2% changed
 defaults, 20% each, left 20,000 bids of SPEC 9's book to fetch from the heap between two
 vacuums). A vacuum of the table skips the pages already all-visible: it costs what was
 written since the last one.
+
+The index is built ``CONCURRENTLY`` (so outside a transaction): a plain build holds a lock
+on ``exchange_bid`` that blocks every placement until it ends, which on a live book of
+hundreds of thousands of bids is the exchange stopped for the build's length.
 """
 
 from django.conf import settings
+from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models
 
 BID_VACUUM = (
@@ -25,13 +30,15 @@ BID_VACUUM_DEFAULT = (
 
 
 class Migration(migrations.Migration):
+    atomic = False
+
     dependencies = [
         ("exchange", "0021_subscription_partition_book"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="bid",
             index=models.Index(
                 condition=models.Q(("state", "active")),
