@@ -22,9 +22,9 @@ notifications (one INSERT from arrays) numbered on from each row's ``last_n``, t
 ``sub:<id>`` messages go after the commit. The rows with new notifications are locked by
 the UPDATE that lengthens their outboxes (``NOTIFIED_ROWS``: it returns each written row's
 state and ``last_n`` before it, from which the notifications are numbered), the others (an
-end, a pause, a checkpoint) by ``LOCK_ROWS``: a lock and then a write of each notified row
-were the largest part of a batch's cost in PostgreSQL per notification
-(``ops/benchmarks/engine_batch.py --fanout``). Nothing per subscription is read or written for
+end, a pause, a checkpoint) by ``LOCK_ROWS``. (A lock and then a write of each notified row,
+as two statements, were the largest part of a batch's cost in PostgreSQL per notification:
+``ops/benchmarks/engine_batch.py --fanout``.) Nothing per subscription is read or written for
 the others: their state stays in memory. At 50 events a second each event is a batch of
 its own, so these statements are the engine's cost (py-spy: more than the evaluation): the
 transaction goes on a psycopg pipeline with its ``BEGIN`` and ``COMMIT`` (``_pipelined``),
