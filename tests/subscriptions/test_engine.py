@@ -43,6 +43,7 @@ from tests.subscriptions.log import (
     append_at,
     outbox,
     owner_log,
+    rebuilds_counted,
     register,
     trade,
 )
@@ -194,6 +195,56 @@ def test_hundreds_of_subscriptions_on_two_processes_get_what_the_offline_contrac
     # and the checkpoints stored on the way hold as many notifications as they say
     for sub in Subscription.objects.filter(state="active"):
         assert 0 <= sub.checkpoint_n <= sub.last_n
+
+
+def test_a_checkpoint_round_stores_a_slice_a_batch_and_a_successor_restores_every_one(
+    monkeypatch,
+):
+    rng = random.Random(45)
+    users = [UserFactory(username=f"trader{i}") for i in range(3)]
+    log = Log(users, rng)
+    log.add(30)
+    subs = register(users, rng, 150)
+    subs += [  # watches of every partition, delivered by the hub once live
+        subscription_create(owner=users[i % 3], query=TEMPLATES[-1]) for i in range(16)
+    ]
+    stored: list[list[int]] = []  # the snapshots of live rows each batch wrote
+    write = engine_module._write
+
+    def counted(notes, rows):
+        stored.append([r.sub_id for r in rows if r.evaluator is not None and r.state == "active"])
+        return write(notes, rows)
+
+    monkeypatch.setattr(engine_module, "_write", counted)
+    first = make("a", batch=3, chunk=50, checkpoint_events=6, checkpoint_slice=10)
+    drain(first)
+    watches = {s.pk for s in subs if s.pk in first.watches}
+    assert len(watches) >= 16 and len(first.followed) > 100
+    # Given the log goes on for rounds of checkpoints over more than a hundred subscriptions
+    stored.clear()
+    log.add(120)
+    drain(first)
+    # Then each batch stored a slice (of at most ten besides the live watches of the
+    # partitions whose book it stored, all of them with it) and no batch all of them
+    for batch in stored:
+        assert len(set(batch) - watches) <= 10
+        parts = {sub_id % PARTITIONS for sub_id in set(batch) & watches}
+        assert {w for w in watches if w % PARTITIONS in parts} <= set(batch)
+    assert max(len(batch) for batch in stored) < len(first.followed) // 4
+    assert set(first.followed) <= {sub_id for batch in stored for sub_id in batch}
+    # When the process dies and a successor restores the checkpoints
+    expire("a")
+    rebuilt = rebuilds_counted(monkeypatch)
+    second = make("b", batch=4)
+    log.add(10)
+    drain(second)
+    # Then none had to be rebuilt by replay (a live watch's book at its cursor included)
+    assert rebuilt == []
+    # and every outbox is what the offline contract gives, each notification once
+    logs = {user.pk: owner_log(user) for user in users}
+    for sub in subs:
+        expected = list(run_offline(parse_query(sub.query), logs[sub.owner_id], now=sub.now))
+        assert outbox(sub) == expected, sub.query
 
 
 def test_pause_resume_and_delete():
