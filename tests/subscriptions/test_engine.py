@@ -8,6 +8,7 @@ alone; one owner's costly subscriptions fall behind alone (its lane's budget).""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 import time
 
@@ -912,6 +913,22 @@ def test_rows_are_cut_by_their_snapshots_bytes_in_order():
         [Row(1, 1, evaluator=b"x" * 500)]
     ]
     assert engine_module.row_parts([]) == []
+
+
+def test_notes_go_as_one_json_array_cut_by_their_bytes_in_order():
+    notes = [(7, 1, 10, {"price": "1.10"}), (7, 2, None, {"error": "x" * 30}), (9, 4, 12, [1, 2])]
+    # Within the limit: one part, the data one array
+    [whole] = engine_module.note_parts(notes)
+    assert whole[:3] == [[7, 7, 9], [1, 2, 4], [10, None, 12]]
+    assert json.loads(whole[3]) == [{"price": "1.10"}, {"error": "x" * 30}, [1, 2]]
+    # Past it, cut where the next note's data would pass it (17 + 44 > 50), in order
+    parts = engine_module.note_parts(notes, limit=50)
+    assert [part[:3] for part in parts] == [[[7], [1], [10]], [[7, 9], [2, 4], [None, 12]]]
+    assert [json.loads(part[3]) for part in parts] == [
+        [{"price": "1.10"}],
+        [{"error": "x" * 30}, [1, 2]],
+    ]
+    assert engine_module.note_parts([]) == []
 
 
 def test_watches_catching_up_together_hold_one_book_and_checkpoint_no_copy_of_it(monkeypatch):
