@@ -795,7 +795,10 @@ class Engine:
                         gone.append(f)  # paused: checkpointed (below), joins again on resume
                 _write(notes, rows)
                 if books & mine:
-                    book = hub_book(self.watches, upto)
+                    # the book only if a live watch's snapshot here left it out: a round
+                    # stores each partition's in a batch of its own
+                    watched = any(sub_id in self.watches for sub_id in stored)
+                    book = hub_book(self.watches, upto) if watched else None
                     partitions_checkpointed(leases, partitions=books & mine, cursor=upto, book=book)
         if not (touched or books):
             mine = {row[0] for row in leases.fetchall()}  # (read after the commit's trip)
