@@ -260,7 +260,7 @@ class Round:
     about ``CHECKPOINT_SLICE`` snapshots a batch. Each held partition comes as a piece
     of its live watches and the book of open offers they share (stored once on the
     partition's row, at the cursor of the batch that stores them: so a partition's live
-    watches are stored in one batch, with its book), then pieces of its other
+    watches are stored in one batch, with its book), after pieces of its other
     subscriptions. A subscription that joins during the round waits for the next; one
     gone meanwhile is passed over."""
 
@@ -854,9 +854,10 @@ class Engine:
         pieces: list[tuple[int, list[int], bool]] = []
         size = self.checkpoint_slice
         for p in sorted(self.held):
-            pieces.append((p, sorted(watches[p]), True))
             rest = sorted(others[p])
             pieces.extend((p, rest[i : i + size], False) for i in range(0, len(rest), size))
+            # last: the partition's row then says when its round ended (its checkpoint age)
+            pieces.append((p, sorted(watches[p]), True))
         return Round(pieces)
 
     def _row(self, f: Followed, state: str, last_n: int, upto: int, checkpoint: bool) -> Row:
