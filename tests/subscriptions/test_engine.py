@@ -143,8 +143,9 @@ def test_hundreds_of_subscriptions_on_two_processes_get_what_the_offline_contrac
     # Given a log, subscriptions registered on it, and two processes sharing the partitions
     log.add(40)
     subs = register(users, rng, 150)
+    # (b's checkpoint rounds take many batches: a slice of 7 subscriptions each)
     a = make("a", batch=7, chunk=11, checkpoint_events=20)
-    b = make("b", batch=5, chunk=9, checkpoint_events=30)
+    b = make("b", batch=5, chunk=9, checkpoint_events=30, checkpoint_slice=7)
     for e in (a, b, a, b):
         e.upkeep()
     assert a.held and b.held
