@@ -1,16 +1,23 @@
-"""The presence heartbeat (``presence.py``) ends with its event loop: cancelled, it stops even
-when a beat swallowed the cancellation, and no write afterwards starts another. A realtime
-test's ``asyncio.run`` waits, as it ends, for every task it cancelled: a heartbeat that went
-on beating hung it in ``Runner.close`` until pytest-timeout (CI, on a loaded machine)."""
+"""What a loop's shutdown cancels ends: the presence heartbeat (``presence.py``) stops even
+when a beat swallowed the cancellation, and no write afterwards starts another; a consumer
+that swallowed it while handling a frame ends after that frame. A realtime test's
+``asyncio.run`` waits, as it ends, for every task it cancelled: a heartbeat that went on
+beating hung it in ``Runner.close`` until pytest-timeout (CI, on a loaded machine). The
+swallowing is Python 3.11's ``asyncio.wait_for``, through which redis-py sends every command:
+it returns instead of raising when the cancellation lands as the call finishes; these tests
+swallow it on purpose, where it is certain to land."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from contextlib import suppress
 
-from exchange.realtime import presence
+from exchange.realtime import consumers, presence
+from tests.realtime.client import connect
 
-# Loop turns the cancelled heartbeat gets to end in (it needs two); not a time.
+# Loop turns a cancelled task gets to end in (the heartbeat takes two, a consumer three): a
+# count, not a time.
 TURNS = 10
 
 
@@ -67,3 +74,26 @@ def test_a_write_after_the_heartbeat_was_cancelled_starts_no_other():
     heartbeat, beating = asyncio.run(scenario())
     assert heartbeat.cancelled()
     assert beating == []
+
+
+def test_a_cancellation_swallowed_while_handling_a_frame_still_ends_the_consumer(monkeypatch):
+    async def join_swallowing_cancellation(channel: str, stream: str) -> None:
+        entered.set()
+        with suppress(asyncio.CancelledError):  # as the heartbeat's beat above
+            await asyncio.Event().wait()
+
+    monkeypatch.setattr(consumers, "presence_join", join_swallowing_cancellation)
+
+    async def scenario() -> bool:
+        ws = await connect()
+        await ws.send_to(text_data=json.dumps({"action": "subscribe", "stream": "system"}))
+        await entered.wait()
+        ws.future.cancel()  # as asyncio.run does to every task as it ends
+        for _ in range(TURNS):
+            if ws.future.done():
+                break
+            await asyncio.sleep(0)
+        return ws.future.cancelled()
+
+    entered = asyncio.Event()
+    assert asyncio.run(scenario())
