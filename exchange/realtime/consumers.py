@@ -37,6 +37,7 @@ events (``replay.py`` says why and how large); live events stay one frame each.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable, Collection
@@ -112,6 +113,17 @@ _latest_seq = database_sync_to_async(notification_latest_seq)
 _presence_who = database_sync_to_async(presence_who)
 _events_log_end = database_sync_to_async(events_log_end)
 _events_page = database_sync_to_async(events_page)
+
+
+def _honour_cancellation() -> None:
+    """Raise ``CancelledError`` if this task was cancelled and the cancellation was swallowed
+    on the way (Python 3.11's ``asyncio.wait_for``, inside redis-py, returns instead of
+    raising when it lands as the call finishes). Channels' dispatch loop would otherwise go
+    on with fresh receive tasks that nobody cancels, and the server's (or a test's
+    ``asyncio.run``'s) shutdown, waiting for the cancelled consumer, never end."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 def _events_stream(stream: str) -> bool:
@@ -200,7 +212,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Handle one message; an unexpected failure sends an error frame, removes the
         connection's presence entries and closes it (1011), rather than a silent kill. A
-        client gone while a frame was being sent only ends the connection, with no error."""
+        client gone while a frame was being sent only ends the connection, with no error.
+        A cancellation that the handling swallowed ends the consumer after it (below)."""
         try:
             await super().dispatch(message)
         except (StopConsumer, AcceptConnection, DenyConnection):
@@ -220,6 +233,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
             except Exception:  # the socket or Redis is gone too: nothing more to tell anyone
                 log.exception("WebSocket cleanup failed")
             raise StopConsumer() from None
+        _honour_cancellation()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         verdict = self.rate.check()

@@ -87,20 +87,35 @@ async def _write(set_fields: dict[str, str], drop_fields: Iterable[str] = ()) ->
 
 
 def _ensure_heartbeat() -> None:
-    """One heartbeat task per event loop (a server process runs one loop; tests run many)."""
+    """One heartbeat task per event loop (a server process runs one loop; tests run many).
+
+    A heartbeat that was cancelled is not started again: its loop is shutting down
+    (``asyncio.run`` cancels every task as it ends), and a connection's cleanup writing its
+    last facts then would only leave a new task behind, pending when the loop closes."""
     loop = asyncio.get_running_loop()
     task = _heartbeats.get(loop)
-    if task is None or task.done():
+    if task is None or (task.done() and not task.cancelled()):
         _heartbeats[loop] = loop.create_task(_heartbeat(), name="presence-heartbeat")
 
 
 async def _heartbeat() -> None:
-    while True:
+    """Beat until cancelled, also when a cancellation was swallowed on the way.
+
+    Python 3.11's ``asyncio.wait_for`` returns the result instead of raising when the
+    cancellation arrives after its awaitable finished but before it resumed; redis-py sends
+    every command through it (the client has a socket timeout). A heartbeat cancelled there
+    went on beating, and the loop's shutdown, which waits for every cancelled task, never
+    ended (a realtime test's ``asyncio.run`` hung in ``Runner.close``). So the loop asks the
+    task whether a cancellation is pending and honours it."""
+    task = asyncio.current_task()
+    assert task is not None
+    while not task.cancelling():
         await asyncio.sleep(settings.PRESENCE_HEARTBEAT_SECONDS)
         try:
             await presence_beat()
         except Exception:  # Redis away: the next beat tries again; entries may lapse meanwhile
             log.warning("presence heartbeat failed", exc_info=True)
+    raise asyncio.CancelledError
 
 
 async def presence_beat() -> None:

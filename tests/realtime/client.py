@@ -8,10 +8,22 @@ from channels.testing.websocket import WebsocketCommunicator
 
 from exchange.asgi import application
 
+# Seconds a connect, a disconnect or an answer may take before the test fails: generous, for
+# a loaded 2-core machine. The communicator's default of 1 s for the handshake and the
+# disconnect (each a few Redis round trips and a token lookup) failed a connect under load.
+PATIENCE = 10
 
-async def connect(path: str = "/ws/", headers=None) -> WebsocketCommunicator:
-    ws = WebsocketCommunicator(application, path, headers=headers or [])
-    connected, _ = await ws.connect()
+
+class Socket(WebsocketCommunicator):
+    """A communicator whose ``disconnect`` waits ``PATIENCE`` for the consumer's cleanup."""
+
+    async def disconnect(self, code: int = 1000, timeout: float = PATIENCE) -> None:
+        await super().disconnect(code=code, timeout=timeout)
+
+
+async def connect(path: str = "/ws/", headers=None) -> Socket:
+    ws = Socket(application, path, headers=headers or [])
+    connected, _ = await ws.connect(timeout=PATIENCE)
     assert connected
     return ws
 
@@ -19,4 +31,4 @@ async def connect(path: str = "/ws/", headers=None) -> WebsocketCommunicator:
 async def ask(ws: WebsocketCommunicator, frame) -> dict:
     """Send ``frame`` (text as is, anything else as JSON) and return the next frame."""
     await ws.send_to(text_data=frame if isinstance(frame, str) else json.dumps(frame))
-    return json.loads(await ws.receive_from(timeout=5))
+    return json.loads(await ws.receive_from(timeout=PATIENCE))

@@ -6,13 +6,12 @@ import asyncio
 import json
 
 import pytest
-from channels.testing.websocket import WebsocketCommunicator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exchange.asgi import application
 from exchange.models import Bid, Market, Notification, Offer
 from tests.factories import pencils_market
+from tests.realtime.client import connect
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -89,9 +88,7 @@ def test_random_frames_get_answers_and_change_nothing(batch):
     before = (Offer.objects.count(), Bid.objects.count(), Notification.objects.count())
 
     async def scenario():
-        ws = WebsocketCommunicator(application, "/ws/")
-        connected, _ = await ws.connect()
-        assert connected
+        ws = await connect()
         replies = []
         for frame in batch:
             await ws.send_to(text_data=frame)

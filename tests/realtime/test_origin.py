@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from channels.testing.websocket import WebsocketCommunicator
 
 from exchange.asgi import application
 from exchange.realtime.origin import origin_allowed
+from tests.realtime.client import PATIENCE, Socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -60,8 +60,8 @@ def test_wildcard_trusted_origins_match_as_djangos_csrf_check_matches_them(setti
 
 def test_a_handshake_from_another_port_is_refused_and_one_without_origin_accepted():
     async def connect(headers) -> bool:
-        ws = WebsocketCommunicator(application, "/ws/", headers=headers)
-        connected, _ = await ws.connect()
+        ws = Socket(application, "/ws/", headers=headers)
+        connected, _ = await ws.connect(timeout=PATIENCE)
         await ws.disconnect()
         return connected
 
