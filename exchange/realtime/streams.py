@@ -191,21 +191,48 @@ def group_send_all(messages: list[tuple[str, dict]]) -> None:
         layer = sending_layer()
         batches = group_batches(messages)
         if len(batches) > 1 and isinstance(layer, RedisChannelLayer):
-            batches = await _listened(layer, batches)
-        results = await asyncio.gather(
-            *(layer.group_send(group, message) for group, message in batches.items()),
-            return_exceptions=True,
-        )
-        failed = [r for r in results if isinstance(r, BaseException)]
-        if failed:
-            raise failed[0]
+            kept = await _listened(layer, list(batches))
+            batches = {group: batches[group] for group in kept}
+        await _group_send_batches(layer, batches)
 
     if messages:
         run_sends(send)
 
 
-async def _listened(layer: RedisChannelLayer, batches: dict[str, dict]) -> dict[str, dict]:
-    """The ``batches`` whose group has a member, asked in one pipeline per Redis
+def group_send_made(makers: dict[str, Callable[[], list[dict]]]) -> None:
+    """``group_send_all`` for messages made only for the groups that have a member: each
+    group of ``makers`` with what makes its messages, called (on the sending loop) only when
+    the group has a member, or when it is the only group. The subscription engine pushes a
+    batch's notifications to the ``sub:<id>`` groups of every notified subscription, most
+    of which nobody follows; making all their messages first was a sixth of the engine's
+    CPU (py-spy on ``ops/benchmarks/engine_batch.py --fanout 500``)."""
+
+    async def send() -> None:
+        layer = sending_layer()
+        groups = list(makers)
+        if len(groups) > 1 and isinstance(layer, RedisChannelLayer):
+            groups = await _listened(layer, groups)
+        made = [(group, message) for group in groups for message in makers[group]()]
+        await _group_send_batches(layer, group_batches(made))
+
+    if makers:
+        run_sends(send)
+
+
+async def _group_send_batches(layer: Any, batches: dict[str, dict]) -> None:
+    """Each group its one channel message, side by side; the first failure raised once
+    the others are sent."""
+    results = await asyncio.gather(
+        *(layer.group_send(group, message) for group, message in batches.items()),
+        return_exceptions=True,
+    )
+    failed = [r for r in results if isinstance(r, BaseException)]
+    if failed:
+        raise failed[0]
+
+
+async def _listened(layer: RedisChannelLayer, groups: list[str]) -> list[str]:
+    """The ``groups`` that have a member, in order, asked in one pipeline per Redis
     connection. channels-redis's ``group_send`` reads a group's members in two round trips
     even when it has none, which most ``sub:<id>`` groups are (nobody follows the stream):
     the subscription engine's push of a batch's notifications, to 10,000 subscriptions'
@@ -213,18 +240,16 @@ async def _listened(layer: RedisChannelLayer, batches: dict[str, dict]) -> dict[
     member meanwhile misses the message as it would inside ``group_send``; the streams'
     resume reads the gap."""
     by_connection: dict[int, list[str]] = {}
-    for group in batches:
+    for group in groups:
         by_connection.setdefault(layer.consistent_hash(group), []).append(group)
-    kept: dict[str, dict] = {}
-    for index, groups in by_connection.items():
+    kept: set[str] = set()
+    for index, some in by_connection.items():
         pipe = layer.connection(index).pipeline(transaction=False)
-        for group in groups:
+        for group in some:
             pipe.zcard(layer._group_key(group))  # channels-redis's key of the group
         sizes = await pipe.execute()
-        kept.update(
-            (group, batches[group]) for group, size in zip(groups, sizes, strict=True) if size
-        )
-    return kept
+        kept.update(group for group, size in zip(some, sizes, strict=True) if size)
+    return [group for group in groups if group in kept]
 
 
 # A process's loop for channel-layer sends made outside the server (Celery's worker

@@ -100,7 +100,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from exchange.models import Subscription
-from exchange.realtime.streams import group_send_all
+from exchange.realtime.streams import group_for, group_send_made
 from exchange.redis_clients import redis_client
 from exchange.selectors.events import events_log_end
 from exchange.selectors.subscription_log import subscriptions_log_read, subscriptions_log_tail
@@ -112,6 +112,7 @@ from exchange.services.subscriptions import (
     _outputs,
     _state_load,
     evaluator_dump,
+    stream_name,
     subscription_rebuilt,
 )
 from exchange.subscription_engine.leases import (
@@ -712,7 +713,9 @@ class Engine:
         rows and the commit. A batch with nothing to write but its cursor is one trip.
         ``whole``: every subscription checkpointed (a clean stop), not a round's slice."""
         stored, books = self._checkpoints(whole)
-        messages: list[Any] = []
+        # each notified subscription's group, with what makes its messages (made only for
+        # a group someone follows: ``group_send_made``)
+        pushes: dict[str, Callable[[], list[dict]]] = {}
         gone: list[Followed] = []
         touched: dict[int, Followed] = {}
         candidates = (
@@ -784,10 +787,8 @@ class Engine:
                     )
                     ended = row.state == Subscription.State.DONE
                     if f.found or ended:
-                        notes_json = [
-                            notification_json(n, s, d) for n, (s, d) in enumerate(f.found, first)
-                        ]
-                        messages.extend(_messages(sub_id, notes_json, end=ended))
+                        group = group_for(stream_name(sub_id))
+                        pushes[group] = functools.partial(_pushed, sub_id, first, f.found, ended)
                     f.last_n = row.last_n
                     if row.state not in (ACTIVE, PAUSED) or row.cursor is not None:
                         rows.append(row)  # (its last_n again, if NOTIFIED_ROWS wrote it)
@@ -809,9 +810,9 @@ class Engine:
             self._drop(f)
         self._forget(lost)
         self.held = self.held - lost  # (a new set: the LeaseKeeper reads it)
-        if messages:
+        if pushes:
             try:
-                group_send_all(messages)
+                group_send_made(pushes)
             except Exception:  # the outbox holds them; a follower catches up
                 log.warning("pushing subscription notifications failed", exc_info=True)
 
@@ -892,6 +893,13 @@ class Engine:
                 row.evaluator = evaluator_dump(sub)
                 row.checkpoint_n = row.last_n - f.skip
         return row
+
+
+def _pushed(sub_id: int, first: int, found: list[tuple[int | None, Any]], end: bool) -> list[dict]:
+    """The ``sub:<id>`` messages of a commit's notifications of ``sub_id``, numbered from
+    ``first``, the last one with ``end``."""
+    notes = [notification_json(n, seq, data) for n, (seq, data) in enumerate(found, first)]
+    return [message for _, message in _messages(sub_id, notes, end=end)]
 
 
 def _lent(f: Followed) -> bool:

@@ -113,6 +113,44 @@ def test_group_send_all_skips_the_groups_nobody_follows(monkeypatch):
     assert sent == ["followed-a"]  # the 20 groups without a member cost one pipeline
 
 
+def test_group_send_made_makes_messages_only_for_the_groups_someone_follows():
+    layer = get_channel_layer()
+    made: list[str] = []
+
+    def maker(group: str, n: int):
+        def make() -> list[dict]:
+            made.append(group)
+            return [{"type": "stream.frame", "n": n}, {"type": "stream.frame", "n": n + 1}]
+
+        return make
+
+    async def join() -> str:
+        channel = await layer.new_channel()
+        await layer.group_add("followed-made", channel)
+        return channel
+
+    channel = asyncio.run(join())
+    makers = {f"nobody-made-{i}": maker(f"nobody-made-{i}", i) for i in range(20)}
+    makers["followed-made"] = maker("followed-made", 100)
+    streams.group_send_made(makers)
+
+    async def read() -> dict:
+        try:
+            return await asyncio.wait_for(layer.receive(channel), 10)
+        finally:
+            await layer.flush()
+
+    # Then only the followed group's messages were made, and they came as one batch in order
+    assert made == ["followed-made"]
+    assert asyncio.run(read()) == {
+        "type": streams.BATCH_TYPE,
+        "messages": [{"type": "stream.frame", "n": 100}, {"type": "stream.frame", "n": 101}],
+    }
+    # and a group alone is sent without asking (as group_send_all does)
+    streams.group_send_made({"nobody-alone": maker("nobody-alone", 7)})
+    assert made == ["followed-made", "nobody-alone"]
+
+
 def test_group_send_all_sends_the_other_groups_when_one_fails(monkeypatch):
     sent: list[tuple[str, int]] = []
 
