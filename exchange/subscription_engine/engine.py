@@ -149,8 +149,10 @@ LANE_KINDS = frozenset({Kind.COMPOSITE, Kind.PATTERN})
 # Seconds between reads of the partitions' rows when nothing said they changed.
 RESCAN_SECONDS = 5.0
 # Snapshots one batch of a checkpoint round writes, about (``Round``): at about 0.2 ms each
-# (15,000 in 2.8 s), a batch's checkpoint costs some 100 ms.
-CHECKPOINT_SLICE = 500
+# (15,000 in 2.8 s), some 20 ms a batch; a round of 15,000 an engine then spreads over 150
+# batches, 3 s at 50 events a second. (500 a batch is about 100 ms: at 30,000
+# subscriptions, on a loaded machine, the lag stayed at 20 to 100 events while a round ran.)
+CHECKPOINT_SLICE = 100
 # Rows one step reads into joiners (restoring each checkpoint): the rest join at the next
 # steps, so that a step stays well within a lease. Two processes taking 50,000 each at once
 # spent minutes in one step, past their 5 s leases, and took each other's partitions in
