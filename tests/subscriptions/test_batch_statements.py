@@ -12,7 +12,9 @@ savepoint), so a failure in the middle must roll back the batch alone."""
 
 from __future__ import annotations
 
+import functools
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -26,6 +28,7 @@ from exchange.services import subscriptions as service
 from exchange.services.subscriptions import subscription_create
 from exchange.subscription_engine import engine as engine_module
 from exchange.subscription_engine.engine import Engine
+from exchange.subscription_engine.leases import Beat, leases_upkeep
 from tests.conftest import live_engines_stop
 from tests.exchange.test_lock_order import idle_in_transaction, started, waits, watcher
 from tests.factories import UserFactory
@@ -254,3 +257,37 @@ def test_a_pause_committed_while_a_batch_waits_keeps_the_batch_and_resumes_after
         {"n": 2, "seq": 2, "data": {"price": "1.20"}},
     ]
     assert outbox(paused) == outbox(kept) == expected
+
+
+def test_an_upkeep_does_not_wait_for_another_processs_batch(watcher):
+    """Every batch updates its partitions' lease rows; an upkeep ensuring every partition
+    has a row waited for such a batch to end (an INSERT meeting a row being updated in the
+    unique index waits for the updater)."""
+    live_engines_stop()
+    upkeep = functools.partial(
+        leases_upkeep, held=set(), count=8, lease_seconds=600, log_end=0, beat=Beat(0, 0, 0)
+    )
+    upkeep(name="a")  # the rows exist, a holds them
+    release = threading.Event()
+
+    def batch_under_way():  # as a's commit holds its lease rows
+        with transaction.atomic():
+            SubscriptionPartition.objects.filter(partition=0).update(cursor=1)
+            release.wait(30)
+
+    holder = started(batch_under_way)
+    idle_in_transaction(watcher, holder)
+    # When b's upkeep runs meanwhile
+    other = started(lambda: upkeep(name="b"))
+    waited = False
+    while other.is_alive() and not waited:
+        row = watcher.execute(
+            "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [other.pid]
+        ).fetchone()
+        waited = row is not None and row[0] == "Lock"
+        time.sleep(0.01)
+    release.set()
+    holder.done()
+    # Then it ended without waiting for a's batch (it claims nothing: a's leases hold)
+    assert other.done() == (set(), set())
+    assert not waited
