@@ -840,10 +840,10 @@ class Engine:
         stored, books = self._round.take(self.checkpoint_slice)
         if not self._round.pieces:
             self._round = None
-        followed = self.followed
-        live_watches = [followed[cast(int, i)] for i in self.watches.subs if i in followed]
-        books |= {f.partition for f in live_watches if f.sub_id in stored}
-        stored |= {f.sub_id for f in live_watches if f.partition in books}
+        hub, count = self.watches, self.count  # (a subscription's partition: id % count)
+        books |= {sub_id % count for sub_id in stored if sub_id in hub}
+        if books:
+            stored |= {i for i in cast(dict[int, Any], hub.subs) if i % count in books}
         return stored, books
 
     def _round_new(self) -> Round:
