@@ -87,13 +87,7 @@ def new_page(browser, live_stack):
     contexts = []
     errors: list[str] = []
 
-    def make(*, width: int = 1280, height: int = 900):
-        context = browser.new_context(
-            base_url=live_stack.url, viewport={"width": width, "height": height}
-        )
-        context.set_default_timeout(WAIT_MS)
-        contexts.append(context)
-        page = context.new_page()
+    def watch(page):
         page.on("pageerror", lambda exc: errors.append(f"{page.url}: {exc}"))
         page.on(
             "console",
@@ -111,6 +105,20 @@ def new_page(browser, live_stack):
             )
         return page
 
+    def make(*, width: int = 1280, height: int = 900):
+        context = browser.new_context(
+            base_url=live_stack.url, viewport={"width": width, "height": height}
+        )
+        context.set_default_timeout(WAIT_MS)
+        contexts.append(context)
+        return watch(context.new_page())
+
+    def tab(page):
+        """Another page (a tab) in ``page``'s context: the same user, cookies and window
+        size, and its errors collected alike."""
+        return watch(page.context.new_page())
+
+    make.tab = tab
     make.errors = errors
     yield make
     for context in contexts:
