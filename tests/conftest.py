@@ -4,6 +4,7 @@ import contextlib
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
@@ -42,7 +43,19 @@ def live_stack(django_db_setup, django_db_blocker) -> LiveStack:
         yield stack
     finally:
         _session_stack = None
-        stack.stop()
+        stop_together(stack)
+
+
+def stop_together(stack: LiveStack) -> None:
+    """``stack.stop()``, every process at once: each is given its SIGTERM and up to 20 s
+    to exit (``Process.stop``), and one after the other those waits added up (about 6 s
+    at the end of a run, more on a loaded machine)."""
+    processes = list(stack.processes.values())
+    if processes:
+        with ThreadPoolExecutor(max_workers=len(processes)) as pool:
+            for stopped in [pool.submit(process.stop) for process in processes]:
+                stopped.result()
+    stack.processes.clear()
 
 
 def _engine_names(stack: LiveStack) -> list[str]:

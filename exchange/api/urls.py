@@ -1,7 +1,8 @@
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerView
 
 from . import events, imports, views
+from .schema_view import SchemaView
 from .subscriptions import (
     SubscriptionBacktest,
     SubscriptionCheck,
@@ -56,6 +57,6 @@ urlpatterns = [
     path("subscriptions/check/", SubscriptionCheck.as_view(), name="subscription-check"),
     path("subscriptions/<str:subscription_id>/", include(_subscription)),
     path("webhook-secret/", WebhookSecretView.as_view(), name="webhook-secret"),
-    path("schema/", SpectacularAPIView.as_view(api_version="v1"), name="schema"),
+    path("schema/", SchemaView.as_view(api_version="v1"), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
 ]

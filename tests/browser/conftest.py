@@ -8,7 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connection
+from django.test import Client
 from playwright.sync_api import expect, sync_playwright
 
 from tests.conftest import ARTIFACTS
@@ -87,13 +90,7 @@ def new_page(browser, live_stack):
     contexts = []
     errors: list[str] = []
 
-    def make(*, width: int = 1280, height: int = 900):
-        context = browser.new_context(
-            base_url=live_stack.url, viewport={"width": width, "height": height}
-        )
-        context.set_default_timeout(WAIT_MS)
-        contexts.append(context)
-        page = context.new_page()
+    def watch(page):
         page.on("pageerror", lambda exc: errors.append(f"{page.url}: {exc}"))
         page.on(
             "console",
@@ -111,6 +108,20 @@ def new_page(browser, live_stack):
             )
         return page
 
+    def make(*, width: int = 1280, height: int = 900):
+        context = browser.new_context(
+            base_url=live_stack.url, viewport={"width": width, "height": height}
+        )
+        context.set_default_timeout(WAIT_MS)
+        contexts.append(context)
+        return watch(context.new_page())
+
+    def tab(page):
+        """Another page (a tab) in ``page``'s context: the same user, cookies and window
+        size, and its errors collected alike."""
+        return watch(page.context.new_page())
+
+    make.tab = tab
     make.errors = errors
     yield make
     for context in contexts:
@@ -132,12 +143,29 @@ def off_loop(fn, /, *args, **kwargs):
         return pool.submit(call).result()
 
 
-def login(page, username: str, password: str = PASSWORD) -> None:
-    page.goto("/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(re.compile(r"^(?!.*/login/)"))
+def login(page, username: str, password: str = PASSWORD, *, form: bool = False) -> None:
+    """Log ``page``'s context in as ``username``; the page ends on the home page, where the
+    login form leads. With ``form``, through the login form, as a person does (the tests
+    that pass it drive the form; test_layout checks the page); otherwise with a session
+    made on the server, as the test client's ``force_login`` makes it, given to the
+    browser as its cookie: the form took a page load, two inputs and a redirect each time,
+    about a second on the shared machine, for each of some 50 logins in this directory."""
+    if form:
+        page.goto("/login/")
+        page.get_by_label("Username").fill(username)
+        page.get_by_label("Password").fill(password)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(re.compile(r"^(?!.*/login/)"))
+        return
+
+    def session_key() -> str:
+        client = Client()
+        client.force_login(get_user_model().objects.get(username=username))
+        return client.cookies[settings.SESSION_COOKIE_NAME].value
+
+    cookie = {"name": settings.SESSION_COOKIE_NAME, "value": off_loop(session_key)}
+    page.context.add_cookies([{**cookie, "domain": "127.0.0.1", "path": "/"}])
+    page.goto("/")
 
 
 def screenshot(page, name: str, *, docs: str | None = None, full_page: bool = True) -> Path:

@@ -203,18 +203,25 @@ def _visit(
     new_page: Any, world: World, width: int, axe: Path | None, fits: dict[str, int] | None = None
 ) -> dict[str, list[str]]:
     """Every page at ``width``: what each check found, by page; ``fits`` gets how many boxes
-    that must not scroll each page has."""
+    that must not scroll each page has. Each page is opened in a tab of its own (in its
+    user's context, logged in once), all of them before the first is checked: each must
+    reach network idle (500 ms without a request) before its checks, and waited for one
+    after the other those idle times added up to most of the test's time."""
     found: dict[str, list[str]] = {}
-    pages: dict[str | None, Any] = {}
+    logged_in: dict[str | None, Any] = {}
+    opened = []
     for user, path in _pages(world):
-        page = pages.get(user)
-        if page is None:
-            page = pages[user] = new_page(width=width, height=900)
-            if axe is not None:
-                page.add_init_script(path=str(axe))
+        if user not in logged_in:
+            page = logged_in[user] = new_page(width=width, height=900)
             if user is not None:
                 login(page, user)
+        else:
+            page = new_page.tab(logged_in[user])
+        if axe is not None:
+            page.add_init_script(path=str(axe))
         page.goto(path)
+        opened.append((user, path, page))
+    for user, path, page in opened:
         expect(page.locator("body")).to_be_visible()
         page.wait_for_load_state("networkidle")
         problems = page.evaluate(OVERFLOW_JS, CONTAINERS)

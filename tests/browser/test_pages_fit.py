@@ -304,16 +304,21 @@ def test_no_main_page_logs_a_console_error(new_page, world, width):
         (world.staff, "/staff/"),
     ]
     opened: dict[str | None, Any] = {}
+    tabs = []
     for user, path in pages:
         page = opened.get(user)
         if page is None:
             page = opened[user] = new_page(width=width, height=900)
             if user is not None:
                 login(page, user)
+        else:  # each page in a tab of its own, so that they settle together
+            page = new_page.tab(page)
 
         # When it loads and settles (the posting form's preview, live regions, charts)
         response = page.goto(path)
         assert response is not None and response.status == 200, path
+        tabs.append(page)
+    for page in tabs:
         page.wait_for_load_state("networkidle")
 
     # And a buyer fills in the bid form on the market page (its preview and award are

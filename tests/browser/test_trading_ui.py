@@ -162,7 +162,7 @@ def test_seller_and_two_buyers_trade_and_staff_close_in_the_admin(new_page, live
     # The first buyer bids from her own browser and becomes the best bidder
     alice = new_page()
     outage = Outage(alice.context)
-    login(alice, "alice")
+    login(alice, "alice", form=True)
     alice_bid = post_bid(alice, lot_from="2000", lot_to="5000", price="1.10")
     expect(alice.locator(f"#bid-{alice_bid}")).to_contain_text("you are best")
 
@@ -177,7 +177,7 @@ def test_seller_and_two_buyers_trade_and_staff_close_in_the_admin(new_page, live
     outage.begin()
     expect(alice.locator("#live-status")).to_have_attribute("data-state", "reconnecting")
     bob = new_page()
-    login(bob, "bob")
+    login(bob, "bob", form=True)
     bob_bid = post_bid(bob, lot_from="2000", lot_to="5000", price="1.20")
     expect(bob.locator(f"#bid-{bob_bid}")).to_contain_text("you are best")
     expect(best).to_have_text("1.20")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from decimal import Decimal
 
@@ -207,18 +208,32 @@ def test_two_matching_workers_give_what_one_gives_and_survive_kill_9_of_either(l
     # killed mid-cycle, in round 4 the other one's
     live_stack.processes.pop("matching").stop()
     workers = {0: "matching_p0", 1: "matching_p1"}
-    try:
-        for partition, name in workers.items():
-            live_stack.start_worker(
-                role="matching", concurrency=1, partitions=str(partition), name=name
-            )
-        two = History("two")
-        run(live_stack, two, {1: 0, 4: 1}, workers)
-    finally:
-        for name in workers.values():
-            if name in live_stack.processes:
-                live_stack.processes.pop(name).stop()
-        live_stack.start_worker(role="matching", concurrency=1)
+    # The two workers start side by side, and stop so: a worker's start (seconds of imports,
+    # then until it answers a ping) and its stop are mostly waiting.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        try:
+            for started in [
+                pool.submit(
+                    live_stack.start_worker,
+                    role="matching",
+                    concurrency=1,
+                    partitions=str(partition),
+                    name=name,
+                )
+                for partition, name in workers.items()
+            ]:
+                started.result()
+            two = History("two")
+            run(live_stack, two, {1: 0, 4: 1}, workers)
+        finally:
+            stopping = [
+                pool.submit(live_stack.processes.pop(name).stop)
+                for name in workers.values()
+                if name in live_stack.processes
+            ]
+            for stopped in stopping:
+                stopped.result()
+            live_stack.start_worker(role="matching", concurrency=1)
 
     assert len(one.table()) == MARKETS * 2
     assert any(bid is not None for bid, _, _ in one.table().values())

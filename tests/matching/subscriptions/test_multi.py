@@ -5,6 +5,7 @@ counts."""
 from __future__ import annotations
 
 import datetime as dt
+import string
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
@@ -161,22 +162,61 @@ FORM2 = [
 QUERIES = FORM1 + FORM3 + THRESHOLDS + THRESHOLDS + BOUNDS + FORM2
 
 
+# The strategies drawn from, built once: a strategy built inside a draw is built and
+# validated again at every draw (most of these examples' time went there), and the
+# choices each one makes are the same either way.
+MINUTES = st.integers(0, 6)
+SUBJECT = st.sampled_from(SUBJECTS)
+KIND = st.integers(0, 5)
+OFFER = st.integers(1, 3)
+PRICE = st.sampled_from(PRICES)
+ORDER = st.sampled_from(ORDERS)
+STREAM_LENGTH = st.integers(1, 24)
+ADDS = st.integers(0, 3)
+REMOVE = st.integers(0, 4)
+WINDOW = st.integers(0, 20)
+WITHIN = st.none() | WINDOW
+LITERAL = {
+    "p": PRICE,
+    "m": WINDOW,
+    "o": OFFER,
+    "s": SUBJECT,
+    "c": ORDER,
+    "r": ORDER,
+    "d": WINDOW,
+    "n": OFFER,
+    "q": st.sampled_from(["0", "0.05", "0.1"]),
+    "k": st.sampled_from(FACTORS),
+    "x": PRICE,
+    "y": PRICE,
+    "op": st.sampled_from(["=", "!=", "<", "<=", ">", ">="]),
+}
+# a run's parameters, drawn once for the run; the others once for each of its queries
+RUN_FIELDS = ("p", "m", "o", "s", "c", "r")
+QUERY_FIELDS = ("d", "n", "q", "k", "x", "y", "op")
+STATE_LIMIT = st.sampled_from([2, 5, 100_000])
+OUTPUTS_LIMIT = st.sampled_from([1, 2, OUTPUT_LIMIT])
+
+
+def template_fields(template: str) -> frozenset[str]:
+    """The names of the fields of ``template`` (``{p}``, ``{within}``...)."""
+    return frozenset(name for _, name, _, _ in string.Formatter().parse(template) if name)
+
+
 @st.composite
 def events(draw: st.DrawFn, n: int) -> list[dict[str, Any]]:
     out = []
     t = BASE
     for seq in range(1, n + 1):
-        t += dt.timedelta(minutes=draw(st.integers(0, 6)))
-        e: dict[str, Any] = {"seq": seq, "time": _stamp(t),
-                             "subject": draw(st.sampled_from(SUBJECTS))}  # fmt: skip
-        kind = draw(st.integers(0, 5))
+        t += dt.timedelta(minutes=draw(MINUTES))
+        e: dict[str, Any] = {"seq": seq, "time": _stamp(t), "subject": draw(SUBJECT)}
+        kind = draw(KIND)
         if kind <= 2:
-            e.update(type="trade", offer=draw(st.integers(1, 3)), trade=seq, quantity=1,
-                     price=draw(st.sampled_from(PRICES)))  # fmt: skip
+            e.update(type="trade", offer=draw(OFFER), trade=seq, quantity=1, price=draw(PRICE))
         elif kind <= 4:
-            e.update(type="best_offer", offer=draw(st.integers(1, 3)), matching_bids=1)
+            e.update(type="best_offer", offer=draw(OFFER), matching_bids=1)
             if kind == 3:
-                e["value"] = draw(st.sampled_from(PRICES))
+                e["value"] = draw(PRICE)
         else:
             e.update(type="offer_posted", offer=seq, version=1, ask="1.00", constraint="")
         out.append(e)
@@ -190,44 +230,34 @@ def scripts(
     """Events, and what happens before each: ``("add", id, query, history, limit,
     outputs)`` (its state and outputs limits) or
     ``("remove", id)``, the queries from the templates ``queries``, added in runs of one of
-    ``sizes`` that differ only in their ``WHERE`` or threshold parameters."""
-    stream = draw(events(draw(st.integers(1, 24))))
+    ``sizes`` that differ only in their ``WHERE`` or threshold parameters. Only the
+    parameters a template has are drawn (the others would change nothing)."""
+    template_of = st.sampled_from(queries)
+    size_of = st.sampled_from(sizes)
+    fields = {template: template_fields(template) for template in queries}
+    stream = draw(events(draw(STREAM_LENGTH)))
     steps: list[tuple[Any, ...]] = []
     held: list[int] = []
     next_id = 0
     for _ in stream:
-        for _ in range(draw(st.integers(0, 3))):
-            if held and draw(st.integers(0, 4)) == 0:
+        for _ in range(draw(ADDS)):
+            if held and draw(REMOVE) == 0:
                 steps.append(("remove", held.pop(draw(st.integers(0, len(held) - 1)))))
                 continue
-            template = draw(st.sampled_from(queries))
-            params = {
-                "p": draw(st.sampled_from(PRICES)),
-                "m": draw(st.integers(0, 20)),
-                "o": draw(st.integers(1, 3)),
-                "s": draw(st.sampled_from(SUBJECTS)),
-                "c": draw(st.sampled_from(ORDERS)),
-                "r": draw(st.sampled_from(ORDERS)),
-            }
+            template = draw(template_of)
+            used = fields[template]
+            params = {name: draw(LITERAL[name]) for name in RUN_FIELDS if name in used}
             # some patterns come in groups that differ only in WHERE (d, n, q) and WITHIN
             # (within), which the set runs by one shared automaton, or in a factor and
             # WITHIN (k, within), which it runs as one threshold group
-            for _ in range(draw(st.sampled_from(sizes))):
-                within = draw(st.none() | st.integers(0, 20))
-                query = template.format(
-                    **params,
-                    d=draw(st.integers(0, 20)),
-                    n=draw(st.integers(1, 3)),
-                    q=draw(st.sampled_from(["0", "0.05", "0.1"])),
-                    k=draw(st.sampled_from(FACTORS)),
-                    x=draw(st.sampled_from(PRICES)),
-                    y=draw(st.sampled_from(PRICES)),
-                    op=draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">="])),
-                    within="" if within is None else f" WITHIN {within}m",
-                )
-                steps.append(("add", next_id, query, draw(st.booleans()),
-                              draw(st.sampled_from([2, 5, 100_000])),
-                              draw(st.sampled_from([1, 2, OUTPUT_LIMIT]))))  # fmt: skip
+            for _ in range(draw(size_of)):
+                own = {name: draw(LITERAL[name]) for name in QUERY_FIELDS if name in used}
+                if "within" in used:
+                    within = draw(WITHIN)
+                    own["within"] = "" if within is None else f" WITHIN {within}m"
+                query = template.format(**params, **own)
+                steps.append(("add", next_id, query, draw(st.booleans()), draw(STATE_LIMIT),
+                              draw(OUTPUTS_LIMIT)))  # fmt: skip
                 held.append(next_id)
                 next_id += 1
         steps.append(("event",))

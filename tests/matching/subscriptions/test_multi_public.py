@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from matching.subscriptions import Subscription, event_from_dict, parse_query
 from matching.subscriptions.language.schema import PUBLIC_TYPES
-from matching.subscriptions.run.limits import OUTPUT_LIMIT, Limits
+from matching.subscriptions.run.limits import Limits
 from matching.subscriptions.run.multi import Failed, SubscriptionSet, public_only
 from matching.subscriptions.run.snapshot import snapshot_dump, snapshot_load
 from tests.matching.subscriptions import test_multi as multi_cases
@@ -81,16 +81,30 @@ def test_which_patterns_are_over_public_types_only() -> None:
     assert not public("SELECT price WHERE type = 'trade'")  # form 1: the index's
 
 
+# The strategies, built once (as test_multi's: ``multi_cases.LITERAL``)
+BIDS = st.integers(0, 2)
+BIDDER = st.sampled_from(OWNERS[:2])
+STEPS = st.integers(0, 4)
+CHANGE = st.integers(0, 3)
+WHAT = st.sampled_from(["delete", "pause", "resume", "restore"])
+TEMPLATES = PUBLIC + PUBLIC + PRIVATE
+TEMPLATE = st.sampled_from(TEMPLATES)
+FIELDS = {template: multi_cases.template_fields(template) for template in TEMPLATES}
+LITERAL = {**multi_cases.LITERAL, "k": st.sampled_from(["0.5", "1", "1.05", "1.1"])}
+RUN = st.sampled_from([1, 2, 4])
+OWNER = st.sampled_from(OWNERS)
+
+
 @st.composite
 def logs(draw: st.DrawFn, n: int) -> list[tuple[int | None, dict[str, Any]]]:
     """``(owner, event)``: ``test_multi``'s public events, some made bids of owner 1 or 2
     (a bid is its bidder's, the rest everyone's)."""
     out: list[tuple[int | None, dict[str, Any]]] = []
     for e in draw(multi_cases.events(n)):
-        if draw(st.integers(0, 2)) == 0:
+        if draw(BIDS) == 0:
             bid = {"type": "bid_placed", "bid": e["seq"], "version": 1, "constraint": ""}
-            bid["limit"] = draw(st.sampled_from(PRICES))
-            out.append((draw(st.sampled_from(OWNERS[:2])), {**e, **bid}))
+            bid["limit"] = draw(multi_cases.PRICE)
+            out.append((draw(BIDDER), {**e, **bid}))
         else:
             out.append((None, e))
     return out
@@ -102,34 +116,29 @@ def scripts(
 ) -> tuple[list[tuple[int | None, dict[str, Any]]], list[tuple[Any, ...]]]:
     """The log, and before each event what happens: ``("add", id, owner, query, limit,
     outputs, live)``, ``("delete", id)``, ``("pause", id)``, ``("resume", id)`` or
-    ``("restore", id)`` (out of the set, through a snapshot, and back in)."""
-    log = draw(logs(draw(st.integers(1, 24))))
+    ``("restore", id)`` (out of the set, through a snapshot, and back in). Only the
+    parameters a template has are drawn (the others would change nothing)."""
+    log = draw(logs(draw(multi_cases.STREAM_LENGTH)))
     steps: list[tuple[Any, ...]] = []
     ids: list[int] = []
     for _ in log:
-        for _ in range(draw(st.integers(0, 4))):
-            if ids and draw(st.integers(0, 3)) == 0:
-                what = draw(st.sampled_from(["delete", "pause", "resume", "restore"]))
+        for _ in range(draw(STEPS)):
+            if ids and draw(CHANGE) == 0:
+                what = draw(WHAT)
                 steps.append((what, draw(st.sampled_from(ids))))
                 continue
-            template = draw(st.sampled_from(PUBLIC + PUBLIC + PRIVATE))
-            params = {"s": draw(st.sampled_from(SUBJECTS)), "c": draw(st.sampled_from(ORDERS)),
-                      "r": draw(st.sampled_from(ORDERS))}  # fmt: skip
-            for _ in range(draw(st.sampled_from([1, 2, 4]))):  # runs that can share
-                within = draw(st.none() | st.integers(0, 20))
-                query = template.format(
-                    **params,
-                    k=draw(st.sampled_from(["0.5", "1", "1.05", "1.1"])),
-                    x=draw(st.sampled_from(PRICES)),
-                    y=draw(st.sampled_from(PRICES)),
-                    n=draw(st.integers(1, 3)),
-                    within="" if within is None else f" WITHIN {within}m",
-                )
+            template = draw(TEMPLATE)
+            used = FIELDS[template]
+            params = {name: draw(LITERAL[name]) for name in ("s", "c", "r") if name in used}
+            for _ in range(draw(RUN)):  # runs that can share
+                own = {name: draw(LITERAL[name]) for name in ("k", "x", "y", "n") if name in used}
+                if "within" in used:
+                    within = draw(multi_cases.WITHIN)
+                    own["within"] = "" if within is None else f" WITHIN {within}m"
+                query = template.format(**params, **own)
                 sub_id = len(ids)
-                steps.append(("add", sub_id, draw(st.sampled_from(OWNERS)), query,
-                              draw(st.sampled_from([2, 5, 100_000])),
-                              draw(st.sampled_from([1, 2, OUTPUT_LIMIT])),
-                              draw(st.integers(0, 3)) > 0))  # fmt: skip
+                steps.append(("add", sub_id, draw(OWNER), query, draw(multi_cases.STATE_LIMIT),
+                              draw(multi_cases.OUTPUTS_LIMIT), draw(CHANGE) > 0))  # fmt: skip
                 ids.append(sub_id)
         steps.append(("event",))
     return log, steps
