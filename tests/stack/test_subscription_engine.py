@@ -55,7 +55,19 @@ def wait_for(condition, what: str, stack: LiveStack) -> None:
             return
         time.sleep(0.5)
     logs = "\n".join(p.tail() for p in stack.processes.values())
-    raise AssertionError(f"{what} did not happen:\n{logs}")
+    rows = list(
+        SubscriptionPartition.objects.order_by("partition").values_list(
+            "partition", "owner", "cursor"
+        )
+    )
+    raise AssertionError(f"{what} did not happen (partitions {rows}):\n{logs}")
+
+
+def partitions():
+    """The rows of the partitions these engines share. Rows of more partitions may be left
+    by the session stack's engines (16 partitions) between the last test's flush and their
+    stop; engines sharing fewer ignore them (``leases``: ``partition < count``)."""
+    return SubscriptionPartition.objects.filter(partition__lt=PARTITIONS)
 
 
 def test_two_engines_and_a_kill_leave_every_outbox_equal_to_run_offline(engines):
@@ -65,7 +77,7 @@ def test_two_engines_and_a_kill_leave_every_outbox_equal_to_run_offline(engines)
     log.add(30)
     subs = register(users, rng, 60)
     first, second = engines.start_subscription_engines(2)
-    held = lambda: SubscriptionPartition.objects.exclude(owner="").count()  # noqa: E731 - read again at each wait, named for the asserts
+    held = lambda: partitions().exclude(owner="").count()  # noqa: E731 - read again at each wait, named for the asserts
     wait_for(lambda: held() == PARTITIONS, "the partitions being claimed", engines)
     for _ in range(4):
         log.add(10)
@@ -80,9 +92,8 @@ def test_two_engines_and_a_kill_leave_every_outbox_equal_to_run_offline(engines)
     end = events_log_end()
     wait_for(
         lambda: (
-            SubscriptionPartition.objects.filter(cursor__gte=end).count() == PARTITIONS
-            and set(SubscriptionPartition.objects.values_list("owner", flat=True))
-            == {f"engine1-{os.getpid()}"}
+            partitions().filter(cursor__gte=end).count() == PARTITIONS
+            and set(partitions().values_list("owner", flat=True)) == {f"engine1-{os.getpid()}"}
         ),
         "the survivor taking every partition and reaching the log's end",
         engines,
