@@ -249,6 +249,41 @@ def test_a_checkpoint_round_stores_a_slice_a_batch_and_a_successor_restores_ever
         assert outbox(sub) == expected, sub.query
 
 
+def test_without_a_wake_up_the_partitions_rows_are_read_one_a_step_in_turn(monkeypatch):
+    owner = UserFactory()
+    query = "SELECT price WHERE type = 'trade'"
+    subs = [subscription_create(owner=owner, query=query) for _ in range(PARTITIONS)]
+    live_engines_stop()
+    now = [0.0]
+    running = Engine(
+        "a",
+        partitions=PARTITIONS,
+        lease_seconds=600,
+        checkpoint_events=10**9,
+        checkpoint_seconds=10**9,
+        clock=lambda: now[0],
+    )
+    drain(running)
+    assert set(running.followed) == {s.pk for s in subs}
+    read: list[set[int] | None] = []
+    rescan = running._rescan
+    monkeypatch.setattr(running, "_rescan", lambda parts=None: read.append(parts) or rescan(parts))
+    # Given a subscription paused with no wake-up reaching the engine
+    paused = subs[3]
+    subscription_pause(owner=owner, subscription_id=paused.pk)
+    # When steps go by, each after an eighth of RESCAN_SECONDS
+    seen = []
+    for _ in range(PARTITIONS):
+        now[0] += engine_module.RESCAN_SECONDS / PARTITIONS
+        running.step()
+        seen.append(paused.pk in running.followed)
+    # Then each step read one partition's rows, in turn, and the pause was found at its turn
+    assert read == [{p} for p in range(PARTITIONS)]
+    turn = paused.pk % PARTITIONS
+    assert seen == [True] * turn + [False] * (PARTITIONS - turn)
+    assert set(running.followed) == {s.pk for s in subs} - {paused.pk}
+
+
 def test_pause_resume_and_delete():
     owner = UserFactory()
     paused = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
