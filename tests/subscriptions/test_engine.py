@@ -65,11 +65,13 @@ def no_wake_ups(monkeypatch):
 
 def make(name: str, **kwargs) -> Engine:
     """An engine whose clock stands still and whose leases last ten minutes: they move only
-    when the test says so (``upkeep``, ``expire``)."""
+    when the test says so (``upkeep``, ``expire``). Its rounds store a whole slice a batch
+    (``checkpoint_spread`` 0): a round cannot be paced by a clock that stands still."""
     live_engines_stop()
     kwargs.setdefault("lease_seconds", 600)
     kwargs.setdefault("checkpoint_events", 10**9)
     kwargs.setdefault("checkpoint_seconds", 10**9)
+    kwargs.setdefault("checkpoint_spread", 0)
     return Engine(name, partitions=PARTITIONS, clock=lambda: 0.0, **kwargs)
 
 
@@ -247,6 +249,44 @@ def test_a_checkpoint_round_stores_a_slice_a_batch_and_a_successor_restores_ever
     for sub in subs:
         expected = list(run_offline(parse_query(sub.query), logs[sub.owner_id], now=sub.now))
         assert outbox(sub) == expected, sub.query
+
+
+def test_a_round_is_paced_over_its_spread_a_part_of_a_slice_a_batch(monkeypatch):
+    owners = [UserFactory(), UserFactory()]  # (at most 100 each)
+    subs = [subscription_create(owner=owners[i % 2], query="SELECT price") for i in range(160)]
+    live_engines_stop()
+    now = [0.0]
+    running = Engine(
+        "a",
+        partitions=PARTITIONS,
+        lease_seconds=600,
+        checkpoint_events=10**9,
+        checkpoint_seconds=20,  # a round spreads over 10 s (ROUND_SPREAD, a half)
+        checkpoint_slice=30,
+        clock=lambda: now[0],
+    )
+    drain(running)
+    assert set(running.followed) == {s.pk for s in subs}
+    stored: list[list[int]] = []
+    write = engine_module._write
+
+    def counted(notes, rows):
+        stored.append([r.sub_id for r in rows if r.evaluator is not None])
+        return write(notes, rows)
+
+    monkeypatch.setattr(engine_module, "_write", counted)
+    # Given a round due, and then an event a second
+    now[0] = 20.0
+    for second in range(11):
+        append_at([trade("1.00")], timezone.now())
+        drain(running)
+        now[0] += 1.0 if second < 8 else 6.0
+    # Then its first batch stored one, the next ones 160 / 10 s a second (16), the one 6 s
+    # after its last at most the slice (30), the last what was left; each subscription once
+    sizes = [len(batch) for batch in stored if batch]
+    assert sizes == [1, 16, 16, 16, 16, 16, 16, 16, 16, 30, 1]
+    assert sorted(i for batch in stored for i in batch) == sorted(s.pk for s in subs)
+    assert running._round is None
 
 
 def test_without_a_wake_up_the_partitions_rows_are_read_one_a_step_in_turn(monkeypatch):
