@@ -386,6 +386,7 @@ class Engine:
         self._since_checkpoint = 0
         self._round: Round | None = None  # a checkpoint round under way
         self._cursor_due = False  # a claimed partition's cursor to write (``upkeep``)
+        self.dropped = 0  # subscriptions dropped since the start (``collector.EngineHeap``)
 
     # -- leases ------------------------------------------------------------------------
 
@@ -453,7 +454,8 @@ class Engine:
             self._drop(followed)
 
     def _drop(self, followed: Followed) -> None:
-        self.followed.pop(followed.sub_id, None)
+        if self.followed.pop(followed.sub_id, None) is not None:
+            self.dropped += 1
         self._joiners.pop(followed.sub_id, None)
         self._dirty.discard(followed.sub_id)
         if followed.sub_id in self.watches:

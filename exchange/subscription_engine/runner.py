@@ -2,7 +2,8 @@
 while the log holds more, then a wait for Redis's wake-up (``ENGINE_WAKE_CHANNEL``,
 published after each append and each change of a subscription) of at most ``POLL_SECONDS``:
 a lost message costs at most that much delay. While a step runs, a ``LeaseKeeper`` thread
-renews the process's leases (a step may last longer than a lease). SIGTERM or SIGINT ends it after the batch
+renews the process's leases (a step may last longer than a lease); after it, what it left
+alive is frozen out of the garbage collector's walks (``collector.EngineHeap``). SIGTERM or SIGINT ends it after the batch
 at hand, giving its partitions back."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from django.db import close_old_connections
 
+from exchange.collector import EngineHeap
 from exchange.redis_clients import redis_client
 from exchange.services.subscriptions import ENGINE_WAKE_CHANNEL, WAKE_SUBSCRIPTIONS
 from exchange.subscription_engine.engine import Engine
@@ -45,6 +47,7 @@ def engine_run(*, name: str | None = None) -> None:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     pubsub = None
+    heap = EngineHeap()  # what the step left alive, frozen (``collector.EngineHeap``)
     log.info("subscription engine %s started", engine.name)
     # renews the leases from a thread of its own while a step runs (``leases.py``)
     with LeaseKeeper(engine.renew, engine.lease_seconds / 3) as keeper:
@@ -55,6 +58,7 @@ def engine_run(*, name: str | None = None) -> None:
                     pubsub.subscribe(ENGINE_WAKE_CHANNEL)
                 with keeper.busy():
                     more = engine.step()
+                heap.settle(dropped=engine.dropped, followed=len(engine.followed))
                 _drain(pubsub, engine, timeout=0.0 if more else POLL_SECONDS)
             except Exception:  # the loop outlives a database or Redis away
                 log.warning("subscription engine %s: batch failed", engine.name, exc_info=True)

@@ -349,6 +349,7 @@ def test_pause_resume_and_delete():
         1,
     )
     assert paused.pk not in engine.followed and deleted.pk not in engine.followed
+    assert engine.dropped == 2  # each counted once (``collector.EngineHeap``)
     # When it is resumed, the events appended while it was paused come, each once
     append_at([trade("1.20")], DAY + dt.timedelta(minutes=2))
     drain(engine)
