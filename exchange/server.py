@@ -46,6 +46,7 @@ import time
 from typing import Any
 
 from exchange import socket_beats
+from exchange.collector import collector_settle
 from exchange.settings.web_tier import (
     SOCKET_WORKERS,
     WEB_WORKERS,
@@ -246,10 +247,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def config(args: argparse.Namespace, ws: Any) -> Any:
-    """The uvicorn configuration of a process, ``ws`` its WebSocket protocol."""
+    """The uvicorn configuration of a process, ``ws`` its WebSocket protocol, loaded: the
+    application imported (Django set up, its URLs and models), and what the process holds
+    then frozen out of the garbage collector's walks (``collector_settle``). Without it, a
+    full collection in an HTTP process under 50 bids/s walked everything the process had
+    imported: 270 and 600 ms, once in 30 s in each of the two (``gc.callbacks`` in the
+    processes of ``ops/bench_live.py``, a loaded machine), every request of the process
+    held meanwhile."""
     from uvicorn import Config  # the processes' import, not the supervisor's
 
-    return Config(
+    loaded = Config(
         APPLICATION,
         ws=ws,
         log_level=args.log_level,
@@ -257,6 +264,9 @@ def config(args: argparse.Namespace, ws: Any) -> Any:
         proxy_headers=args.proxy_headers,
         forwarded_allow_ips=args.forwarded_allow_ips or None,
     )
+    loaded.load()
+    collector_settle()
+    return loaded
 
 
 def serve(args: argparse.Namespace) -> None:

@@ -7,6 +7,7 @@ alive (``exchange/socket_beats.py``), read from real processes killed for real."
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import socket
@@ -20,6 +21,8 @@ from uvicorn import Config
 from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
 from uvicorn.server import ServerState
 
+from exchange import server
+from exchange.collector import THRESHOLDS
 from exchange.server import UNAVAILABLE, Handoff, handoff_class, parse_args
 from exchange.settings.web_tier import (
     SOCKET_HANDOVER_GRACE,
@@ -298,3 +301,17 @@ def test_the_server_says_so_and_exits_2_on_a_bad_grace(
     assert f"{SOCKET_HANDOVER_GRACE} must be a number of seconds above 0; not 'soon'" in (
         capsys.readouterr().err
     )
+
+
+def test_a_process_loads_the_application_then_freezes_what_it_holds():
+    thresholds = gc.get_threshold()
+    gc.unfreeze()
+    try:
+        kept = object.__new__(type("Kept", (), {}))  # a tracked object alive before the load
+        loaded = server.config(parse_args(["--port", "8000"]), "auto")
+        assert loaded.loaded and loaded.loaded_app is not None  # the application imported
+        assert gc.get_threshold() == THRESHOLDS
+        assert not any(o is kept for o in gc.get_objects())  # out of the collector's sight
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
