@@ -186,6 +186,9 @@ def test_hundreds_of_subscriptions_on_two_processes_get_what_the_offline_contrac
     assert len(c.held) == len(b.held) == PARTITIONS // 2
     log.add(25)
     drain(b, c)
+    for e in (b, c):  # what each follows, by partition as by id
+        assert {f.sub_id: f for f in e._in(e.held)} == e.followed
+        assert {f.partition for f in e.followed.values()} <= e.held
 
     # Then every outbox is what the offline contract gives on its owner's log
     logs = {user.pk: owner_log(user) for user in users}
