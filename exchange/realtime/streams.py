@@ -8,6 +8,7 @@ each stream maps to a group name here; ``me`` maps to the user's own group.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import os
 import threading
@@ -187,16 +188,10 @@ def group_send_all(messages: list[tuple[str, dict]]) -> None:
     stream's frames, a user's wake-ups), so the groups need not wait for each other. A
     failure is raised once the other groups are sent."""
 
-    async def send() -> None:
-        layer = sending_layer()
-        batches = group_batches(messages)
-        if len(batches) > 1 and isinstance(layer, RedisChannelLayer):
-            kept = await _listened(layer, list(batches))
-            batches = {group: batches[group] for group in kept}
-        await _group_send_batches(layer, batches)
-
-    if messages:
-        run_sends(send)
+    by_group: dict[str, list[dict]] = {}
+    for group, message in messages:
+        by_group.setdefault(group, []).append(message)
+    group_send_made({group: functools.partial(list, made) for group, made in by_group.items()})
 
 
 def group_send_made(makers: dict[str, Callable[[], list[dict]]]) -> None:
