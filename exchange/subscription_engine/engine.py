@@ -615,10 +615,18 @@ class Engine:
         joiner's outputs, an end, a pause, a checkpoint due): an idle process writes
         nothing."""
         return (
-            self._since_checkpoint >= self.checkpoint_events
+            self._round_due(timed=False)
             or self._round is not None
             or bool(self._dirty)
             or self._cursor_due
+        )
+
+    def _round_due(self, *, timed: bool) -> bool:
+        """Whether a checkpoint round is due: ``checkpoint_events`` events since the last,
+        or with ``timed`` also ``checkpoint_seconds`` (at a commit made anyway: an idle
+        process does not commit for the time alone)."""
+        return self._since_checkpoint >= self.checkpoint_events or (
+            timed and self.clock() - self._checkpointed >= self.checkpoint_seconds
         )
 
     def _catch_up(self, start: int) -> bool:
@@ -884,10 +892,7 @@ class Engine:
         if whole:
             self._round = None
             return set(self.followed), set(self.held)
-        if self._round is None and (
-            self._since_checkpoint >= self.checkpoint_events
-            or self.clock() - self._checkpointed >= self.checkpoint_seconds
-        ):
+        if self._round is None and self._round_due(timed=True):
             self._round = self._round_new()
             self._since_checkpoint = 0
             self._checkpointed = self.clock()
