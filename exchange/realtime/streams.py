@@ -226,24 +226,35 @@ async def _group_send_batches(layer: Any, batches: dict[str, dict]) -> None:
         raise failed[0]
 
 
+# Each key's members counted in one command: KEYS the groups' keys, the answer their sizes.
+GROUP_SIZES = (
+    "local n = {} for i, key in ipairs(KEYS) do n[i] = redis.call('ZCARD', key) end return n"
+)
+# Keys one such command takes at most.
+GROUP_SIZES_KEYS = 5000
+
+
 async def _listened(layer: RedisChannelLayer, groups: list[str]) -> list[str]:
-    """The ``groups`` that have a member, in order, asked in one pipeline per Redis
-    connection. channels-redis's ``group_send`` reads a group's members in two round trips
-    even when it has none, which most ``sub:<id>`` groups are (nobody follows the stream):
-    the subscription engine's push of a batch's notifications, to 10,000 subscriptions'
-    groups, spent more time there than evaluating (py-spy, issue 35). A group that gains a
-    member meanwhile misses the message as it would inside ``group_send``; the streams'
-    resume reads the gap."""
+    """The ``groups`` that have a member, in order, asked in one command per Redis
+    connection (``GROUP_SIZES``, a script). channels-redis's ``group_send`` reads a group's
+    members in two round trips even when it has none, which most ``sub:<id>`` groups are
+    (nobody follows the stream): the subscription engine's push of a batch's notifications,
+    to 10,000 subscriptions' groups, spent more time there than evaluating (py-spy, issue
+    35). A pipeline of one ``ZCARD`` a group cost 6.4 us of the sender's CPU a group, the
+    script 2.3 (500 groups asked 100 times, each way: 3.2 against 1.15 ms a time).
+    A group that gains a member meanwhile misses the message as it would inside
+    ``group_send``; the streams' resume reads the gap."""
     by_connection: dict[int, list[str]] = {}
     for group in groups:
         by_connection.setdefault(layer.consistent_hash(group), []).append(group)
     kept: set[str] = set()
     for index, some in by_connection.items():
-        pipe = layer.connection(index).pipeline(transaction=False)
-        for group in some:
-            pipe.zcard(layer._group_key(group))  # channels-redis's key of the group
-        sizes = await pipe.execute()
-        kept.update(group for group, size in zip(some, sizes, strict=True) if size)
+        connection = layer.connection(index)
+        for start in range(0, len(some), GROUP_SIZES_KEYS):
+            part = some[start : start + GROUP_SIZES_KEYS]
+            keys = [layer._group_key(group) for group in part]  # channels-redis's keys
+            sizes = await connection.eval(GROUP_SIZES, len(keys), *keys)
+            kept.update(group for group, size in zip(part, sizes, strict=True) if size)
     return [group for group in groups if group in kept]
 
 

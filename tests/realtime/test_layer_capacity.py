@@ -91,26 +91,32 @@ def test_group_send_all_skips_the_groups_nobody_follows(monkeypatch):
         sent.append(group)
         await original(self, group, message)
 
-    async def join() -> str:
-        channel = await layer.new_channel()
-        await layer.group_add("followed-a", channel)
-        return channel
+    async def join() -> list[str]:
+        channels = [await layer.new_channel(), await layer.new_channel()]
+        await layer.group_add("followed-a", channels[0])
+        await layer.group_add("followed-b", channels[1])
+        return channels
 
-    channel = asyncio.run(join())
+    channels = asyncio.run(join())
     monkeypatch.setattr(RedisChannelLayer, "group_send", recording)
+    monkeypatch.setattr(streams, "GROUP_SIZES_KEYS", 3)  # the sizes asked three groups a time
     group_send_all(
-        [(f"nobody-{i}", {"type": "stream.frame", "n": i}) for i in range(20)]
+        [("followed-b", {"type": "stream.frame", "n": 200})]
+        + [(f"nobody-{i}", {"type": "stream.frame", "n": i}) for i in range(20)]
         + [("followed-a", {"type": "stream.frame", "n": 100})]
     )
 
-    async def read() -> dict:
+    async def read() -> list[dict]:
         try:
-            return await asyncio.wait_for(layer.receive(channel), 10)
+            return [await asyncio.wait_for(layer.receive(c), 10) for c in channels]
         finally:
             await layer.flush()
 
-    assert asyncio.run(read()) == {"type": "stream.frame", "n": 100}
-    assert sent == ["followed-a"]  # the 20 groups without a member cost one pipeline
+    assert asyncio.run(read()) == [
+        {"type": "stream.frame", "n": 100},
+        {"type": "stream.frame", "n": 200},
+    ]
+    assert sent == ["followed-b", "followed-a"]  # in order; the 20 without a member not sent
 
 
 def test_group_send_made_makes_messages_only_for_the_groups_someone_follows():
