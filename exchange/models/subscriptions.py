@@ -92,8 +92,11 @@ class SubscriptionNotification(models.Model):
     ``seq`` is the event that caused it (None only for a watch's first answer when it had
     no history, SPEC 8.3's fine points)."""
 
+    # No index of its own: ``subscription_n_once`` starts with it and serves every lookup by
+    # subscription (the outbox, the cascade); one index less to write for each of the
+    # thousands of notifications a second the engine inserts (issue 35).
     subscription = models.ForeignKey(
-        Subscription, on_delete=models.CASCADE, related_name="notifications"
+        Subscription, on_delete=models.CASCADE, related_name="notifications", db_index=False
     )
     n = models.IntegerField()
     seq = models.BigIntegerField(null=True)
