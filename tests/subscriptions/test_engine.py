@@ -75,6 +75,15 @@ def make(name: str, **kwargs) -> Engine:
     return Engine(name, partitions=PARTITIONS, clock=lambda: 0.0, **kwargs)
 
 
+def clocked(now: list[float], **kwargs) -> Engine:
+    """An engine "a" whose clock reads ``now[0]`` (the test moves it), its leases ten
+    minutes long and no checkpoint due unless the test says."""
+    live_engines_stop()
+    kwargs.setdefault("checkpoint_events", 10**9)
+    kwargs.setdefault("checkpoint_seconds", 10**9)
+    return Engine("a", partitions=PARTITIONS, lease_seconds=600, clock=lambda: now[0], **kwargs)
+
+
 def drain(*engines: Engine) -> None:
     while any([e.step() for e in engines]):
         pass
@@ -257,17 +266,9 @@ def test_a_checkpoint_round_stores_a_slice_a_batch_and_a_successor_restores_ever
 def test_a_round_is_paced_over_its_spread_a_part_of_a_slice_a_batch(monkeypatch):
     owners = [UserFactory(), UserFactory()]  # (at most 100 each)
     subs = [subscription_create(owner=owners[i % 2], query="SELECT price") for i in range(160)]
-    live_engines_stop()
     now = [0.0]
-    running = Engine(
-        "a",
-        partitions=PARTITIONS,
-        lease_seconds=600,
-        checkpoint_events=10**9,
-        checkpoint_seconds=20,  # a round spreads over 10 s (ROUND_SPREAD, a half)
-        checkpoint_slice=30,
-        clock=lambda: now[0],
-    )
+    # a round spreads over 10 s (ROUND_SPREAD, a half)
+    running = clocked(now, checkpoint_seconds=20, checkpoint_slice=30)
     drain(running)
     assert set(running.followed) == {s.pk for s in subs}
     stored: list[list[int]] = []
@@ -296,16 +297,8 @@ def test_without_a_wake_up_the_partitions_rows_are_read_one_a_step_in_turn(monke
     owner = UserFactory()
     query = "SELECT price WHERE type = 'trade'"
     subs = [subscription_create(owner=owner, query=query) for _ in range(PARTITIONS)]
-    live_engines_stop()
     now = [0.0]
-    running = Engine(
-        "a",
-        partitions=PARTITIONS,
-        lease_seconds=600,
-        checkpoint_events=10**9,
-        checkpoint_seconds=10**9,
-        clock=lambda: now[0],
-    )
+    running = clocked(now)
     drain(running)
     assert set(running.followed) == {s.pk for s in subs}
     read: list[set[int] | None] = []
