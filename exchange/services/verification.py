@@ -62,15 +62,14 @@ def best_offers_verify(*, strategy: str | None = None) -> Verification:
             Bid.objects.filter(state=Bid.State.ACTIVE, set_aside_at=None).select_related("market")
         )
         name = strategy or engine.strategy()
+        # The scratch store is not dropped: the rollback at the end (or an exception's)
+        # undoes its creation, and a DROP SCHEMA before it was a tenth of a call's time.
         scratch = engine.scratch_store(name, f"verify_{os.getpid()}_{uuid.uuid4().hex[:8]}")
-        try:
-            # An order the engine cannot use is one the next cycle sets aside: left out here too.
-            scratch.add_publications(candidates_of(offers)[0])
-            scratch.add_subscriptions(candidates_of(bids)[0])
-            scratch.analyze()
-            quads = scratch.match_disjuncts("all")
-        finally:
-            scratch.drop()
+        # An order the engine cannot use is one the next cycle sets aside: left out here too.
+        scratch.add_publications(candidates_of(offers)[0])
+        scratch.add_subscriptions(candidates_of(bids)[0])
+        scratch.analyze()
+        quads = scratch.match_disjuncts("all")
         matches = {(m.offer_id, m.bid_id): m.value for m in engine.pair_values(quads)}
         stored = {
             (offer_id, bid_id): value
