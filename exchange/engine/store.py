@@ -29,9 +29,10 @@ def store(name: str | None = None) -> ConstraintStore:
     return open_store(connection.connection, strategy=name or strategy(), namespace=namespace(name))
 
 
-def scratch_store(name: str, scratch_namespace: str) -> ConstraintStore:
-    """A fresh, empty store of strategy ``name`` in its own namespace (drop it when done)."""
+def scratch_store(name: str, scratch_namespace: str, *, indexes: bool = True) -> ConstraintStore:
+    """A fresh, empty store of strategy ``name`` in its own namespace (drop it when done);
+    without ``indexes``, its secondary indexes wait for ``create_indexes()``."""
     connection.ensure_connection()
     scratch = open_store(connection.connection, strategy=name, namespace=scratch_namespace)
-    scratch.create()
+    scratch.create(indexes=indexes)
     return scratch

@@ -253,8 +253,11 @@ CELERY_TASK_ROUTES = {"exchange.matching_cycle": {"queue": f"{MATCHING_QUEUE}.0"
 # A live subscription whose first unread event is older than this many seconds is lagging:
 # the staff dashboard lists it and its ``sub:<id>`` stream is told (issue 39).
 SUBSCRIPTION_LAG_SECONDS = float(env("SUBSCRIPTION_LAG_SECONDS", "5"))
+# How often beat's sweep looks for what a crash left behind (exchange/tasks.py: the changes
+# and notifications waiting longer than its SWEEP_AGE, 5 s, whatever this says).
+SWEEP_SECONDS = float(env("SWEEP_SECONDS", "5"))
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
-    "sweep": {"task": "exchange.sweep", "schedule": 5.0},
+    "sweep": {"task": "exchange.sweep", "schedule": SWEEP_SECONDS},
     "close-due-offers": {"task": "exchange.close_due_offers", "schedule": 10.0},
     # The day before's market analytics (SPEC 7), after the day's last matching cycles.
     "spark-analytics": {"task": "exchange.spark_analytics", "schedule": crontab(minute=30, hour=0)},

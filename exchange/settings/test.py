@@ -12,6 +12,10 @@ os.environ.setdefault("REDIS_URL", ports.TEST_REDIS_URL)
 # in many times across a run is never refused; tests of the throttles set their own rates.
 for _scope in ("ANON", "AUTH", "LOGIN_CLIENT", "LOGIN_ACCOUNT", "CHECK"):
     os.environ.setdefault(f"THROTTLE_{_scope}", "100000/min")
+# The sweep looks every second rather than every 5 s: the tests of a killed worker or an
+# outage waited up to a whole period after a change became old enough to be swept (its age
+# threshold, 5 s, stays: a younger change or notification is still on its way).
+os.environ.setdefault("SWEEP_SECONDS", "1")
 
 from .base import *  # noqa: E402,F403 - base's settings, read after the variables above
 from .base import CACHES, CHANNEL_LAYERS, DATABASES, env  # noqa: E402 - the ones amended below

@@ -67,8 +67,13 @@ class ConstraintStore(ABC):
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    def create(self) -> None:
-        """Create what the store needs (a no-op where there is nothing to create)."""
+    def create(self, *, indexes: bool = True) -> None:
+        """Create what the store needs (a no-op where there is nothing to create); without
+        ``indexes``, its secondary indexes wait for ``create_indexes``."""
+        return None
+
+    def create_indexes(self) -> None:
+        """Build the secondary indexes that ``create(indexes=False)`` left out."""
         return None
 
     def drop(self) -> None:

@@ -4,7 +4,7 @@ and the Spark batch matcher on the same workloads and batches.
     ops/bench                 the full run (100,000 and 1,000,000 subscriptions), writes
                               docs/benchmarks.md and docs/img/bench-*.png
     ops/bench --quick --out DIR    a smoke run at tiny sizes, report and plots into DIR
-    ops/bench --from-json FILE [--out DIR]    re-render a report from a previous run
+    ops/bench --from-json FILE [--out DIR] [--no-plots]    re-render a report from a previous run
     ops/bench index [--quick] [--out DIR]    the matching-index benchmark alone
                               (ops/benchmarks/index.py), its section put into DIR's report
     ops/bench history [--quick] [--out DIR]    the historic-read benchmark alone
@@ -195,6 +195,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="minutes after which experiments not yet started are skipped (default: none)",
     )
     ap.add_argument("--from-json", type=Path, help="only render the report of a previous run")
+    ap.add_argument(
+        "--no-plots",
+        dest="plots",
+        action="store_false",
+        help="write the report's text only, not its PNGs (drawing them takes seconds)",
+    )
     ap.add_argument(
         "--no-spark",
         dest="spark",
@@ -589,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
         raw.parent.mkdir(parents=True, exist_ok=True)
         raw.write_text(json.dumps(results, indent=1) + "\n")
         print(f"raw results: {raw}")
-    report = write_report(results, out)
+    report = write_report(results, out, plots=args.plots)
     print(f"report: {report}")
     ok = results["identical"]
     print(f"identical pairs: {'yes' if ok else 'NO'}")

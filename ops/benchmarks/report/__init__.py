@@ -47,13 +47,15 @@ def render(results: dict[str, Any]) -> str:
     return doc.text()
 
 
-def write_report(results: dict[str, Any], out: Path) -> Path:
-    plot_all(results, out / "img")
-    sweep = sweep_results(results)
-    if sweep:
-        live_sweep_plot(sweep, out / SWEEP_PLOT)
-    plot_index(results, out / "img" / "bench-index.png")
-    plot_patterns(results, out / PATTERNS_PLOT)
+def write_report(results: dict[str, Any], out: Path, *, plots: bool = True) -> Path:
+    """``out/benchmarks.md``, and with ``plots`` the PNGs it shows (under ``out``)."""
+    if plots:
+        plot_all(results, out / "img")
+        sweep = sweep_results(results)
+        if sweep:
+            live_sweep_plot(sweep, out / SWEEP_PLOT)
+        plot_index(results, out / "img" / "bench-index.png")
+        plot_patterns(results, out / PATTERNS_PLOT)
     path = out / "benchmarks.md"
     path.write_text(render(results))
     return path
