@@ -153,10 +153,10 @@ LANE_KINDS = frozenset({Kind.COMPOSITE, Kind.PATTERN})
 # 140-200 ms every 5 s for one process holding 30,000 subscriptions (its steps timed over
 # ``ops/benchmarks/alerts.py``'s database), a stall of every event behind it.
 RESCAN_SECONDS = 5.0
-# Snapshots one batch of a checkpoint round writes, about (``Round``): at about 0.2 ms each
-# (15,000 in 2.8 s), some 20 ms a batch; a round of 15,000 an engine then spreads over 150
-# batches, 3 s at 50 events a second. (500 a batch is about 100 ms: at 30,000
-# subscriptions, on a loaded machine, the lag stayed at 20 to 100 events while a round ran.)
+# Snapshots one batch of a checkpoint round writes at most (``Round``; ``ROUND_SPREAD``
+# paces it below that): at about 0.2 ms each (15,000 in 2.8 s), some 20 ms a batch. (500 a
+# batch is about 100 ms: at 30,000 subscriptions, on a loaded machine, the lag stayed at
+# 20 to 100 events while a round ran.)
 CHECKPOINT_SLICE = 100
 # The part of ``SUBSCRIPTION_ENGINE_CHECKPOINT_SECONDS`` a round spreads over (``Engine.
 # _round_pace``): half, so that a round is over well before the next is due. A slice of 100
