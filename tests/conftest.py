@@ -4,6 +4,7 @@ import contextlib
 import os
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -159,15 +160,22 @@ FLUSH_ATTEMPTS = 5
 
 def flush_retrying(connection, statements: list[str]) -> int:
     """Run the flush's statements (one ``TRUNCATE`` of every table), again if PostgreSQL
-    aborts it to break a deadlock; returns the attempts it took. The session stack's matching
-    workers and subscription engines keep running between tests, and the ``TRUNCATE`` takes
-    its tables' locks one by one: a batch holding one table's rows while it waits for another
-    can close a cycle with it. The aborted ``TRUNCATE`` changed nothing, and the batch that
-    won commits or rolls back in milliseconds, so the next attempt finds the way clear. A
-    flush that fails otherwise, or every time, raises as before."""
+    aborts it to break a deadlock; returns the attempts it took (``deadlocks_retried``)."""
+    return deadlocks_retried(lambda: connection.ops.execute_sql_flush(statements))
+
+
+def deadlocks_retried(empty: Callable[[], object]) -> int:
+    """Run ``empty`` (a transaction of ``TRUNCATE``s), again if PostgreSQL aborts it to break
+    a deadlock; returns the attempts it took. The session stack's matching workers and
+    subscription engines keep running between tests, and a ``TRUNCATE`` takes its tables'
+    locks one by one: a batch or a cycle holding one table's rows while it waits for another
+    can close a cycle with it (Django's flush; the engine stores' emptying, which failed a
+    gate so, ``tests/stack/conftest.py``). The aborted transaction changed nothing, and the
+    batch that won commits or rolls back in milliseconds, so the next attempt finds the way
+    clear. One that fails otherwise, or every time, raises as before."""
     for attempt in range(1, FLUSH_ATTEMPTS + 1):
         try:
-            connection.ops.execute_sql_flush(statements)
+            empty()
             return attempt
         except OperationalError as error:
             if attempt == FLUSH_ATTEMPTS or not isinstance(

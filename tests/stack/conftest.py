@@ -2,7 +2,7 @@ import pytest
 from django.db import connection, transaction
 
 from exchange import engine
-from tests.conftest import hold_flush_guard
+from tests.conftest import deadlocks_retried, hold_flush_guard
 
 # Each engine store's relations (their oids) as ``clean_engine`` last created them. While a
 # store still has exactly these, emptying it is one TRUNCATE of its tables (identities
@@ -34,7 +34,12 @@ def _truncate(namespace: str) -> None:
 
 
 def engine_stores_empty() -> None:
-    """Every engine store empty, as a store's ``create`` leaves it."""
+    """Every engine store empty, as a store's ``create`` leaves it; again if a deadlock with
+    the session stack's matching worker aborted it (``deadlocks_retried``)."""
+    deadlocks_retried(_engine_stores_emptied)
+
+
+def _engine_stores_emptied() -> None:
     with transaction.atomic():
         for name in engine.STRATEGIES:
             namespace = engine.namespace(name)
