@@ -920,20 +920,19 @@ class Engine:
         return max(1, min(self.checkpoint_slice, due))
 
     def _round_new(self) -> Round:
-        """A checkpoint round over what the process follows now (``Round``)."""
-        watches: dict[int, list[int]] = {p: [] for p in self.held}
-        others: dict[int, list[int]] = {p: [] for p in self.held}
-        for f in self.followed.values():
-            if f.partition in self.held:
-                live_watch = f.live and f.sub_id in self.watches
-                (watches if live_watch else others)[f.partition].append(f.sub_id)
+        """A checkpoint round over what the process follows now (``Round``): each held
+        partition's other subscriptions as one piece (``take`` cuts it as batches have
+        room), then its live watches with its book."""
         pieces: list[tuple[int, list[int], bool]] = []
-        size = self.checkpoint_slice
         for p in sorted(self.held):
-            rest = sorted(others[p])
-            pieces.extend((p, rest[i : i + size], False) for i in range(0, len(rest), size))
+            watches: list[int] = []
+            others: list[int] = []
+            for f in self._partitions.get(p, {}).values():
+                (watches if f.live and f.sub_id in self.watches else others).append(f.sub_id)
+            if others:
+                pieces.append((p, sorted(others), False))
             # last: the partition's row then says when its round ended (its checkpoint age)
-            pieces.append((p, sorted(watches[p]), True))
+            pieces.append((p, sorted(watches), True))
         return Round(deque(pieces), sum(len(p[1]) for p in pieces), self.clock())
 
     def _row(self, f: Followed, state: str, last_n: int, upto: int, checkpoint: bool) -> Row:
