@@ -7,7 +7,7 @@ SPEC 8.3 form 1 queries into it, with a residual check for the conjuncts the tre
 hold.
 """
 
-from .form1 import Split, add_query, split_conditions
+from .form1 import Split, add_query, narrow, split_conditions
 from .tree import Entry, IndexEntryError, MatchingIndex, choose_order
 
 __all__ = [
@@ -17,5 +17,6 @@ __all__ = [
     "Split",
     "add_query",
     "choose_order",
+    "narrow",
     "split_conditions",
 ]

@@ -84,8 +84,27 @@ FOLLOWED = 40
 # Registrations timed for SPEC 9's bar.
 REGISTER_BAR = 10_000
 # With BENCH_PROFILE=DIR, py-spy records each engine process while the trades are appended
-# (DIR/engine<i>-<size>.txt, collapsed stacks).
+# (DIR/engine<i>-<size>.txt, collapsed stacks), or with --bid-path while the second load
+# runs (DIR/engine<i>-bid-path.txt).
 PROFILE = os.environ.get("BENCH_PROFILE", "")
+
+
+def _spies(engines: list[Any], seconds: float, tag: str) -> list[subprocess.Popen[bytes]]:
+    """With ``BENCH_PROFILE``, a py-spy recording each engine for ``seconds``
+    (``DIR/engine<i>-<tag>.txt``); else none."""
+    if not PROFILE:
+        return []
+    Path(PROFILE).mkdir(parents=True, exist_ok=True)
+    return [
+        subprocess.Popen(
+            [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw"]
+            + ["-r", "50", "-d", str(int(seconds))]
+            + ["-o", f"{PROFILE}/engine{i}-{tag}.txt", "--pid", str(e.pid)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for i, e in enumerate(engines)
+    ]
 
 
 def _rss_kb(pid: int) -> int:
@@ -366,19 +385,7 @@ def run(
         followed = _followed(owners[0])
         socket = follow(stack.ws_url, token, followed, frames)
         sampler.start()
-        spies = []
-        if PROFILE:
-            Path(PROFILE).mkdir(parents=True, exist_ok=True)
-            spies = [
-                subprocess.Popen(
-                    [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw"]
-                    + ["-r", "50", "-d", str(int(seconds))]
-                    + ["-o", f"{PROFILE}/engine{i}-{subscriptions}.txt", "--pid", str(e.pid)],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-                for i, e in enumerate(engines)
-            ]
+        spies = _spies(engines, seconds, str(subscriptions))
         cpu = [_cpu_s(e.pid) for e in engines]
         head, n = produce(rng, rate, seconds)
         ended = time.monotonic()
@@ -542,7 +549,10 @@ def bid_path_run(options: dict[str, Any]) -> dict[str, Any]:
         sampler.start()
         cpu = [_cpu_s(e.pid) for e in engines]
         head = log_head()
+        spies = _spies(engines, o["seconds"], "bid-path")
         with_subscriptions = drive()
+        for spy in spies:
+            spy.wait(30)
         cpu = [_cpu_s(e.pid) - before for e, before in zip(engines, cpu, strict=True)]
         ended = time.monotonic()
         _drain(head, followed, frames, 60)

@@ -98,8 +98,8 @@ from functools import partial
 from operator import attrgetter
 from typing import Any
 
-from matching import Interval, Type
-from matching.index import MatchingIndex, split_conditions
+from matching import Interval, Type, Wildcard
+from matching.index import MatchingIndex, narrow, split_conditions
 from matching.index.tree import IndexTest
 from matching.subjects import ONE, REST, SubjectError, SubjectPattern, compile_pattern
 from matching.subscriptions.events import Event, event_from_dict
@@ -156,16 +156,17 @@ def split_filter(condition: Cond | None) -> StaticSplit:
 
     A top-level conjunct goes to the tree when it compares a bare attribute with a literal
     of the attribute's type by ``=``, ``<``, ``<=``, ``>`` or ``>=`` (``subject = 'a.b'``
-    becomes a subject pattern), or is a positive ``subject MATCHES``; the first test of an
-    attribute only. Anything else (``OR``, ``!=``, arithmetic, a second test) leaves the
-    split inexact, and the filter is then checked whole on the tree's candidates.
+    becomes a subject pattern), or is a positive ``subject MATCHES``; a second test of an
+    attribute is met with the first (``narrow``: ``offer >= 10 AND offer <= 20`` is one
+    range). Anything else (``OR``, ``!=``, arithmetic, a second test ``narrow`` cannot meet
+    with the first) leaves the split inexact, and the filter is then checked whole on the
+    tree's candidates.
     """
     if condition is None:
         return StaticSplit(None, (), True)
     parts = condition.parts if isinstance(condition, All) else (condition,)
     subject: SubjectPattern | None = None
-    tests: list[IndexTest] = []
-    tested: set[str] = set()
+    tests: dict[str, Interval | Wildcard] = {}
     exact = True
     for part in parts:
         if isinstance(part, Matches):
@@ -182,12 +183,9 @@ def split_filter(condition: Cond | None) -> StaticSplit:
         literal_subject = _literal_subject(value) if attribute == "subject" and op == "=" else None
         if literal_subject is not None and subject is None:
             subject = literal_subject
-        elif attribute in tested or literal_subject is not None:
+        elif literal_subject is not None or not narrow(tests, attribute, _interval(op, value)):
             exact = False
-        else:
-            tested.add(attribute)
-            tests.append((attribute, _interval(op, value)))
-    return StaticSplit(subject, tuple(tests), exact)
+    return StaticSplit(subject, tuple(tests.items()), exact)
 
 
 def _step_filter(step: Step, alias: str) -> Cond | None:

@@ -58,6 +58,10 @@ def test_literal_tests_and_a_subject_go_into_the_tree() -> None:
         True,
     )
     assert split_filter(None) == StaticSplit(None, (), True)
+    # a second test on an attribute is met with the first: one range
+    assert split_filter(_filter("price > 1 AND price < 2")) == StaticSplit(
+        None, (("price", Interval(Decimal(1), False, Decimal(2), False)),), True
+    )
     matches = split_filter(_filter("subject MATCHES 'office.>' AND price <= 1"))
     assert matches == StaticSplit(
         compile_pattern("office.>"), (("price", Interval(None, False, Decimal(1), True)),), True
@@ -69,7 +73,8 @@ def test_literal_tests_and_a_subject_go_into_the_tree() -> None:
     [
         ("type = 'trade' AND price != 1", (("type", _eq("trade")),)),
         ("type = 'trade' OR price > 1", ()),
-        ("price > 1 AND price < 2", (("price", Interval(Decimal(1), False, None, False)),)),
+        # two ranges with nothing between them: the first in the tree
+        ("price > 2 AND price < 1", (("price", Interval(Decimal(2), False, None, False)),)),
         ("price > 1 + 1", ()),
         ("NOT subject MATCHES 'office.>'", ()),
         ("subject = 'a.*'", (("subject", _eq("a.*")),)),  # a string, not a pattern
