@@ -521,7 +521,8 @@ def bid_path_run(options: dict[str, Any]) -> dict[str, Any]:
     setup_s = time.perf_counter() - t0
 
     def drive() -> dict[str, Any]:
-        return runs.drive_rate(
+        before = machine.cpu_snapshot()
+        result = runs.drive_rate(
             stack,
             offers=o["offers"],
             rate=o["rate"],
@@ -530,6 +531,7 @@ def bid_path_run(options: dict[str, Any]) -> dict[str, Any]:
             seed=o["seed"],
             tokens=tokens,
         )
+        return result | {"cpu_s": machine.cpu_by_kind(before)}
 
     frames: list[Frame] = []
     sampler = LagSampler()

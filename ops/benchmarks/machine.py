@@ -68,3 +68,52 @@ def host() -> dict[str, Any]:
 def describe(server_version: str, spark_master: str) -> dict[str, Any]:
     """``host()`` and the software the matching benchmark ran on."""
     return host() | {"postgresql": server_version, "spark_master": spark_master}
+
+
+# Which part of the stack a process is, from its command line (``ops/stack.py`` starts
+# them): the first pattern found names it.
+KINDS = (
+    ("postgres", "postgres"),
+    ("redis-server", "redis"),
+    ("subscription_engine", "engines"),
+    ("--role\0web", "HTTP"),
+    ("--role\0socket", "sockets"),
+    ("exchange.server", "HTTP"),  # the web tier's parent, which hands out the sockets
+    ("\0beat", "beat"),
+    ("celery", "workers"),
+)
+
+
+def cpu_snapshot() -> dict[int, tuple[str, float]]:
+    """Every process's kind (``KINDS``; this one's ``load``, anything else ``other``) and
+    CPU seconds so far (user and system, ``/proc/<pid>/stat``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    me = os.getpid()
+    out: dict[int, tuple[str, float]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace")
+        except OSError:
+            continue  # exited meanwhile
+        kind = "load" if pid == me else next((k for p, k in KINDS if p in argv), "other")
+        out[pid] = (kind, (int(fields[11]) + int(fields[12])) / tick)
+    return out
+
+
+def cpu_by_kind(before: dict[int, tuple[str, float]]) -> dict[str, float]:
+    """The CPU seconds each kind of process spent since ``before`` (a ``cpu_snapshot``),
+    most first; a process started since counts whole, one ended since is lost."""
+    spent: dict[str, float] = {}
+    for pid, (kind, cpu) in cpu_snapshot().items():
+        was = before.get(pid)
+        used = cpu - (was[1] if was is not None and was[0] == kind else 0.0)
+        spent[kind] = spent.get(kind, 0.0) + used
+    return dict(
+        sorted(((k, round(v, 1)) for k, v in spent.items() if v > 0), key=lambda kv: -kv[1])
+    )

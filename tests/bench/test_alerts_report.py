@@ -5,13 +5,17 @@ subscriptions``' subsection; and the follower both stack benchmarks share."""
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from matching.subscriptions import parse_query
-from ops.benchmarks import alerts
+from ops.benchmarks import alerts, machine
 from ops.benchmarks.follow import quantiles, stream_id
 from ops.benchmarks.report import alerts as report
 from ops.benchmarks.report import subscriptions as subscriptions_report
@@ -212,3 +216,30 @@ def test_the_follower_reads_the_subscription_of_a_stream_and_the_spread_of_delay
         "p99_ms": 100.0,
         "max_ms": 100.0,
     }
+
+
+def test_the_bid_path_subsection_says_where_each_runs_cpu_went():
+    r = bid_path_result(440.0)
+    assert "CPU seconds" not in report.bid_path_section(r)  # results from before it was kept
+    r["without"]["cpu_s"] = {"HTTP": 30.0, "postgres": 20.5, "load": 5.0}
+    r["with"]["cpu_s"] = {"postgres": 31.0, "HTTP": 30.5, "engines": 18.2}
+    lines = report.bid_path_section(r).splitlines()
+    table = lines[lines.index("| CPU seconds | postgres | HTTP | engines | load | all |") :]
+    assert table[2] == "| without | 20.5 | 30.0 | 0.0 | 5.0 | 55.5 |"
+    assert table[3] == "| with | 31.0 | 30.5 | 18.2 | 0.0 | 79.7 |"
+
+
+def test_the_cpu_split_names_each_process_of_the_stack_by_its_command_line():
+    before = machine.cpu_snapshot()
+    me = os.getpid()
+    assert before[me][0] == "load"
+    child = subprocess.Popen([sys.executable, "-c", "while True: pass", "--role", "web"])
+    try:
+        while machine.cpu_snapshot().get(child.pid, ("", 0.0))[1] < 0.5:
+            time.sleep(0.05)  # until the child has spent half a second
+        spent = machine.cpu_by_kind(before)
+    finally:
+        child.kill()
+        child.wait()
+    assert spent["HTTP"] >= 0.5
+    assert list(spent.values()) == sorted(spent.values(), reverse=True)

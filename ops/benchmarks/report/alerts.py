@@ -285,8 +285,33 @@ def bid_path_section(r: dict[str, Any]) -> str:
             f"max {a['lag_max']:,} / last {a['lag_last']:,} events; engines' CPU {cpu} s; "
             f"memory {r['rss_kb_per_subscription']:.1f} KB a subscription. "
             f"`verify_best_offers` afterwards: {r['verify']}",
+            *_cpu_lines(r),
         ]
     )
+
+
+def _cpu_lines(r: dict[str, Any]) -> list[str]:
+    """Where each run's CPU went, by kind of process (``machine.cpu_by_kind``), when the
+    results have it."""
+    if "cpu_s" not in r["without"]:
+        return []
+    kinds = list(r["with"]["cpu_s"])
+    kinds += [k for k in r["without"]["cpu_s"] if k not in kinds]
+    rows = [
+        "| CPU seconds | " + " | ".join(kinds) + " | all |",
+        "|---|" + "---:|" * (len(kinds) + 1),
+    ]
+    for key in ("without", "with"):
+        spent = r[key]["cpu_s"]
+        cells = [f"{spent.get(k, 0.0):.1f}" for k in kinds]
+        rows.append(f"| {key} | " + " | ".join(cells) + f" | {sum(spent.values()):.1f} |")
+    return [
+        "",
+        "The machine's CPU by kind of process over each run (its "
+        f"{r['seconds']:g} s and the 3 s after; `load` is the benchmark's own client):",
+        "",
+        *rows,
+    ]
 
 
 def bid_path_into(doc: Path, r: dict[str, Any]) -> None:
