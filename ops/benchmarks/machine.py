@@ -85,8 +85,8 @@ KINDS = (
 
 
 def cpu_snapshot() -> dict[int, tuple[str, float]]:
-    """Every process's kind (``KINDS``; this one's ``load``, anything else ``other``) and
-    CPU seconds so far (user and system, ``/proc/<pid>/stat``)."""
+    """Every process's kind (``KINDS``, a Celery worker's with its ``--role``; this one's
+    ``load``, anything else ``other``) and CPU seconds so far (user and system, ``/proc/<pid>/stat``)."""
     tick = os.sysconf("SC_CLK_TCK")
     me = os.getpid()
     out: dict[int, tuple[str, float]] = {}
@@ -102,6 +102,10 @@ def cpu_snapshot() -> dict[int, tuple[str, float]]:
         except OSError:
             continue  # exited meanwhile
         kind = "load" if pid == me else next((k for p, k in KINDS if p in argv), "other")
+        if (
+            kind == "workers" and "\0--role\0" in argv
+        ):  # the workers' role, as ops/stack.py names it
+            kind = "worker " + argv.split("\0--role\0", 1)[1].split("\0", 1)[0]
         out[pid] = (kind, (int(fields[11]) + int(fields[12])) / tick)
     return out
 

@@ -233,13 +233,20 @@ def test_the_cpu_split_names_each_process_of_the_stack_by_its_command_line():
     before = machine.cpu_snapshot()
     me = os.getpid()
     assert before[me][0] == "load"
-    child = subprocess.Popen([sys.executable, "-c", "while True: pass", "--role", "web"])
+    spin = [sys.executable, "-c", "while True: pass"]
+    children = [
+        subprocess.Popen([*spin, "--role", "web"]),
+        subprocess.Popen([*spin, "celery", "worker", "--role", "matching"]),
+    ]
     try:
-        while machine.cpu_snapshot().get(child.pid, ("", 0.0))[1] < 0.5:
-            time.sleep(0.05)  # until the child has spent half a second
+        for child in children:
+            while machine.cpu_snapshot().get(child.pid, ("", 0.0))[1] < 0.5:
+                time.sleep(0.05)  # until the child has spent half a second
         spent = machine.cpu_by_kind(before)
     finally:
-        child.kill()
-        child.wait()
+        for child in children:
+            child.kill()
+            child.wait()
     assert spent["HTTP"] >= 0.5
+    assert spent["worker matching"] >= 0.5
     assert list(spent.values()) == sorted(spent.values(), reverse=True)
