@@ -83,7 +83,8 @@ ORACLE_OWNERS = 3
 FOLLOWED = 40
 # Registrations timed for SPEC 9's bar.
 REGISTER_BAR = 10_000
-# With BENCH_PROFILE=DIR, py-spy records each engine process while the trades are appended
+# With BENCH_PROFILE=DIR, py-spy records each engine process (the thread holding the GIL:
+# its CPU in Python) while the trades are appended
 # (DIR/engine<i>-<size>.txt, collapsed stacks), or with --bid-path while the second load
 # runs (DIR/engine<i>-bid-path.txt).
 PROFILE = os.environ.get("BENCH_PROFILE", "")
@@ -97,7 +98,7 @@ def _spies(engines: list[Any], seconds: float, tag: str) -> list[subprocess.Pope
     Path(PROFILE).mkdir(parents=True, exist_ok=True)
     return [
         subprocess.Popen(
-            [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw"]
+            [str(Path(sys.executable).parent / "py-spy"), "record", "--gil", "--format", "raw"]
             + ["-r", "50", "-d", str(int(seconds))]
             + ["-o", f"{PROFILE}/engine{i}-{tag}.txt", "--pid", str(e.pid)],
             stdout=subprocess.DEVNULL,

@@ -102,12 +102,36 @@ def cpu_snapshot() -> dict[int, tuple[str, float]]:
         except OSError:
             continue  # exited meanwhile
         kind = "load" if pid == me else next((k for p, k in KINDS if p in argv), "other")
-        if (
-            kind == "workers" and "\0--role\0" in argv
-        ):  # the workers' role, as ops/stack.py names it
+        if kind == "workers" and "\0--role\0" in argv:  # as ops/stack.py names them
             kind = "worker " + argv.split("\0--role\0", 1)[1].split("\0", 1)[0]
+        elif kind == "postgres":
+            kind = _postgres_kind(argv)
         out[pid] = (kind, (int(fields[11]) + int(fields[12])) / tick)
     return out
+
+
+# The processes of PostgreSQL's own that name themselves first in their title.
+PG_AUXILIARY = {
+    "walsender",
+    "walreceiver",
+    "startup",
+    "autovacuum",
+    "checkpointer",
+    "background",
+    "walwriter",
+    "logical",
+    "archiver",
+}
+
+
+def _postgres_kind(title: str) -> str:
+    """A PostgreSQL process's part, from the title it sets: one of its own
+    (``PG_AUXILIARY``: the ``walsender``, the replica's ``startup`` replaying, ...), else
+    a client's backend."""
+    if not title.startswith("postgres: "):
+        return "postgres"  # the postmaster
+    words = title[len("postgres: ") :].split()
+    return f"postgres {words[0]}" if words and words[0] in PG_AUXILIARY else "postgres backends"
 
 
 def cpu_by_kind(before: dict[int, tuple[str, float]]) -> dict[str, float]:

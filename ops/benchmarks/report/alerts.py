@@ -290,21 +290,27 @@ def bid_path_section(r: dict[str, Any]) -> str:
     )
 
 
+# A kind of process under this many CPU seconds in both runs goes into "the rest".
+CPU_SHOWN_S = 1.0
+
+
 def _cpu_lines(r: dict[str, Any]) -> list[str]:
     """Where each run's CPU went, by kind of process (``machine.cpu_by_kind``), when the
     results have it."""
     if "cpu_s" not in r["without"]:
         return []
-    kinds = list(r["with"]["cpu_s"])
-    kinds += [k for k in r["without"]["cpu_s"] if k not in kinds]
+    runs = (r["without"]["cpu_s"], r["with"]["cpu_s"])
+    kinds = list(runs[1]) + [k for k in runs[0] if k not in runs[1]]
+    shown = [k for k in kinds if max(spent.get(k, 0.0) for spent in runs) >= CPU_SHOWN_S]
     rows = [
-        "| CPU seconds | " + " | ".join(kinds) + " | all |",
-        "|---|" + "---:|" * (len(kinds) + 1),
+        "| CPU seconds | " + " | ".join(shown) + " | the rest | all |",
+        "|---|" + "---:|" * (len(shown) + 2),
     ]
-    for key in ("without", "with"):
-        spent = r[key]["cpu_s"]
-        cells = [f"{spent.get(k, 0.0):.1f}" for k in kinds]
-        rows.append(f"| {key} | " + " | ".join(cells) + f" | {sum(spent.values()):.1f} |")
+    for key, spent in zip(("without", "with"), runs, strict=True):
+        cells = [f"{spent.get(k, 0.0):.1f}" for k in shown]
+        rest = sum(v for k, v in spent.items() if k not in shown)
+        total = sum(spent.values())
+        rows.append(f"| {key} | " + " | ".join(cells) + f" | {rest:.1f} | {total:.1f} |")
     return [
         "",
         "The machine's CPU by kind of process over each run (its "
