@@ -5,7 +5,7 @@ from .adapters import ImportRef
 from .analytics import MarketDay
 from .events import Event, EventCounter
 from .idempotency import IdempotencyKey
-from .limits import BidOutcome, SpendingLimit
+from .limits import BidOutcome, BuyerCommitment, SpendingLimit
 from .markets import Market, MarketOrderCount
 from .matching import BestOffer, BestOfferChange, MatchingCycle, OfferBidMatch, OrderChange
 from .notifications import Notification
@@ -24,6 +24,7 @@ __all__ = [
     "BestOfferChange",
     "Bid",
     "BidOutcome",
+    "BuyerCommitment",
     "Event",
     "EventCounter",
     "IdempotencyKey",

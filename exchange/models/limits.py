@@ -31,6 +31,28 @@ class SpendingLimit(models.Model):
         return f"spending limit of user {self.user_id}: {self.amount}"
 
 
+class BuyerCommitment(models.Model):
+    """What a buyer's active bids commit of its spending limit: the sum of their
+    ``largest_award`` (a bid without one commits nothing), kept by triggers on
+    ``exchange_bid`` in the statement that changes a bid (migration 0026), so that the
+    limit check of a bid reads one row where it summed every active bid of its buyer (0.5 ms
+    of PostgreSQL a bid at 2,700 active bids a buyer, and growing with them: issue 36). A
+    buyer without a row commits nothing. No foreign key: a user's bids deleted with the
+    user leave the row behind (at zero), where a key would refuse the deletion."""
+
+    buyer = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        primary_key=True,
+        related_name="+",
+    )
+    committed = models.DecimalField(max_digits=40, decimal_places=10, default=0)
+
+    def __str__(self) -> str:
+        return f"commitment of user {self.buyer_id}: {self.committed}"
+
+
 class BidOutcome(models.Model):
     """What a closed auction meant for one bid that matched it: won, lost to a better bid,
     or passed over because the award would have gone past its buyer's limit. Written in

@@ -10,12 +10,11 @@ from decimal import Decimal
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection
-from django.db.models import Sum
 
 import matching
 from exchange.engine.constraints import orders_usable
 from exchange.market_rules import ConstraintSource, MarketSchema, numeric_value, with_subject
-from exchange.models import Bid, Market, Offer, SpendingLimit
+from exchange.models import Bid, BuyerCommitment, Market, Offer, SpendingLimit
 from exchange.selectors.markets import constraint_check, market_schema
 from matching.model import Attribute, Constraint, Disjunct, Interval
 
@@ -111,23 +110,29 @@ class Room:
         return self.limit - self.committed
 
 
-# ``buyer_room``'s statement, as the ORM wrote it from subqueries (its compiling was most of
-# the check's CPU, about 7% of a bid's: issue 36). The limit and the commitments are scalar
-# subqueries, which the locking clause does not reach: only the buyer's row is locked.
+# ``buyer_room``'s statement: the limit and the commitment (``BuyerCommitment``, kept by
+# triggers on the bids: migration 0026) as scalar subqueries, which the locking clause
+# does not reach; with ``other``, less what that bid of the buyer commits if it is active.
 _ROOM = (
     'SELECT (SELECT U0."amount" FROM "{limits}" U0 WHERE U0."user_id" = ("{users}"."id")), '
-    '(SELECT SUM(U0."largest_award") FROM "{bids}" U0 WHERE (U0."buyer_id" = ("{users}"."id") '
-    'AND U0."state" = %s{other}) GROUP BY U0."buyer_id") FROM "{users}" WHERE "{users}"."id" = %s'
+    'coalesce((SELECT U0."committed" FROM "{commitments}" U0 '
+    'WHERE U0."buyer_id" = ("{users}"."id")), 0){other} '
+    'FROM "{users}" WHERE "{users}"."id" = %s'
+)
+_OTHER = (
+    ' - coalesce((SELECT U0."largest_award" FROM "{bids}" U0 WHERE U0."id" = %s '
+    'AND U0."buyer_id" = ("{users}"."id") AND U0."state" = %s), 0)'
 )
 
 
 def _room_sql(*, other: bool) -> str:
     names = {
         "limits": SpendingLimit._meta.db_table,
+        "commitments": BuyerCommitment._meta.db_table,
         "bids": Bid._meta.db_table,
         "users": User._meta.db_table,
     }
-    return _ROOM.format(**names, other=' AND NOT (U0."id" = %s)' if other else "")
+    return _ROOM.format(**names, other=_OTHER.format(**names) if other else "")
 
 
 _ROOM_SQL = {o: _room_sql(other=o) for o in (False, True)}
@@ -146,9 +151,7 @@ def buyer_room(*, buyer_id: int, other_than: int | None = None, lock: bool = Fal
     limit at once. Orders take it after
     locking the bid they change (closing too), so lockers never deadlock; FOR NO KEY UPDATE
     leaves the foreign-key checks of rows that name the buyer free."""
-    params: list[int | str] = [str(Bid.State.ACTIVE)]
-    if other_than is not None:
-        params.append(other_than)
+    params: list[int | str] = [] if other_than is None else [other_than, str(Bid.State.ACTIVE)]
     params.append(buyer_id)
     with connection.cursor() as cursor:
         if lock:
@@ -175,11 +178,7 @@ def buyer_rooms(*, buyer_ids: set[int]) -> dict[int, Room]:
         SpendingLimit.objects.filter(user_id__in=buyer_ids).values_list("user_id", "amount")
     )
     committed = dict(
-        Bid.objects.filter(buyer_id__in=buyer_ids, state=Bid.State.ACTIVE)
-        .order_by()
-        .values("buyer_id")
-        .annotate(total=Sum("largest_award"))
-        .values_list("buyer_id", "total")
+        BuyerCommitment.objects.filter(buyer_id__in=buyer_ids).values_list("buyer_id", "committed")
     )
     default = Decimal(settings.SPENDING_LIMIT_DEFAULT)
     return {

@@ -1,5 +1,6 @@
 """Random sequences of posts, amends, withdrawals and closes across markets: after every step
-the best-offer table equals a recomputation from scratch (SPEC 5.3)."""
+the best-offer table equals a recomputation from scratch (SPEC 5.3), and each buyer's
+commitment the sum of its active bids' largest awards (``BuyerCommitment``)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from exchange.services.orders import (
     offer_withdraw,
 )
 from exchange.services.verification import best_offers_verify
+from tests.exchange.test_buyer_commitment import active_award_sums, commitments
 from tests.factories import StaffFactory, UserFactory, pencils_market
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("strategy")]
@@ -123,6 +125,10 @@ class Exchange(RuleBasedStateMachine):
     @rule()
     def cycle(self):
         matching_cycle_run()
+
+    @invariant()
+    def commitments_are_the_sums_of_the_active_awards(self):
+        assert commitments() == active_award_sums()
 
     @invariant()
     def table_equals_recomputation(self):
