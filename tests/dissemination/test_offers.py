@@ -155,3 +155,9 @@ def test_every_change_gives_the_delta_of_the_plain_scan(load, changes, rising):
         assert family.put(offer, new) == scanned.put(offer, new)
         assert list(family.by_key) == list(scanned.by_key)
         check_blocks(family.by_key)
+
+
+def test_a_key_line_refuses_a_load_under_2():
+    # with a load of 1 a block left empty would not be merged away
+    with pytest.raises(ValueError):
+        _KeyLine(1)
