@@ -30,12 +30,12 @@ offer keeps it and is covered by the gain.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
+from itertools import chain
 from typing import Any, cast
-
-from sortedcontainers import SortedList
 
 from matching.index.intervals import Span, key_span
 from matching.model import Interval
@@ -46,6 +46,7 @@ from matching.subscriptions.watches.offers import OpenOffer, OpenOffers
 from matching.subscriptions.watches.watch import Answer
 
 Rank = tuple[Any, int]
+Pair = tuple[Any, Rank]
 # Sort-key sentinels around every (key, rank) pair of one key value.
 _TOP = (math.inf, math.inf)
 _BOTTOM = (-math.inf, -math.inf)
@@ -146,7 +147,7 @@ class Family:
     def __init__(self, name: FamilyName) -> None:
         self.name = name
         self.entries: dict[int, Entry] = {}
-        self.by_key: SortedList = SortedList()
+        self.by_key = _KeyLine()
         self.log: list[tuple[int, Entry | None]] = []
         # the best rank of any run of entries, built when a registration asks after a change
         self._ranks: _Ranks | None = None
@@ -176,11 +177,15 @@ class Family:
             return None
         self.log.append((offer, new))
         self._ranks = None
+        # the new pair goes in before the old one comes out: an offer that betters itself in
+        # place (a bidding war) makes its new pair its block's best first, and removing the
+        # old one then has no block's best to find again (a pass over the block, 20 us)
+        if new is not None:
+            self.by_key.add((new.key, new.rank))
         if old is not None:
             self.by_key.remove((old.key, old.rank))
             del self.entries[offer]
         if new is not None:
-            self.by_key.add((new.key, new.rank))
             self.entries[offer] = new
         loss = None
         if old is not None and not (
@@ -202,16 +207,9 @@ class Family:
         return None if best is None else self.entries[best[1]].answer
 
     def _nearest_better(self, at: Any, rank: Rank, offer: int) -> tuple[Any, Any]:
-        lo = hi = None
-        for key, r in self.by_key.irange(maximum=(at, _TOP), reverse=True):
-            if r < rank and r[1] != offer:
-                lo = key
-                break
-        for key, r in self.by_key.irange(minimum=(at, _BOTTOM)):
-            if r < rank and r[1] != offer:
-                hi = key
-                break
-        return lo, hi
+        """The keys of the nearest entries at or below ``at`` and at or above it whose rank is
+        better than ``rank``, ``offer``'s own entry aside (``None``: there is none)."""
+        return self.by_key.nearest_better(at, rank, offer)
 
     def _staircases(self, at: Any, lo: Any, hi: Any) -> tuple[tuple[Entry, ...], tuple[Entry, ...]]:
         left = self._steps(
@@ -230,6 +228,179 @@ class Family:
             if not steps or rank < steps[-1].rank:
                 steps.append(self.entries[rank[1]])
         return tuple(steps)
+
+
+# 256: on 10,000 entries a new best's walks took 5.9 us with 64, 2.5 with 256, 1.8 with
+# 512, whose scans of a block are twice as long when the block's best lies beyond ``at``
+_LOAD = 256
+
+
+class _KeyLine:
+    """The family's ``(key, rank)`` pairs in order, cut into blocks of ``load // 2`` to
+    ``2 * load`` pairs (a lone block may hold fewer), with the last pair and the best rank
+    of each block.
+
+    The best ranks are what it is for. The nearest better entry to a key (``nearest_better``)
+    was a walk over the pairs away from the key, and a new best entry, the usual change
+    under a rising load, walked every pair of the family on both sides (1.1 ms a change
+    over 10,000 entries). The walk now scans the pairs of the key's own block, skips every
+    block whose best rank is no better, and scans the first block that has a better one
+    (two when the first one's is ``offer``'s own pair): on each side, at most three blocks
+    scanned and every block's best read once, some ``6 * load + 2 * n / load`` steps for
+    ``n`` pairs, and most often far fewer. A change keeps its block's last pair and best rank
+    at the cost of an insertion into a list of at most ``2 * load`` pairs, and of a pass
+    over the block when it removes the block's best or splits or merges the block. The
+    blocks are our own rather than a ``SortedList``'s, whose blocks are private and may
+    change under us."""
+
+    __slots__ = ("load", "blocks", "lasts", "bests")
+
+    def __init__(self, load: int = _LOAD) -> None:
+        # at least 2, so that a block left empty is merged away (the tests use small loads)
+        if load < 2:
+            raise ValueError(f"a key line's load is at least 2, not {load}")
+        self.load = load
+        self.blocks: list[list[Pair]] = []
+        self.lasts: list[Pair] = []
+        self.bests: list[Rank] = []
+
+    def __len__(self) -> int:
+        return sum(len(block) for block in self.blocks)
+
+    def __iter__(self) -> Iterator[Pair]:
+        return chain.from_iterable(self.blocks)
+
+    def add(self, pair: Pair) -> None:
+        if not self.blocks:
+            self.blocks.append([pair])
+            self.lasts.append(pair)
+            self.bests.append(pair[1])
+            return
+        # the first block whose last pair is not below; past the last pair, the last block
+        i = min(bisect_left(self.lasts, pair), len(self.blocks) - 1)
+        block = self.blocks[i]
+        insort(block, pair)
+        self.lasts[i] = block[-1]
+        if pair[1] < self.bests[i]:
+            self.bests[i] = pair[1]
+        if len(block) > 2 * self.load:
+            self._split(i)
+
+    def remove(self, pair: Pair) -> None:
+        """Removes ``pair``; ``ValueError`` when it is not there."""
+        i = bisect_left(self.lasts, pair)
+        block = self.blocks[i] if i < len(self.blocks) else []
+        j = bisect_left(block, pair)
+        if j == len(block) or block[j] != pair:
+            raise ValueError(f"{pair!r} is not in the family")
+        del block[j]
+        if len(self.blocks) == 1 and not block:
+            self.blocks.clear()
+            self.lasts.clear()
+            self.bests.clear()
+        elif len(block) < self.load // 2 and len(self.blocks) > 1:
+            self._merge(i)
+        else:
+            self.lasts[i] = block[-1]
+            if pair[1] == self.bests[i]:  # the block's best is gone: find the next
+                self.bests[i] = min(r for _, r in block)
+
+    def _split(self, i: int) -> None:
+        block = self.blocks[i]
+        half = block[self.load :]
+        del block[self.load :]
+        self.blocks.insert(i + 1, half)
+        self.lasts[i : i + 1] = [block[-1], half[-1]]
+        self.bests[i : i + 1] = [min(r for _, r in block), min(r for _, r in half)]
+
+    def _merge(self, i: int) -> None:
+        """Merges block ``i`` with a neighbour, split again when that is too big."""
+        k = i - 1 if i > 0 else i
+        merged = self.blocks[k] + self.blocks[k + 1]
+        self.blocks[k : k + 2] = [merged]
+        self.lasts[k : k + 2] = [merged[-1]]
+        self.bests[k : k + 2] = [min(r for _, r in merged)]
+        if len(merged) > 2 * self.load:
+            self._split(k)
+
+    def irange(
+        self,
+        minimum: tuple[Any, Any] | None = None,
+        maximum: tuple[Any, Any] | None = None,
+        reverse: bool = False,
+    ) -> Iterator[Pair]:
+        """The pairs from ``minimum`` to ``maximum``, both included (``None``: no bound), in
+        order or in reverse order, as ``SortedList.irange``."""
+        blocks, lasts = self.blocks, self.lasts
+        # (block, position) of the first pair at or above minimum and of the first above maximum
+        if minimum is None:
+            i0, j0 = 0, 0
+        else:
+            i0 = bisect_left(lasts, minimum)
+            j0 = bisect_left(blocks[i0], minimum) if i0 < len(blocks) else 0
+        if maximum is None:
+            i1, j1 = len(blocks), 0
+        else:
+            i1 = bisect_right(lasts, maximum)
+            j1 = bisect_right(blocks[i1], maximum) if i1 < len(blocks) else 0
+        if (i0, j0) >= (i1, j1):
+            return
+        if i0 == i1:
+            runs = [blocks[i0][j0:j1]]
+        else:
+            runs = [blocks[i0][j0:], *blocks[i0 + 1 : i1]]
+            if j1:
+                runs.append(blocks[i1][:j1])
+        if reverse:
+            for run in reversed(runs):
+                yield from reversed(run)
+        else:
+            for run in runs:
+                yield from run
+
+    def nearest_better(self, at: Any, rank: Rank, offer: int) -> tuple[Any, Any]:
+        """The keys of the first pair better than ``rank`` and not ``offer``'s own going down
+        from ``(at, _TOP)`` and of the first going up from ``(at, _BOTTOM)`` (``None``: there
+        is none). A block whose best rank is better holds such a pair unless that best is
+        ``offer``'s own pair, so the scan of a block may find nothing, but of one block only
+        on each side."""
+        return self._below(at, rank, offer), self._above(at, rank, offer)
+
+    def _below(self, at: Any, rank: Rank, offer: int) -> Any:
+        blocks, bests = self.blocks, self.bests
+        top = (at, _TOP)
+        # the first block with a pair above ``top``: its pairs below it, then whole blocks
+        i = bisect_right(self.lasts, top)
+        if i < len(blocks) and bests[i] < rank:
+            block = blocks[i]
+            for j in range(bisect_right(block, top) - 1, -1, -1):
+                key, r = block[j]
+                if r < rank and r[1] != offer:
+                    return key
+        for b in range(i - 1, -1, -1):
+            if bests[b] < rank:
+                for key, r in reversed(blocks[b]):
+                    if r < rank and r[1] != offer:
+                        return key
+        return None
+
+    def _above(self, at: Any, rank: Rank, offer: int) -> Any:
+        blocks, bests = self.blocks, self.bests
+        bottom = (at, _BOTTOM)
+        # the first block with a pair above ``bottom``: its pairs from there, then whole blocks
+        i = bisect_left(self.lasts, bottom)
+        if i < len(blocks) and bests[i] < rank:
+            block = blocks[i]
+            for j in range(bisect_left(block, bottom), len(block)):
+                key, r = block[j]
+                if r < rank and r[1] != offer:
+                    return key
+        for b in range(i + 1, len(blocks)):
+            if bests[b] < rank:
+                for key, r in blocks[b]:
+                    if r < rank and r[1] != offer:
+                        return key
+        return None
 
 
 class _Ranks:
