@@ -73,7 +73,6 @@ def describe(server_version: str, spark_master: str) -> dict[str, Any]:
 # Which part of the stack a process is, from its command line (``ops/stack.py`` starts
 # them): the first pattern found names it.
 KINDS = (
-    ("postgres", "postgres"),
     ("redis-server", "redis"),
     ("subscription_engine", "engines"),
     ("--role\0web", "HTTP"),
@@ -101,11 +100,14 @@ def cpu_snapshot() -> dict[int, tuple[str, float]]:
                 argv = f.read().decode(errors="replace")
         except OSError:
             continue  # exited meanwhile
-        kind = "load" if pid == me else next((k for p, k in KINDS if p in argv), "other")
+        if pid == me:
+            kind = "load"
+        elif argv.startswith("postgres:") or argv.split("\0", 1)[0].endswith("/postgres"):
+            kind = _postgres_kind(argv)  # (its title, or the postmaster's command)
+        else:
+            kind = next((k for p, k in KINDS if p in argv), "other")
         if kind == "workers" and "\0--role\0" in argv:  # as ops/stack.py names them
             kind = "worker " + argv.split("\0--role\0", 1)[1].split("\0", 1)[0]
-        elif kind == "postgres":
-            kind = _postgres_kind(argv)
         out[pid] = (kind, (int(fields[11]) + int(fields[12])) / tick)
     return out
 

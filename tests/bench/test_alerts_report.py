@@ -238,6 +238,8 @@ def test_the_cpu_split_names_each_process_of_the_stack_by_its_command_line():
     children = [
         subprocess.Popen([*spin, "--role", "web"]),
         subprocess.Popen([*spin, "celery", "worker", "--role", "matching"]),
+        # a word "postgres" among the arguments does not make a PostgreSQL process
+        subprocess.Popen([*spin, "celery", "worker", "--role", "tasks", "-U", "postgres"]),
     ]
     try:
         for child in children:
@@ -250,6 +252,7 @@ def test_the_cpu_split_names_each_process_of_the_stack_by_its_command_line():
             child.wait()
     assert spent["HTTP"] >= 0.5
     assert spent["worker matching"] >= 0.5
+    assert spent["worker tasks"] >= 0.5
     assert list(spent.values()) == sorted(spent.values(), reverse=True)
 
 
