@@ -37,8 +37,9 @@ class BuyerCommitment(models.Model):
     ``exchange_bid`` in the statement that changes a bid (migration 0026), so that the
     limit check of a bid reads one row where it summed every active bid of its buyer (0.5 ms
     of PostgreSQL a bid at 2,700 active bids a buyer, and growing with them: issue 36). A
-    buyer without a row commits nothing. No foreign key: a user's bids deleted with the
-    user leave the row behind (at zero), where a key would refuse the deletion."""
+    buyer without a row commits nothing. No foreign key: a user can be deleted once its
+    bids are (``Bid.buyer`` protects it until then), and its row, left at zero by those
+    deletions, would then make a key refuse the user's; the row stays behind, harmless."""
 
     buyer = models.OneToOneField(
         settings.AUTH_USER_MODEL,

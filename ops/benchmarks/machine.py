@@ -84,8 +84,9 @@ KINDS = (
 
 
 def cpu_snapshot() -> dict[int, tuple[str, float]]:
-    """Every process's kind (``KINDS``, a Celery worker's with its ``--role``; this one's
-    ``load``, anything else ``other``) and CPU seconds so far (user and system, ``/proc/<pid>/stat``)."""
+    """Every process's kind and CPU seconds so far (user and system, ``/proc/<pid>/stat``):
+    this one's ``load``; PostgreSQL's by its title (``_postgres_kind``); the stack's by
+    ``KINDS``, a Celery worker's with its ``--role``; anything else ``other``."""
     tick = os.sysconf("SC_CLK_TCK")
     me = os.getpid()
     out: dict[int, tuple[str, float]] = {}
