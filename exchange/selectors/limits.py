@@ -136,37 +136,44 @@ def _room_sql(*, other: bool) -> str:
 
 
 _ROOM_SQL = {o: _room_sql(other=o) for o in (False, True)}
-# The buyer's row lock, taken by a statement of its own: a statement reads the database as
-# it was when it began, so the commitments of a check that had waited for the lock in the
-# same statement would leave out the bid of the transaction it waited for, and two bids
-# placed at once could together pass the limit (tests/exchange/test_limit_race.py).
-_LOCK_SQL = f'SELECT 1 FROM "{User._meta.db_table}" WHERE "id" = %s FOR NO KEY UPDATE'
+# The buyer's row lock and then its room, as of after the lock: a statement reads the
+# database as it was when it began, so a check that waited for the lock within one statement
+# would add up the buyer's bids without the one it waited for, and two bids placed at once
+# could together pass the limit (tests/exchange/test_limit_race.py). The function (migration
+# 0027) runs the two as statements of its own, each with a new snapshot, in one round trip;
+# a bid's placement calls it inside its insert (``exchange.services.orders``).
+LOCKED_ROOM_SQL = "SELECT amount, committed FROM exchange_buyer_room(%s, %s)"
+
+
+def room_of(amount: Decimal | None, committed: Decimal | None) -> Room:
+    """The room of a buyer whose limit row holds ``amount`` (None: none, the default
+    applies) and whose other active bids commit ``committed``."""
+    return Room(
+        limit=Decimal(settings.SPENDING_LIMIT_DEFAULT) if amount is None else amount,
+        committed=committed or Decimal(0),
+    )
 
 
 def buyer_room(*, buyer_id: int, other_than: int | None = None, lock: bool = False) -> Room:
     """The buyer's limit and what its active bids but ``other_than`` commit, in one query.
 
-    ``lock`` first takes the buyer's row lock for the rest of the transaction (a statement
-    before that query), so two of its bids are never checked against the same remaining
-    limit at once. Orders take it after
-    locking the bid they change (closing too), so lockers never deadlock; FOR NO KEY UPDATE
-    leaves the foreign-key checks of rows that name the buyer free."""
-    params: list[int | str] = [] if other_than is None else [other_than, str(Bid.State.ACTIVE)]
-    params.append(buyer_id)
+    ``lock`` first takes the buyer's row lock for the rest of the transaction (in the same
+    round trip, ``LOCKED_ROOM_SQL``), so two of its bids are never checked against the same
+    remaining limit at once. Orders take it after locking the bid they change (closing
+    too), so lockers never deadlock; FOR NO KEY UPDATE leaves the foreign-key checks of rows
+    that name the buyer free."""
     with connection.cursor() as cursor:
         if lock:
-            cursor.execute(_LOCK_SQL, [buyer_id])
-            if cursor.fetchone() is None:
-                raise User.DoesNotExist("User matching query does not exist.")
-        cursor.execute(_ROOM_SQL[other_than is not None], params)
+            cursor.execute(LOCKED_ROOM_SQL, [buyer_id, other_than])
+        else:
+            params: list[int | str] = (
+                [] if other_than is None else [other_than, str(Bid.State.ACTIVE)]
+            )
+            cursor.execute(_ROOM_SQL[other_than is not None], [*params, buyer_id])
         row = cursor.fetchone()
     if row is None:
         raise User.DoesNotExist("User matching query does not exist.")
-    limit, committed = row
-    return Room(
-        limit=Decimal(settings.SPENDING_LIMIT_DEFAULT) if limit is None else limit,
-        committed=committed or Decimal(0),
-    )
+    return room_of(*row)
 
 
 def buyer_rooms(*, buyer_ids: set[int]) -> dict[int, Room]:

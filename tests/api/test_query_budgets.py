@@ -16,10 +16,10 @@ pytestmark = pytest.mark.django_db
 SUBJECT = "office.supplies.pencils"
 
 # Queries of each request: the token, the market, the order row with its OrderChange (and
-# for an offer its public event), the reply; for a bid, its buyer's row lock, then its
-# spending limit and commitments read after it (tests/exchange/test_limit_race.py); a list's
-# count and its page.
-BID_POST = 7
+# for an offer its public event), the reply; for a bid, the order rows, its buyer's row lock
+# and the limit check are one statement (tests/exchange/test_bid_insert.py); a list's count
+# and its page.
+BID_POST = 3
 OFFER_POST = 9
 MARKET_LIST = 2
 BEST_OFFER_LIST = 2

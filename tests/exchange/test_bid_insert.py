@@ -1,7 +1,12 @@
-"""A bid and its ``OrderChange`` are written by one statement (``_bid_insert``, issue 36):
-the rows hold what the ORM's two inserts wrote, and a refused bid writes neither."""
+"""A bid and its ``OrderChange`` are written by one statement (``_bid_insert``, issue 36),
+with its buyer's lock and limit check: the rows hold what the ORM's two inserts wrote, a
+refused bid writes neither, and outside a caller's transaction the statement is the whole
+placement (committed when ``bid_place`` returns)."""
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
 
 import pytest
 from django.db import connection
@@ -28,7 +33,9 @@ def test_the_rows_are_those_the_orm_wrote(django_capture_on_commit_callbacks):
         django_capture_on_commit_callbacks() as callbacks,
     ):
         bid = bid_place(buyer=buyer, market=market, constraint=text)
-    assert sum("INSERT" in q["sql"] for q in queries.captured_queries) == 1
+    (statement,) = [q["sql"] for q in queries.captured_queries if "INSERT" in q["sql"]]
+    assert statement.startswith("WITH room AS (SELECT amount, committed FROM exchange_buyer_room(")
+    assert not any(" FOR " in q["sql"] for q in queries.captured_queries)  # the function locks
     assert len(callbacks) == 1  # the matching cycle's request, after commit
     stored = Bid.objects.get(pk=bid.pk)
     assert model_to_dict(stored) == model_to_dict(bid)
@@ -52,4 +59,43 @@ def test_a_refused_bid_writes_nothing():
     before = (Bid.objects.count(), OrderChange.objects.count())
     with pytest.raises(InvalidInput):
         bid_place(buyer=buyer, market=market, constraint="lot = 101 AND price <= 1.60")
+    assert (Bid.objects.count(), OrderChange.objects.count()) == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_statement_is_the_placement():
+    market, buyer = pencils_market(), UserFactory()
+    with CaptureQueriesContext(connection) as queries:
+        bid = bid_place(buyer=buyer, market=market, constraint="lot = 101 AND price <= 1.60")
+    assert not connection.in_atomic_block
+    assert [q["sql"][:15] for q in queries.captured_queries] == ["WITH room AS (S"]
+
+    # committed: another session (a thread's connection) sees the bid, its change and its
+    # buyer's commitment
+    def seen() -> tuple:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT b.largest_award, c.committed, (SELECT count(*) FROM "
+                    "exchange_orderchange WHERE order_id = b.id AND side = 'bid') FROM "
+                    "exchange_bid b JOIN exchange_buyercommitment c ON c.buyer_id = b.buyer_id "
+                    "WHERE b.id = %s",
+                    [bid.pk],
+                )
+                return cursor.fetchone()
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(seen).result() == (Decimal("161.60"), Decimal("161.60"), 1)
+
+
+def test_an_award_past_what_the_columns_hold_is_refused_as_over_the_limit():
+    # a lot of 10 at 10^21: more than a limit or an award can hold, so the insert would fail on the
+    # value before its check could refuse it; it is refused as any bid past the limit is.
+    market, buyer = pencils_market(), UserFactory()
+    before = (Bid.objects.count(), OrderChange.objects.count())
+    with pytest.raises(InvalidInput) as caught:
+        bid_place(buyer=buyer, market=market, constraint=f"lot = 10 AND price <= {10**21}")
+    assert caught.value.as_dict()["code"] == "over_limit"
     assert (Bid.objects.count(), OrderChange.objects.count()) == before
