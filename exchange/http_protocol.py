@@ -21,6 +21,7 @@ cycle, so it never meets this.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
@@ -32,18 +33,20 @@ class HeadersWithBody(asyncio.Transport):
 
     def __init__(self, cycle: RequestResponseCycle) -> None:
         super().__init__()
-        self.cycle = cycle
+        # Weakly: the cycle holds this as its transport, and a reference cycle would leave
+        # every response to the garbage collector instead of freeing it at its end.
+        self.cycle = weakref.proxy(cycle)
         self.transport = cycle.transport
         self.headers: bytes | None = None
         self.started = False
 
     def write(self, data: Any) -> None:
-        cycle = self.cycle
         if self.headers is not None:
             data, self.headers = self.headers + data, None
-        elif cycle.response_started and not self.started:
+        elif not self.started and self.cycle.response_started:
             # The status line and headers (a 100 Continue comes before the start).
             self.started = True
+            cycle = self.cycle
             if not cycle.chunked_encoding and cycle.scope["method"] != "HEAD":
                 self.headers = bytes(data)
                 return

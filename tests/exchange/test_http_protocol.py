@@ -5,6 +5,8 @@ everything else in the writes uvicorn's own protocol makes, and the bytes are th
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -18,6 +20,8 @@ CLOSE = "close"
 GET = b"GET / HTTP/1.1\r\nhost: x\r\n\r\n"
 HELLO = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n"
 CHUNKED = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+LENGTH = (b"content-length", b"5")
+UPGRADE = b"GET /ws/ HTTP/1.1\r\nhost: x\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"
 
 
 class Transport(asyncio.Transport):
@@ -45,16 +49,27 @@ class Transport(asyncio.Transport):
     def resume_reading(self) -> None:
         pass
 
+    def set_protocol(self, protocol: Any) -> None:
+        pass
 
-async def _served(protocol_class: type[HttpToolsProtocol], app: Any, data: bytes) -> Transport:
-    """``data`` given to a connection of ``protocol_class`` serving ``app``, once every
-    response it started has run."""
-    config = Config(app, http=protocol_class, access_log=False, proxy_headers=False)
+
+def _connection(
+    protocol_class: type[HttpToolsProtocol], app: Any, ws: Any = "auto"
+) -> tuple[HttpToolsProtocol, Transport, ServerState]:
+    """A connection of ``protocol_class`` serving ``app``, made on the running loop."""
+    config = Config(app, http=protocol_class, ws=ws, access_log=False, proxy_headers=False)
     config.load()
     state = ServerState()
     transport = Transport()
     protocol = protocol_class(config=config, server_state=state, app_state={})
     protocol.connection_made(transport)
+    return protocol, transport, state
+
+
+async def _served(protocol_class: type[HttpToolsProtocol], app: Any, data: bytes) -> Transport:
+    """``data`` given to a connection of ``protocol_class`` serving ``app``, once every
+    response it started has run."""
+    protocol, transport, state = _connection(protocol_class, app)
     protocol.data_received(data)
     while state.tasks:  # a pipelined request's task starts when the one before ends
         await asyncio.gather(*state.tasks)
@@ -86,7 +101,7 @@ def _responding(*bodies: dict[str, Any], headers: list[tuple[bytes, bytes]] | No
     async def app(scope: Any, receive: Any, send: Any) -> None:
         await receive()
         start = {"type": "http.response.start", "status": 200}
-        start["headers"] = [(b"content-length", b"5")] if headers is None else headers
+        start["headers"] = [LENGTH] if headers is None else headers
         await send(start)
         for body in bodies:
             await send({"type": "http.response.body", **body})
@@ -118,28 +133,24 @@ def test_a_streamed_response_of_unknown_length_is_written_as_before() -> None:
 
 def test_the_headers_of_a_streamed_response_are_out_before_its_first_part() -> None:
     """A feed whose first part comes late: the client has the headers meanwhile."""
-    transport: list[Transport] = []
+    transports: list[Transport] = []
     seen: list[list[bytes | str]] = []
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await asyncio.sleep(0)
-        seen.append(list(transport[0].done))
+        seen.append(list(transports[0].done))
         await send({"type": "http.response.body", "body": b""})
 
     async def run() -> None:
-        config = Config(app, http=OneWriteProtocol, access_log=False, proxy_headers=False)
-        config.load()
-        state = ServerState()
-        transport.append(Transport())
-        protocol = OneWriteProtocol(config=config, server_state=state, app_state={})
-        protocol.connection_made(transport[0])
+        protocol, transport, state = _connection(OneWriteProtocol, app)
+        transports.append(transport)
         protocol.data_received(GET)
         await asyncio.gather(*state.tasks)
 
     asyncio.run(run())
     assert seen == [[CHUNKED]]
-    assert transport[0].done == [CHUNKED, b"0\r\n\r\n"]
+    assert transports[0].done == [CHUNKED, b"0\r\n\r\n"]
 
 
 def test_a_head_response_sends_its_headers() -> None:
@@ -189,10 +200,9 @@ def test_a_response_that_closes_the_connection_is_sent_then_closes_it() -> None:
 
 def test_an_application_that_fails_after_its_start_sends_the_headers_then_closes() -> None:
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+        await send({"type": "http.response.start", "status": 200, "headers": [LENGTH]})
         raise RuntimeError("the view failed")
 
-    HEADERS = [(b"content-length", b"5")]
     theirs, ours = _both(app)
     assert ours == theirs == [HELLO, CLOSE]
 
@@ -220,31 +230,25 @@ def test_a_100_continue_goes_out_before_the_response() -> None:
 def test_a_body_that_waits_for_the_transport_to_drain_takes_the_headers_along() -> None:
     """Flow control: while the transport is paused the body waits, as before, and the
     headers with it."""
-    protocols: list[OneWriteProtocol] = []
+    protocols: list[HttpToolsProtocol] = []
     transports: list[Transport] = []
     seen: list[list[bytes | str]] = []
 
+    def resume() -> None:
+        seen.append(list(transports[0].done))
+        protocols[0].resume_writing()
+
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+        await send({"type": "http.response.start", "status": 200, "headers": [LENGTH]})
         protocols[0].pause_writing()
-
-        def resume() -> None:
-            seen.append(list(transports[0].done))
-            protocols[0].resume_writing()
-
         asyncio.get_running_loop().call_soon(resume)
         await send({"type": "http.response.body", "body": b"hello"})
 
-    HEADERS = [(b"content-length", b"5")]
-
     async def run() -> None:
-        config = Config(app, http=OneWriteProtocol, access_log=False, proxy_headers=False)
-        config.load()
-        state = ServerState()
-        transports.append(Transport())
-        protocols.append(OneWriteProtocol(config=config, server_state=state, app_state={}))
-        protocols[0].connection_made(transports[0])
-        protocols[0].data_received(GET)
+        protocol, transport, state = _connection(OneWriteProtocol, app)
+        protocols.append(protocol)
+        transports.append(transport)
+        protocol.data_received(GET)
         await asyncio.gather(*state.tasks)
 
     asyncio.run(run())
@@ -271,17 +275,35 @@ def test_a_websocket_upgrade_gets_the_connection_itself() -> None:
         raise AssertionError("an upgrade is not an HTTP request")
 
     async def run() -> Transport:
-        config = Config(app, http=OneWriteProtocol, ws=WebSocket, proxy_headers=False)
-        config.load()
-        transport = Transport()
-        transport.set_protocol = lambda protocol: None  # type: ignore[method-assign]
-        protocol = OneWriteProtocol(config=config, server_state=ServerState(), app_state={})
-        protocol.connection_made(transport)
+        protocol, transport, _ = _connection(OneWriteProtocol, app, ws=WebSocket)
         protocol.data_received(UPGRADE)
         assert protocol.cycle is None
         return transport
 
-    UPGRADE = b"GET /ws/ HTTP/1.1\r\nhost: x\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"
     transport = asyncio.run(run())
     assert made == [(transport, UPGRADE)]
     assert transport.done == []
+
+
+def test_a_response_is_freed_at_its_end_without_the_garbage_collector() -> None:
+    """As under uvicorn's protocol: the cycle and its wrapped transport make no reference
+    cycle, so a kept connection's finished responses never wait for a collection."""
+    finished: list[weakref.ref[Any]] = []
+
+    async def run() -> None:
+        protocol, _, state = _connection(OneWriteProtocol, _responding({"body": b"hello"}))
+        protocol.data_received(GET)
+        await asyncio.gather(*state.tasks)
+        finished.append(weakref.ref(protocol.cycle))
+        protocol.data_received(GET)  # the next request takes the connection's cycle
+        await asyncio.gather(*state.tasks)
+        await asyncio.sleep(0)  # the task's done callbacks
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        asyncio.run(run())
+        assert finished[0]() is None
+    finally:
+        if enabled:
+            gc.enable()
