@@ -15,8 +15,9 @@ supervisor made, and forgets it. A socket process takes the datagram, makes the 
 its own (``loop.connect_accepted_socket``) and feeds uvicorn's HTTP protocol the request's
 bytes, so the handshake, origin check, authentication and the consumer run there as they did
 before (issue 36 item 5). No HTTP request pays anything for this: the HTTP processes run uvicorn's protocol
-unchanged and only its WebSocket class differs (``Handoff``); the cost is one datagram per
-WebSocket connection.
+and only its WebSocket class differs (``Handoff``); the cost is one datagram per WebSocket
+connection. (The HTTP protocol of every process sends a response's headers with its body,
+in one write: ``exchange/http_protocol.py``.)
 
 Whichever socket process wakes first takes a connection. A datagram waits in the pair while no
 socket process reads (starting, or one just died and is being restarted), so nothing is lost;
@@ -60,6 +61,8 @@ from exchange.socket_beats import SocketBeats
 log = logging.getLogger("exchange.server")
 
 APPLICATION = "exchange.asgi:application"
+# By name: uvicorn imports it in the processes, never in the supervisor.
+HTTP_PROTOCOL = "exchange.http_protocol:OneWriteProtocol"
 WEB = "web"
 SOCKET = "socket"
 # The request of an upgrade and its headers, in one datagram (uvicorn's HTTP parsers take
@@ -247,8 +250,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def config(args: argparse.Namespace, ws: Any) -> Any:
-    """The uvicorn configuration of a process, ``ws`` its WebSocket protocol, loaded: the
-    application imported (Django set up, its URLs and models), and what the process holds
+    """The uvicorn configuration of a process, ``ws`` its WebSocket protocol (the HTTP one
+    sends a response in one write: ``HTTP_PROTOCOL``), loaded: the application imported
+    (Django set up, its URLs and models), and what the process holds
     then frozen out of the garbage collector's walks (``collector_settle``). Without it, a
     full collection in an HTTP process under 50 bids/s walked everything the process had
     imported: 270 and 600 ms, once in 30 s in each of the two (``gc.callbacks`` in the
@@ -258,6 +262,7 @@ def config(args: argparse.Namespace, ws: Any) -> Any:
 
     loaded = Config(
         APPLICATION,
+        http=HTTP_PROTOCOL,
         ws=ws,
         log_level=args.log_level,
         access_log=not args.no_access_log,

@@ -15,8 +15,10 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
+import struct
 import time
 from collections.abc import Callable, Iterator
 
@@ -26,8 +28,9 @@ import websockets
 from django.db import connection
 
 from exchange.settings.web_tier import SOCKET_HANDOVER_GRACE
+from ops.stack import BIN
 from tests.conftest import ARTIFACTS
-from tests.livestack import LiveStack, staff_browser
+from tests.livestack import LiveStack, free_port, staff_browser
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -193,3 +196,69 @@ def test_while_no_socket_process_is_alive_health_is_down_and_the_http_process_se
     seen = []
     asyncio.run(_subscribed(tier.ws_url, lambda port: seen.append(_holders(tier, tier.port, port))))
     assert seen == [{"socket": [started]}]
+
+
+# -- a response in one write (exchange/http_protocol.py) -------------------------------------
+
+# Where ``tcpi_data_segs_in`` sits in Linux's ``struct tcp_info`` (linux/tcp.h, since 4.6).
+DATA_SEGS_IN = 152
+REQUESTS = [
+    b"GET /api/v1/markets/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    b"POST /api/v1/bids/ HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+    b"content-length: 2\r\n\r\n{}",
+    b"GET /api/v1/no-such-thing/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    b"HEAD /api/v1/markets/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+]
+
+
+def _segments_in(client: socket.socket) -> int:
+    """The TCP segments with data that ``client`` has received."""
+    info = client.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    return int(struct.unpack_from("I", info, DATA_SEGS_IN)[0])
+
+
+def _answered(port: int) -> list[tuple[bytes, int]]:
+    """Each of ``REQUESTS`` on one kept connection to ``port``: its response (the date
+    blanked) and the segments it came in."""
+    out = []
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as client:
+        for request in REQUESTS:
+            before = _segments_in(client)
+            client.sendall(request)
+            response = b""
+            while b"\r\n\r\n" not in response:
+                response += client.recv(65536)
+            head, body = response.split(b"\r\n\r\n", 1)
+            length = re.search(rb"\r\ncontent-length: (\d+)", head, re.IGNORECASE)
+            assert length is not None
+            while not request.startswith(b"HEAD") and len(body) < int(length[1]):
+                body += client.recv(65536)
+            head = re.sub(rb"\r\ndate: [^\r]*", b"\r\ndate: -", head)
+            out.append((head + b"\r\n\r\n" + body, _segments_in(client) - before))
+    return out
+
+
+@pytest.mark.parametrize("tier", [0], indirect=True)
+def test_each_response_comes_whole_in_one_segment_with_the_bytes_of_uvicorns_own(
+    tier: LiveStack,
+) -> None:
+    """The web tier, and uvicorn with its own protocol on the same application and
+    database (the tier before ``exchange/http_protocol.py``): the same responses, a GET, a
+    POST, a 404 and a HEAD, which uvicorn sends in two segments (headers, body) and the tier
+    in one."""
+    port = free_port()
+    argv = [str(BIN / "python"), "-m", "uvicorn", "exchange.asgi:application", "--http"]
+    argv += ["httptools", "--host", "127.0.0.1", "--port", str(port), "--no-access-log"]
+    tier.spawn("uvicorn", argv + ["--log-level", "warning"])
+    tier.wait_http(f"http://127.0.0.1:{port}/api/v1/markets/", "uvicorn")
+    ours, theirs = _answered(tier.port), _answered(port)
+    assert [response for response, _ in ours] == [response for response, _ in theirs]
+    statuses = [response.split(b"\r\n", 1)[0] for response, _ in ours]
+    assert statuses == [
+        b"HTTP/1.1 200 OK",
+        b"HTTP/1.1 401 Unauthorized",
+        b"HTTP/1.1 404 Not Found",
+        b"HTTP/1.1 200 OK",
+    ]
+    assert [segments for _, segments in ours] == [1, 1, 1, 1]
+    assert [segments for _, segments in theirs] == [2, 2, 2, 1]
