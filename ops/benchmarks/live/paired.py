@@ -57,8 +57,11 @@ def thread_ids(pid: int) -> set[int]:
 def _server(tree: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     argv = [str(ROOT / ".venv" / "bin" / "uvicorn"), "exchange.asgi:application"]
     argv += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    # As Stack.start_server: the proxies the environment trusts (none: --no-proxy-headers).
+    # As Stack.start_server: the proxies the environment trusts (none: --no-proxy-headers),
+    # and the tree's own HTTP protocol where it has one (exchange/server.py's HTTP_PROTOCOL).
     argv += uvicorn_args(trusted_proxies(provision.env().get(PROXIES_VARIABLE)))
+    if (tree / "exchange" / "http_protocol.py").exists():
+        argv += ["--http", "exchange.http_protocol:OneWriteProtocol"]
     with log.open("w") as handle:
         return subprocess.Popen(
             argv,
