@@ -155,7 +155,8 @@ def bid_place(*, buyer: User, market: Market, constraint: ConstraintSource) -> B
 
 def _insert_sql() -> tuple[str, list[Field]]:
     """``_bid_insert``'s statement and the bid's fields whose values it takes, in order
-    (then the change's side, time, event and owner, the buyer, the default limit)."""
+    after the buyer's id (then the award, the default limit, and the change's side, time,
+    event and owner)."""
     fields = [f for f in Bid._meta.concrete_fields if not f.primary_key]
     change = OrderChange._meta
     columns = ", ".join(f'"{f.column}"' for f in fields)
