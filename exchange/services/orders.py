@@ -7,7 +7,7 @@ row, so the change cannot be lost, and asks for a matching cycle only after comm
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -146,7 +146,10 @@ def bid_place(*, buyer: User, market: Market, constraint: ConstraintSource) -> B
     )
     room = _bid_insert(bid, order_event("bid_placed", bid, rules.constraint))
     if bid.pk is None:
-        award_check(award=award, room=room, tick=market.tick)
+        # Decimal's default 28 digits could round a 30-digit limit; the statement's numeric
+        # comparison is exact, and so is this one with room for the columns' 40 digits.
+        with localcontext(prec=80):
+            award_check(award=award, room=room, tick=market.tick)
         raise AssertionError("a refused bid passed the limit check")  # pragma: no cover
     market_id = market.pk
     after_commit("triggering a matching cycle", lambda: matching_cycle_request(market_id))
