@@ -150,3 +150,19 @@ def test_production_settings_refuse_to_start_without_a_secret_key():
 def test_development_settings_work_with_no_variables():
     result = run_manage("check")
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("value", ["1e20", "-1", "NaN", "lots"])
+def test_a_default_spending_limit_no_limit_could_hold_is_refused(value):
+    # A bid's placement refuses awards of 10^20 or more before its insert, as past any
+    # limit (exchange/services/orders.py); a default that large would make that untrue.
+    result = run_manage("check", SPENDING_LIMIT_DEFAULT=value)
+    assert result.returncode != 0
+    assert f"SPENDING_LIMIT_DEFAULT is {value!r}: give a number from 0 to below 10^20" in (
+        result.stderr
+    )
+
+
+def test_the_largest_default_spending_limit_is_accepted():
+    result = run_manage("check", SPENDING_LIMIT_DEFAULT="99999999999999999999.9999999999")
+    assert result.returncode == 0, result.stderr

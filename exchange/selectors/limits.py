@@ -142,7 +142,7 @@ _ROOM_SQL = {o: _room_sql(other=o) for o in (False, True)}
 # could together pass the limit (tests/exchange/test_limit_race.py). The function (migration
 # 0027) runs the two as statements of its own, each with a new snapshot, in one round trip;
 # a bid's placement calls it inside its insert (``exchange.services.orders``).
-LOCKED_ROOM_SQL = "SELECT amount, committed FROM exchange_buyer_room(%s, %s)"
+_LOCKED_ROOM_SQL = "SELECT amount, committed FROM exchange_buyer_room(%s, %s)"
 
 
 def room_of(amount: Decimal | None, committed: Decimal | None) -> Room:
@@ -158,13 +158,13 @@ def buyer_room(*, buyer_id: int, other_than: int | None = None, lock: bool = Fal
     """The buyer's limit and what its active bids but ``other_than`` commit, in one query.
 
     ``lock`` first takes the buyer's row lock for the rest of the transaction (in the same
-    round trip, ``LOCKED_ROOM_SQL``), so two of its bids are never checked against the same
+    round trip, ``_LOCKED_ROOM_SQL``), so two of its bids are never checked against the same
     remaining limit at once. Orders take it after locking the bid they change (closing
     too), so lockers never deadlock; FOR NO KEY UPDATE leaves the foreign-key checks of rows
     that name the buyer free."""
     with connection.cursor() as cursor:
         if lock:
-            cursor.execute(LOCKED_ROOM_SQL, [buyer_id, other_than])
+            cursor.execute(_LOCKED_ROOM_SQL, [buyer_id, other_than])
         else:
             params: list[int | str] = (
                 [] if other_than is None else [other_than, str(Bid.State.ACTIVE)]

@@ -116,9 +116,10 @@ def _digits_bound(field: DecimalField) -> Decimal:
 
 
 # Every award at or past this is over any buyer's limit (``SpendingLimit.amount`` holds
-# less), and the award's column holds no larger value.
+# less, and the settings refuse a larger ``SPENDING_LIMIT_DEFAULT``), and the award's column
+# holds no larger value.
 _AWARD_BOUND = _digits_bound(SpendingLimit._meta.get_field("amount"))
-assert _digits_bound(Bid._meta.get_field("largest_award")) >= _AWARD_BOUND
+assert _digits_bound(Bid._meta.get_field("largest_award")) >= _AWARD_BOUND == 10**20
 
 
 def bid_place(*, buyer: User, market: Market, constraint: ConstraintSource) -> Bid:

@@ -291,7 +291,18 @@ WEBHOOK_MAX_ATTEMPTS = int(env("WEBHOOK_MAX_ATTEMPTS", "10"))
 
 # A buyer's spending limit unless staff set one in the admin (exchange/services/limits.py):
 # what the buyer's active bids could cost together, in the price unit of the markets.
-SPENDING_LIMIT_DEFAULT = Decimal(env("SPENDING_LIMIT_DEFAULT", "100000"))
+# A number from 0 to below 10^20, what a limit staff set can hold (SpendingLimit.amount): a
+# bid's placement refuses an award at or past that bound before it could reach its column.
+try:
+    SPENDING_LIMIT_DEFAULT = Decimal(env("SPENDING_LIMIT_DEFAULT", "100000"))
+    _limit_ok = SPENDING_LIMIT_DEFAULT.is_finite() and 0 <= SPENDING_LIMIT_DEFAULT < 10**20
+except ArithmeticError:
+    _limit_ok = False
+if not _limit_ok:
+    raise ImproperlyConfigured(
+        f"SPENDING_LIMIT_DEFAULT is {env('SPENDING_LIMIT_DEFAULT')!r}: give a number from 0 to "
+        "below 10^20 (what a spending limit can hold)."
+    )
 
 # The subscription engine (exchange/subscription_engine, issue 35): long-lived processes that
 # follow the log with every live subscription in memory; the only way live subscriptions

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from exchange.server import HTTP_PROTOCOL
 from exchange.settings.proxies import NAME as PROXIES_VARIABLE
 from exchange.settings.proxies import trusted_proxies, uvicorn_args
 from ops.benchmarks.live import costs, provision
@@ -58,10 +59,10 @@ def _server(tree: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     argv = [str(ROOT / ".venv" / "bin" / "uvicorn"), "exchange.asgi:application"]
     argv += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     # As Stack.start_server: the proxies the environment trusts (none: --no-proxy-headers),
-    # and the tree's own HTTP protocol where it has one (exchange/server.py's HTTP_PROTOCOL).
+    # and the tree's own HTTP protocol where it has one.
     argv += uvicorn_args(trusted_proxies(provision.env().get(PROXIES_VARIABLE)))
     if (tree / "exchange" / "http_protocol.py").exists():
-        argv += ["--http", "exchange.http_protocol:OneWriteProtocol"]
+        argv += ["--http", HTTP_PROTOCOL]
     with log.open("w") as handle:
         return subprocess.Popen(
             argv,
