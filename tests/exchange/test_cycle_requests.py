@@ -5,7 +5,8 @@ go to its own queue and take only its markets' changes (SPEC 9, "Scale-out")."""
 
 from __future__ import annotations
 
-from unittest import mock
+import base64
+import json
 
 import psycopg
 import pytest
@@ -23,8 +24,22 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def keys_clear() -> None:
+    """No cycle pending or queued in any partition."""
     for partition in range(settings.MATCHING_PARTITIONS):
-        redis_client().delete(_pending_key(partition, settings.MATCHING_PARTITIONS))
+        redis_client().delete(
+            _pending_key(partition, settings.MATCHING_PARTITIONS), matching_queue(partition)
+        )
+
+
+def queued(partition: int) -> list[tuple[str, list[int]]]:
+    """The tasks waiting on ``partition``'s queue, oldest first: each one's name and
+    arguments, read from Celery's message."""
+    out = []
+    for raw in reversed(redis_client().lrange(matching_queue(partition), 0, -1)):
+        message = json.loads(raw)
+        args, _kwargs, _embed = json.loads(base64.b64decode(message["body"]))
+        out.append((message["headers"]["task"], args))
+    return out
 
 
 @pytest.fixture
@@ -43,31 +58,27 @@ def test_queued_cycle_takes_later_changes_and_a_started_one_lets_them_queue_agai
     market = two_markets[0]
     partition, count = market.pk % 2, 2
     buyer = UserFactory()
-    with mock.patch.object(matching_cycle, "apply_async") as apply_async:
-        bid_place(buyer=buyer, market=market, constraint="lot = 5 AND price <= 1.00")
-        bid_place(buyer=buyer, market=market, constraint="lot = 6 AND price <= 1.00")
-        assert apply_async.call_args_list == [
-            mock.call(args=[partition, count], queue=matching_queue(partition))
-        ]
-        # it cannot block cycles forever
-        assert redis_client().ttl(_pending_key(partition, count)) > 0
-        # The queued cycle starts: it takes both changes.
-        assert matching_cycle.run(partition, count) == 2
-        assert not OrderChange.objects.filter(processed_at=None).exists()
-        bid_place(buyer=buyer, market=market, constraint="lot = 7 AND price <= 1.00")
-        assert apply_async.call_count == 2
+    bid_place(buyer=buyer, market=market, constraint="lot = 5 AND price <= 1.00")
+    bid_place(buyer=buyer, market=market, constraint="lot = 6 AND price <= 1.00")
+    assert queued(partition) == [("exchange.matching_cycle", [partition, count])]
+    assert queued(1 - partition) == []
+    # it cannot block cycles forever
+    assert redis_client().ttl(_pending_key(partition, count)) > 0
+    # The queued cycle starts: it takes both changes.
+    assert matching_cycle.run(partition, count) == 2
+    assert not OrderChange.objects.filter(processed_at=None).exists()
+    bid_place(buyer=buyer, market=market, constraint="lot = 7 AND price <= 1.00")
+    assert len(queued(partition)) == 2
 
 
 def test_each_partition_queues_its_own_cycle_and_takes_only_its_markets_changes(two_markets):
     first, second = two_markets
     buyer = UserFactory()
-    with mock.patch.object(matching_cycle, "apply_async") as apply_async:
-        a = bid_place(buyer=buyer, market=first, constraint="lot = 5 AND price <= 1.00")
-        b = bid_place(buyer=buyer, market=second, constraint="lot = 5 AND price <= 1.00")
-        # one task per partition, each on its partition's queue
-        assert sorted(c.kwargs["queue"] for c in apply_async.call_args_list) == sorted(
-            [matching_queue(first.pk % 2), matching_queue(second.pk % 2)]
-        )
+    a = bid_place(buyer=buyer, market=first, constraint="lot = 5 AND price <= 1.00")
+    b = bid_place(buyer=buyer, market=second, constraint="lot = 5 AND price <= 1.00")
+    # one task per partition, each on its partition's queue
+    for market in (first, second):
+        assert queued(market.pk % 2) == [("exchange.matching_cycle", [market.pk % 2, 2])]
     # The first market's partition takes its change and leaves the other's pending.
     assert matching_cycle.run(first.pk % 2, 2) == 1
     pending = OrderChange.objects.filter(processed_at=None)
@@ -83,9 +94,8 @@ def test_a_market_whose_cycle_runs_elsewhere_is_waited_for_and_others_are_not(tw
     # waits (here: gives up at the lock timeout) rather than overlap it.
     first, second = two_markets
     buyer = UserFactory()
-    with mock.patch.object(matching_cycle, "apply_async"):
-        bid_place(buyer=buyer, market=first, constraint="lot = 5 AND price <= 1.00")
-        bid_place(buyer=buyer, market=second, constraint="lot = 5 AND price <= 1.00")
+    bid_place(buyer=buyer, market=first, constraint="lot = 5 AND price <= 1.00")
+    bid_place(buyer=buyer, market=second, constraint="lot = 5 AND price <= 1.00")
     params = connection.get_connection_params()
     params.pop("cursor_factory", None)
     params.pop("context", None)

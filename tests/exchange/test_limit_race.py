@@ -19,7 +19,6 @@ from exchange.errors import InvalidInput
 from exchange.models import Bid
 from exchange.selectors.limits import buyer_committed
 from exchange.services.orders import bid_amend, bid_place
-from exchange.tasks import matching_cycle
 from tests.exchange.test_lock_order import idle_in_transaction, started, waits, watcher
 from tests.factories import UserFactory, pencils_market
 
@@ -31,7 +30,7 @@ __all__ = ["watcher"]  # the fixture, imported for these tests
 @pytest.fixture(autouse=True)
 def _limits(settings):
     settings.SPENDING_LIMIT_DEFAULT = Decimal("1000")
-    with mock.patch.object(matching_cycle, "apply_async"):
+    with mock.patch("exchange.services.orders.matching_cycle_request"):
         yield
 
 

@@ -37,7 +37,6 @@ from exchange.services.orders import (
     offer_withdraw,
 )
 from exchange.services.verification import best_offers_verify
-from exchange.tasks import matching_cycle
 from tests.factories import StaffFactory, UserFactory, pencils_market
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -65,7 +64,7 @@ def watcher() -> Iterator[psycopg.Connection]:
 @pytest.fixture(autouse=True)
 def _no_cycle_requests():
     # The tests run the cycles themselves, in the order they need.
-    with mock.patch.object(matching_cycle, "apply_async"):
+    with mock.patch("exchange.services.orders.matching_cycle_request"):
         yield
 
 

@@ -17,7 +17,6 @@ from exchange.models import Notification, Offer
 from exchange.services.closing import offer_close
 from exchange.services.matching import TAIL_LOCK, matching_cycle_run
 from exchange.services.orders import bid_place, offer_cancel, offer_publish, offer_withdraw
-from exchange.tasks import matching_cycle
 from tests.factories import StaffFactory, UserFactory, pencils_market
 
 pytestmark = pytest.mark.django_db
@@ -38,7 +37,7 @@ def hold_tail():
 
 def test_staff_cancelling_an_offer_waits_for_a_cycles_tail(hold_tail):
     market, seller = pencils_market(), UserFactory()
-    with mock.patch.object(matching_cycle, "apply_async"):
+    with mock.patch("exchange.services.orders.matching_cycle_request"):
         offer = offer_publish(seller=seller, market=market, constraint=OFFER)
         mine = offer_publish(seller=seller, market=market, constraint=OFFER)
         hold_tail()
@@ -58,7 +57,7 @@ def test_staff_cancelling_an_offer_waits_for_a_cycles_tail(hold_tail):
 
 def test_once_the_tail_is_free_the_cancel_writes_the_sellers_row():
     market, seller = pencils_market(), UserFactory()
-    with mock.patch.object(matching_cycle, "apply_async"):
+    with mock.patch("exchange.services.orders.matching_cycle_request"):
         offer = offer_publish(seller=seller, market=market, constraint=OFFER)
         offer_cancel(staff=StaffFactory(), offer_id=offer.pk)
     [note] = Notification.objects.filter(recipient=seller)
@@ -71,7 +70,7 @@ def test_closing_an_offer_nobody_bid_on_writes_its_sellers_row_under_the_tail_lo
     notes go under the tail lock too (an offer with a best bid took it already, for its
     best-offer history; one with none did not)."""
     market, seller = pencils_market(), UserFactory()
-    with mock.patch.object(matching_cycle, "apply_async"):
+    with mock.patch("exchange.services.orders.matching_cycle_request"):
         offer = offer_publish(seller=seller, market=market, constraint=OFFER)
     matching_cycle_run()
     hold_tail()

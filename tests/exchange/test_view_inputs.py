@@ -14,7 +14,6 @@ import pytest
 from django.test import Client
 
 from exchange.services.orders import bid_place, offer_publish
-from exchange.tasks import matching_cycle
 from tests.factories import StaffFactory, UserFactory, pencils_market
 
 pytestmark = pytest.mark.django_db
@@ -102,7 +101,7 @@ FORMS = [
 
 @pytest.fixture
 def book() -> Iterator[dict[str, object]]:
-    with mock.patch.object(matching_cycle, "apply_async"):
+    with mock.patch("exchange.services.orders.matching_cycle_request"):
         market = pencils_market()
         user, staff = UserFactory(), StaffFactory()
         offer = offer_publish(seller=user, market=market, constraint="lot <= 100 AND price >= 1.00")
@@ -117,7 +116,7 @@ def test_no_value_of_an_input_makes_a_page_fail(client: Client, book, form: Form
         market=book["market"].subject, offer=book["offer"].pk, bid=book["bid"].pk
     )
     failures = []
-    with mock.patch.object(matching_cycle, "apply_async"):
+    with mock.patch("exchange.services.orders.matching_cycle_request"):
         for value in HOSTILE:
             data = {**dict(form.others), form.field: value}
             response = getattr(client, form.method)(path, data)

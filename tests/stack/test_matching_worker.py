@@ -10,10 +10,11 @@ import pytest
 from django.conf import settings
 from django.db import transaction
 
+from exchange import tasks
 from exchange.models import BestOffer, Bid, MatchingCycle, Notification, OrderChange
 from exchange.redis_clients import redis_client
 from exchange.services.orders import bid_place, offer_publish
-from exchange.tasks import _pending_key, matching_cycle
+from exchange.tasks import _pending_key
 from tests.factories import UserFactory, pencils_market
 
 pytestmark = [pytest.mark.stack, pytest.mark.usefixtures("clean_engine")]
@@ -83,13 +84,15 @@ def test_nothing_is_enqueued_for_a_rolled_back_transaction(live_stack):
     market = pencils_market()
     buyer = UserFactory(username="dora")
     sent = []
-    real = matching_cycle.apply_async
+    real = tasks.request_once
 
     def spy(*args, **kwargs):
-        sent.append(args)
-        return real(*args, **kwargs)
+        queued = real(*args, **kwargs)
+        if queued:
+            sent.append(args)
+        return queued
 
-    with mock.patch.object(matching_cycle, "apply_async", side_effect=spy):
+    with mock.patch.object(tasks, "request_once", side_effect=spy):
         with pytest.raises(RuntimeError), transaction.atomic():
             bid_place(buyer=buyer, market=market, constraint="lot = 5 AND price <= 1.00")
             raise RuntimeError("the request fails after the bid was written")
