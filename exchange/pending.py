@@ -103,7 +103,7 @@ def _push_once() -> Script:
 def _template_for(task: Task | str, args: tuple[object, ...], queue: str) -> Template | None:
     """The kept template for this message, made on first use; None where Celery must send
     it (see the module's docstring)."""
-    if not templates_apply() or get_current_worker_task() is not None:
+    if get_current_worker_task() is not None:
         return None
     name = task if isinstance(task, str) else task.name
     slot = (name, args, queue)
@@ -114,6 +114,11 @@ def _template_for(task: Task | str, args: tuple[object, ...], queue: str) -> Tem
     with _templates_lock:
         if slot in _templates:
             return _templates[slot]
+        # Celery's configuration is read once per template: each read of it took longer than
+        # the whole script's call (cProfile).
+        if not templates_apply():
+            _templates[slot] = None
+            return None
         raw = raw_capture(task, args, queue)
         # A message of another shape is Celery's to send from now on; none read back (it was
         # not sent where it was asked to go) leaves the next call to try again.
