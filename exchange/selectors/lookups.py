@@ -91,12 +91,15 @@ def pool_check(conn: Any) -> None:
     not applied yet), the pool's own empty statement."""
     if _request_version.get() == UNREAD and conn.autocommit:
         try:
-            row = conn.execute(_VERSION).fetchone()
+            # Bound and prepared on the server: the connection's own cursors are Django's
+            # client-side ones, which never prepare (exchange/server_binding.py).
+            row = psycopg.Cursor(conn).execute(_VERSION, prepare=True).fetchone()
         except psycopg.errors.UndefinedTable:
             pass
         else:
-            _request_version.set(str(row[0]))
-            return
+            if row is not None:
+                _request_version.set(str(row[0]))
+                return
     ConnectionPool.check_connection(conn)
 
 
