@@ -43,7 +43,6 @@ from django.utils import timezone
 from exchange import engine
 from exchange.models import (
     BestOffer,
-    BestOfferChange,
     Bid,
     MatchingCycle,
     Notification,
@@ -55,6 +54,7 @@ from exchange.models.orders import OrderT
 from exchange.services.best import NO_BEST, Best
 from exchange.services.events import events_append
 from exchange.services.notifications import (
+    BEST_OFFER_FIELDS,
     best_offer_facts,
     best_offer_notifications,
     notifications_push_on_commit,
@@ -545,30 +545,88 @@ def best_bids(offer_ids: Iterable[int]) -> dict[int, Best]:
     return {i: found.get(i, NO_BEST) for i in ids}
 
 
-def _best_rows_write(rows: dict[int, Best], now: dt.datetime) -> None:
-    """Insert or update the best-offer rows of these offers in one statement (the rows that
-    exist are locked by the caller; only cycles and closing write them, under the cycle lock)."""
-    if not rows:
+# Everything ``best_offers_refresh`` writes, in one statement: the best-offer rows of open
+# offers inserted or updated, those of offers no longer open deleted, the history, and the
+# outbox rows (their ids, in the order given, back). Set-based rather than the ORM's
+# bulk_create: the two bulk_creates, mostly Django preparing each field of each object and
+# psycopg quoting each element of their arrays on the client (every quote of every JSON
+# payload escaped by a regular expression), were half of a cycle's CPU (issue 36). The
+# notifications travel as one JSON document, which is quoted in one call. The CTEs touch
+# different rows (the rows written are open offers', those deleted are not), and every
+# column is written as the ORM wrote it (``tests/exchange/test_best_write.py`` compares).
+BEST_WRITE_SQL = """
+WITH best AS (
+    INSERT INTO exchange_bestoffer (offer_id, bid_id, value, matching_bids, changed_at)
+    SELECT o, b, v, n, %(now)s
+    FROM unnest(%(offers)s::bigint[], %(bids)s::bigint[], %(values)s::numeric[],
+                %(counts)s::integer[]) AS r(o, b, v, n)
+    ON CONFLICT (offer_id) DO UPDATE SET bid_id = EXCLUDED.bid_id,
+        value = EXCLUDED.value, matching_bids = EXCLUDED.matching_bids,
+        changed_at = EXCLUDED.changed_at
+), gone AS (
+    DELETE FROM exchange_bestoffer WHERE offer_id = ANY(%(gone)s::bigint[])
+), history AS (
+    INSERT INTO exchange_bestofferchange (offer_id, bid_id, value, matching_bids, at)
+    SELECT o, b, v, n, %(now)s
+    FROM unnest(%(history_offers)s::bigint[], %(history_bids)s::bigint[],
+                %(history_values)s::numeric[], %(history_counts)s::integer[])
+         WITH ORDINALITY AS r(o, b, v, n, i)
+    ORDER BY i
+)
+INSERT INTO exchange_notification
+    (recipient_id, market_id, offer_id, type, data, created_at, delivered_at)
+SELECT (r ->> 0)::bigint, (r ->> 1)::bigint, (r ->> 2)::bigint, r ->> 3, r -> 4, %(created)s,
+       NULL
+FROM jsonb_array_elements(%(notes)s::jsonb) WITH ORDINALITY AS n(r, i)
+ORDER BY i
+RETURNING id
+"""
+
+
+def _best_write(
+    *,
+    written: dict[int, Best],
+    gone: list[int],
+    history: list[tuple[int, Best]],
+    notes: list[Notification],
+    now: dt.datetime,
+) -> None:
+    """Write ``BEST_WRITE_SQL``: the best-offer rows ``written`` (offer to best bid) and
+    ``gone`` (offers), the ``history`` (offer, best bid) at ``now``, and the outbox rows
+    ``notes``, which come back as ``bulk_create`` leaves them (id, creation time, saved).
+    The rows that exist are locked by the caller; only cycles and closing write them, under
+    the cycle lock. Their ids follow the order of ``notes``: ``ORDER BY`` the position of
+    each in the document, as the sequence is taken row by row in that order."""
+    if not (written or gone or history or notes):
         return
-    ids = sorted(rows)
+    ids = sorted(written)
+    created = timezone.now()  # what auto_now_add gave each row
     with connection.cursor() as cursor:
         cursor.execute(
-            """
-            INSERT INTO exchange_bestoffer (offer_id, bid_id, value, matching_bids, changed_at)
-            SELECT o, b, v, n, %s
-            FROM unnest(%s::bigint[], %s::bigint[], %s::numeric[], %s::integer[]) AS r(o, b, v, n)
-            ON CONFLICT (offer_id) DO UPDATE SET bid_id = EXCLUDED.bid_id,
-                value = EXCLUDED.value, matching_bids = EXCLUDED.matching_bids,
-                changed_at = EXCLUDED.changed_at
-            """,
-            [
-                now,
-                ids,
-                [rows[i].bid_id for i in ids],
-                [rows[i].value for i in ids],
-                [rows[i].matching_bids for i in ids],
-            ],
+            BEST_WRITE_SQL,
+            {
+                "now": now,
+                "offers": ids,
+                "bids": [written[i].bid_id for i in ids],
+                "values": [written[i].value for i in ids],
+                "counts": [written[i].matching_bids for i in ids],
+                "gone": gone,
+                "history_offers": [offer_id for offer_id, _ in history],
+                "history_bids": [best.bid_id for _, best in history],
+                "history_values": [best.value for _, best in history],
+                "history_counts": [best.matching_bids for _, best in history],
+                "created": created,
+                # json.dumps, as the JSONField (it has no encoder of its own) dumps data.
+                "notes": json.dumps(
+                    [[n.recipient_id, n.market_id, n.offer_id, n.type, n.data] for n in notes]
+                ),
+            },
         )
+        pks = [row[0] for row in cursor.fetchall()]
+    assert len(pks) == len(notes)
+    for note, pk in zip(notes, pks, strict=True):
+        note.pk, note.created_at = pk, created
+        note._state.adding, note._state.db = False, connection.alias
 
 
 def best_offers_refresh(
@@ -588,15 +646,23 @@ def best_offers_refresh(
         return []
     now = timezone.now()
     rows = {
-        row.offer_id: row
-        for row in BestOffer.objects.select_for_update(no_key=True)
+        offer_id: Best(bid_id, value, matching_bids)
+        for offer_id, bid_id, value, matching_bids in BestOffer.objects.select_for_update(
+            no_key=True
+        )
         .filter(offer_id__in=offer_ids)
         .order_by("pk")
+        .values_list("offer_id", "bid_id", "value", "matching_bids")
     }
-    offers = {o.pk: o for o in Offer.objects.filter(id__in=offer_ids).select_related("market")}
+    offers = {
+        o.pk: o
+        for o in Offer.objects.filter(id__in=offer_ids)
+        .select_related("market")
+        .only(*BEST_OFFER_FIELDS)
+    }
     open_ids = {i for i, o in offers.items() if o.state == Offer.State.OPEN}
     new = best_bids(open_ids)
-    history: list[BestOfferChange] = []
+    history: list[tuple[int, Best]] = []
     written: dict[int, Best] = {}
     gone: list[int] = []
     changes: list[tuple[Offer, Best, Best]] = []
@@ -604,24 +670,15 @@ def best_offers_refresh(
         offer = offers.get(offer_id)
         if offer is None:
             continue
-        row = rows.get(offer_id)
-        old = Best(row.bid_id, row.value, row.matching_bids) if row else NO_BEST
+        old = rows.get(offer_id, NO_BEST)
         best = new[offer_id] if offer_id in open_ids else NO_BEST
         if offer_id in open_ids:
-            if row is None or old != best:
+            if offer_id not in rows or old != best:
                 written[offer_id] = best
-        elif row is not None:
-            gone.append(row.pk)
+        elif offer_id in rows:
+            gone.append(offer_id)
         if old != best:
-            history.append(
-                BestOfferChange(
-                    offer=offer,
-                    bid_id=best.bid_id,
-                    value=best.value,
-                    matching_bids=best.matching_bids,
-                    at=now,
-                )
-            )
+            history.append((offer_id, best))
             changes.append((offer, old, best))
     facts = best_offer_facts(changes)
     notes = [
@@ -633,8 +690,5 @@ def best_offers_refresh(
         tail_lock()
     if tail is not None:
         tail()
-    _best_rows_write(written, now)
-    if gone:
-        BestOffer.objects.filter(pk__in=gone).delete()
-    BestOfferChange.objects.bulk_create(history, batch_size=5000)
-    return Notification.objects.bulk_create(notes, batch_size=5000)
+    _best_write(written=written, gone=gone, history=history, notes=notes, now=now)
+    return notes
