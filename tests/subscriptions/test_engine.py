@@ -378,21 +378,28 @@ def test_a_subscription_deleted_after_its_batch_was_read_gets_nothing_more(monke
     assert sub.pk not in engine.followed
 
 
+def fails_at(monkeypatch, query: str, seq: int):
+    """Every evaluator of ``query`` raises ``ZeroDivisionError`` on the event ``seq``; the
+    parsed query."""
+    original = Evaluator.push
+    broken = parse_query(query)
+
+    def push(self, event, *, live, **kwargs):
+        if event.seq == seq and self.query == broken:
+            raise ZeroDivisionError("division by zero")
+        return original(self, event, live=live, **kwargs)
+
+    monkeypatch.setattr(Evaluator, "push", push)
+    return broken
+
+
 def test_failures_and_state_limit_suspend_one_subscription_only(monkeypatch):
     owner = UserFactory()
     healthy = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
     unreadable = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
     failing = subscription_create(owner=owner, query="SELECT price WHERE price > 1.05")
     Subscription.objects.filter(pk=unreadable.pk).update(evaluator=b"not a pickle")
-    original = Evaluator.push
-    broken = parse_query(failing.query)
-
-    def push(self, event, *, live, **kwargs):
-        if event.seq == 2 and self.query == broken:
-            raise ZeroDivisionError("division by zero")
-        return original(self, event, live=live, **kwargs)
-
-    monkeypatch.setattr(Evaluator, "push", push)
+    fails_at(monkeypatch, failing.query, 2)
     engine = make("a")
     drain(engine)
     for minute, price in enumerate(("1.10", "1.20", "1.30")):
@@ -445,15 +452,7 @@ def test_rows_written_either_way_get_what_the_offline_contract_gives_and_push_it
     monkeypatch.setattr(service, "STATE_LIMIT", 2)  # (its registration's alone)
     limited = subscription_create(owner=owner, query="SELECT COUNT(price, 5) WHERE type = 'trade'")
     monkeypatch.setattr(service, "STATE_LIMIT", state_limit)
-    original = Evaluator.push
-    broken = parse_query(failing.query)
-
-    def push(self, event, *, live, **kwargs):
-        if event.seq == 6 and self.query == broken:
-            raise ZeroDivisionError("division by zero")
-        return original(self, event, live=live, **kwargs)
-
-    monkeypatch.setattr(Evaluator, "push", push)
+    broken = fails_at(monkeypatch, failing.query, 6)
     pushed: list[dict] = []
     monkeypatch.setattr(
         engine_module,
