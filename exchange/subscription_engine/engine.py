@@ -196,11 +196,15 @@ LOCK_ROWS = (
 )
 # A commit's notifications, ``created_at`` the transaction's time (as ``now()`` in any
 # INSERT of the services); their data as one JSON array, zipped with the other columns
-# (``ROWS FROM``): one ``json.dumps`` of a list costs about 40% of one a notification.
+# (``ROWS FROM``): one ``json.dumps`` of a list costs about 40% of one a notification. The
+# integer columns go as array literals in text (``int_array``): psycopg dumps a list in
+# binary element by element in Python, 0.2 us an element, a fifth of the engine's CPU
+# per notification for the five arrays of a commit (``ops/benchmarks/engine_batch.py
+# --fanout``); a literal is 0.09.
 INSERT_NOTES = (
     "INSERT INTO exchange_subscriptionnotification (subscription_id, n, seq, data, created_at) "
     "SELECT v.id, v.n, v.seq, v.data, now() "
-    "FROM ROWS FROM (unnest(%b::bigint[]), unnest(%b::int[]), unnest(%b::bigint[]), "
+    "FROM ROWS FROM (unnest(%s::bigint[]), unnest(%s::int[]), unnest(%s::bigint[]), "
     "jsonb_array_elements(%b::jsonb)) AS v(id, n, seq, data)"
 )
 # The rows with new notifications, locked by the UPDATE that lengthens their outbox (the
@@ -209,7 +213,7 @@ INSERT_NOTES = (
 # each written row's state and outbox length before it come back.
 NOTIFIED_ROWS = (
     "UPDATE exchange_subscription AS s SET last_n = s.last_n + v.found "
-    "FROM unnest(%b::bigint[], %b::int[]) AS v(id, found) WHERE s.id = v.id "
+    "FROM unnest(%s::bigint[], %s::int[]) AS v(id, found) WHERE s.id = v.id "
     "AND s.state IN ('active', 'paused') AND s.id %% %b::int IN (SELECT partition "
     "FROM exchange_subscriptionpartition WHERE owner = %b) "
     "RETURNING s.id, s.state, s.last_n - v.found"
@@ -225,8 +229,9 @@ UPDATE_ROWS = (
 )
 
 LogEvent = tuple[int | None, Event]
-Note = tuple[int, int, int | None, Any]  # a notification: subscription, n, seq, data
 T = TypeVar("T")
+# (the state and ``last_n`` of a row the commit's statements did not lock)
+_UNLOCKED = ("", 0)
 
 
 @dataclass(eq=False)
@@ -796,9 +801,11 @@ class Engine:
             # from its members is never written)
             found = _outputs(f.member.outputs)
             f.member.outputs.clear()
-            dropped = min(f.skip, len(found))
-            f.skip -= dropped
-            f.found = found[dropped:]
+            if f.skip:
+                dropped = min(f.skip, len(found))
+                f.skip -= dropped
+                found = found[dropped:]
+            f.found = found
             if f.found or f.ended or f.leaving or f.sub_id in stored:
                 touched[f.sub_id] = f
         with _pipelined() as db:
@@ -825,8 +832,8 @@ class Engine:
                     write.execute(
                         NOTIFIED_ROWS,
                         [
-                            notified,
-                            [len(touched[i].found) for i in notified],
+                            int_array(notified),
+                            int_array([len(touched[i].found) for i in notified]),
                             self.count,
                             self.name,
                         ],
@@ -837,20 +844,30 @@ class Engine:
                 locked = {s: (state, n) for s, state, n in write.fetchall()} if notified else {}
                 if rest:
                     locked.update((s, (state, n)) for s, state, n in lock.fetchall())
-                notes: list[Note] = []
+                notes = Notes()
                 rows: list[Row] = []
                 for sub_id, f in touched.items():
                     if f.partition not in mine:
                         continue  # its partition was lost: forgotten below
-                    state, last_n = locked.get(sub_id, ("", 0))
+                    state, last_n = locked.get(sub_id, _UNLOCKED)
                     if state not in (ACTIVE, PAUSED):
                         gone.append(f)  # deleted (or ended) meanwhile: nothing more is written
                         continue
-                    row = self._row(f, state, last_n, upto, f.sub_id in stored)
                     first = last_n + 1
-                    notes.extend(
-                        (sub_id, n, seq, data) for n, (seq, data) in enumerate(f.found, first)
-                    )
+                    if state == ACTIVE and sub_id not in stored and not f.ended:
+                        # Most rows: notifications and nothing else. ``_row`` would give a
+                        # row of state ACTIVE and no checkpoint, so no write but its
+                        # outbox's (``NOTIFIED_ROWS``), no end: what follows does it without
+                        # a ``Row`` (a fifth of the commit's CPU per notification).
+                        notes.add(sub_id, first, f.found)
+                        if f.found:
+                            pushes[group_for(stream_name(sub_id))] = functools.partial(
+                                _pushed, sub_id, first, f.found, False
+                            )
+                        f.last_n = last_n + len(f.found)
+                        continue
+                    row = self._row(f, state, last_n, upto, f.sub_id in stored)
+                    notes.add(sub_id, first, f.found)
                     ended = row.state == Subscription.State.DONE
                     if f.found or ended:
                         group = group_for(stream_name(sub_id))
@@ -1061,7 +1078,32 @@ def _pipelined() -> Iterator[psycopg.Connection[Any]]:
         raise
 
 
-def _write(notes: list[Note], rows: list[Row]) -> None:
+class Notes:
+    """A commit's notifications, as ``INSERT_NOTES`` takes them: one list a column, in the
+    order they are added (a tuple a notification, then a list a column from them, cost a
+    third more: ``ops/benchmarks/engine_batch.py --fanout``)."""
+
+    __slots__ = ("ids", "ns", "seqs", "datas")
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.ns: list[int] = []
+        self.seqs: list[int | None] = []
+        self.datas: list[Any] = []
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(self, sub_id: int, first: int, found: list[tuple[int | None, Any]]) -> None:
+        """``sub_id``'s notifications ``found`` (``(seq, data)``), numbered from ``first``."""
+        for n, (seq, data) in enumerate(found, first):
+            self.ids.append(sub_id)
+            self.ns.append(n)
+            self.seqs.append(seq)
+            self.datas.append(data)
+
+
+def _write(notes: Notes, rows: list[Row]) -> None:
     """The commit's notifications (one INSERT from arrays, in parts of at most
     ``ROWS_BYTES`` of data: ``note_parts``) and the rows ended, paused or checkpointed (one
     UPDATE, in parts of at most ``ROWS_BYTES`` of snapshots; the others' outbox lengths
@@ -1088,27 +1130,39 @@ def _write(notes: list[Note], rows: list[Row]) -> None:
         )
 
 
-def note_parts(notes: list[Note], limit: int | None = None) -> list[list[Any]]:
-    """``INSERT_NOTES``' parameters for ``notes``, in order: their ids, numbers and seqs,
-    and their data as the text of one JSON array, in parts whose data come to at most
-    ``limit`` bytes (``ROWS_BYTES``) each. Almost always one part, from one ``json.dumps``
-    (ASCII: its length is its bytes); past the limit each note's data is written alone to
-    cut the parts, a note larger than the limit a part of its own."""
+def note_parts(notes: Notes, limit: int | None = None) -> list[list[Any]]:
+    """``INSERT_NOTES``' parameters for ``notes``, in order: their ids, numbers and seqs
+    (``int_array``), and their data as the text of one JSON array, in parts whose data come
+    to at most ``limit`` bytes (``ROWS_BYTES``) each. Almost always one part, from one
+    ``json.dumps`` (ASCII: its length is its bytes); past the limit each note's data is
+    written alone to cut the parts, a note larger than the limit a part of its own."""
     limit = ROWS_BYTES if limit is None else limit
     if not notes:
         return []
-    whole = json.dumps([note[3] for note in notes])
+    whole = json.dumps(notes.datas)
     if len(whole) <= limit:
-        return [_columns(notes, whole)]
-    texts = [(note, json.dumps(note[3])) for note in notes]
-    return [
-        _columns([note for note, _ in part], "[" + ",".join(text for _, text in part) + "]")
-        for part in _parts(texts, lambda item: len(item[1]), limit)
-    ]
+        return [[int_array(notes.ids), int_array(notes.ns), int_array(notes.seqs), whole]]
+    texts = [(i, json.dumps(data)) for i, data in enumerate(notes.datas)]
+    parts = []
+    for part in _parts(texts, lambda item: len(item[1]), limit):
+        start, end = part[0][0], part[-1][0] + 1
+        parts.append(
+            [
+                int_array(notes.ids[start:end]),
+                int_array(notes.ns[start:end]),
+                int_array(notes.seqs[start:end]),
+                "[" + ",".join(text for _, text in part) + "]",
+            ]
+        )
+    return parts
 
 
-def _columns(notes: list[Note], data: str) -> list[Any]:
-    return [[n[0] for n in notes], [n[1] for n in notes], [n[2] for n in notes], data]
+def int_array(values: list[int] | list[int | None]) -> str:
+    """``values`` as a PostgreSQL array literal (``{1,2,NULL}``), for a ``%s::bigint[]``
+    (or ``int[]``) parameter: ``str`` of an int is its digits, as ``array_in`` reads them."""
+    if None in values:
+        return "{" + ",".join("NULL" if v is None else str(v) for v in values) + "}"
+    return "{" + ",".join(map(str, values)) + "}"
 
 
 def _kept(row: Row) -> bytes | None:

@@ -12,6 +12,7 @@ import json
 import random
 import time
 
+import psycopg
 import pytest
 from django.db import connection
 from django.utils import timezone
@@ -377,21 +378,28 @@ def test_a_subscription_deleted_after_its_batch_was_read_gets_nothing_more(monke
     assert sub.pk not in engine.followed
 
 
+def fails_at(monkeypatch, query: str, seq: int):
+    """Every evaluator of ``query`` raises ``ZeroDivisionError`` on the event ``seq``; the
+    parsed query."""
+    original = Evaluator.push
+    broken = parse_query(query)
+
+    def push(self, event, *, live, **kwargs):
+        if event.seq == seq and self.query == broken:
+            raise ZeroDivisionError("division by zero")
+        return original(self, event, live=live, **kwargs)
+
+    monkeypatch.setattr(Evaluator, "push", push)
+    return broken
+
+
 def test_failures_and_state_limit_suspend_one_subscription_only(monkeypatch):
     owner = UserFactory()
     healthy = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
     unreadable = subscription_create(owner=owner, query="SELECT price WHERE type = 'trade'")
     failing = subscription_create(owner=owner, query="SELECT price WHERE price > 1.05")
     Subscription.objects.filter(pk=unreadable.pk).update(evaluator=b"not a pickle")
-    original = Evaluator.push
-    broken = parse_query(failing.query)
-
-    def push(self, event, *, live, **kwargs):
-        if event.seq == 2 and self.query == broken:
-            raise ZeroDivisionError("division by zero")
-        return original(self, event, live=live, **kwargs)
-
-    monkeypatch.setattr(Evaluator, "push", push)
+    fails_at(monkeypatch, failing.query, 2)
     engine = make("a")
     drain(engine)
     for minute, price in enumerate(("1.10", "1.20", "1.30")):
@@ -423,6 +431,60 @@ def test_failures_and_state_limit_suspend_one_subscription_only(monkeypatch):
         "the subscription failed while evaluating: SnapshotError: not a subscription snapshot"
     )
     assert [line["seq"] for line in outbox(healthy)] == [1, 2, 3]
+
+
+def test_rows_written_either_way_get_what_the_offline_contract_gives_and_push_it(monkeypatch):
+    """Issue 35 item 7: a commit writes most notified rows without a ``Row`` (notifications
+    only: ``_commit``'s common case) and the others through ``_row`` (a checkpoint of a
+    round's slice, a failure, a ``state_limit``). In batches that mix them, every outbox is
+    what the offline contract gives (the failing one's up to its failure) and the
+    ``sub:<id>`` pushes carry exactly each outbox, in order, numbered as it is."""
+    owner = UserFactory()
+    rng = random.Random(35)
+    queries = [
+        "SELECT price WHERE type = 'trade'",
+        "SELECT price WHERE price > 1.05",
+        "SELECT COUNT(price, 2) WHERE type = 'trade'",
+    ]
+    subs = [subscription_create(owner=owner, query=rng.choice(queries)) for _ in range(30)]
+    failing = subscription_create(owner=owner, query="SELECT price WHERE price < 1.50")
+    state_limit = service.STATE_LIMIT
+    monkeypatch.setattr(service, "STATE_LIMIT", 2)  # (its registration's alone)
+    limited = subscription_create(owner=owner, query="SELECT COUNT(price, 5) WHERE type = 'trade'")
+    monkeypatch.setattr(service, "STATE_LIMIT", state_limit)
+    broken = fails_at(monkeypatch, failing.query, 6)
+    pushed: list[dict] = []
+    monkeypatch.setattr(
+        engine_module,
+        "group_send_made",
+        lambda makers: pushed.extend(m for make in makers.values() for m in make()),
+    )
+    # a round every two events, five snapshots a batch: some rows of most batches
+    # checkpointed beside the others
+    engine = make("a", checkpoint_events=2, checkpoint_slice=5)
+    drain(engine)
+    for minute in range(12):
+        price = rng.choice(["1.00", "1.10", "1.20"])
+        append_at([trade(price)], DAY + dt.timedelta(minutes=minute))
+        drain(engine)
+
+    log = owner_log(owner)
+    for sub in subs:
+        assert outbox(sub) == list(run_offline(parse_query(sub.query), log, now=sub.now))
+    failing.refresh_from_db()
+    assert (failing.state, failing.reason) == ("suspended", "error")
+    offline = list(run_offline(broken, log[:5], now=failing.now))
+    assert outbox(failing)[:-1] == offline and outbox(failing)[-1]["seq"] == 6
+    limited.refresh_from_db()
+    assert (limited.state, limited.reason) == ("suspended", "state_limit")
+    assert outbox(limited) == list(
+        run_offline(parse_query(limited.query), log, now=limited.now, state_limit=2)
+    )
+    streams: dict[str, list[dict]] = {}
+    for message in pushed:
+        streams.setdefault(message["stream"], []).extend(message["notifications"])
+    for sub in [*subs, failing, limited]:
+        assert streams.get(f"sub:{sub.pk}", []) == outbox(sub)
 
 
 def test_a_batch_that_fails_after_its_events_were_fed_notifies_each_once(monkeypatch):
@@ -989,19 +1051,36 @@ def test_rows_are_cut_by_their_snapshots_bytes_in_order():
 
 
 def test_notes_go_as_one_json_array_cut_by_their_bytes_in_order():
-    notes = [(7, 1, 10, {"price": "1.10"}), (7, 2, None, {"error": "x" * 30}), (9, 4, 12, [1, 2])]
-    # Within the limit: one part, the data one array
+    notes = engine_module.Notes()
+    notes.add(7, 1, [(10, {"price": "1.10"}), (None, {"error": "x" * 30})])
+    notes.add(9, 4, [(12, [1, 2])])
+    # Within the limit: one part, the data one array, the other columns array literals
     [whole] = engine_module.note_parts(notes)
-    assert whole[:3] == [[7, 7, 9], [1, 2, 4], [10, None, 12]]
+    assert whole[:3] == ["{7,7,9}", "{1,2,4}", "{10,NULL,12}"]
     assert json.loads(whole[3]) == [{"price": "1.10"}, {"error": "x" * 30}, [1, 2]]
     # Past it, cut where the next note's data would pass it (17 + 44 > 50), in order
     parts = engine_module.note_parts(notes, limit=50)
-    assert [part[:3] for part in parts] == [[[7], [1], [10]], [[7, 9], [2, 4], [None, 12]]]
+    assert [part[:3] for part in parts] == [["{7}", "{1}", "{10}"], ["{7,9}", "{2,4}", "{NULL,12}"]]
     assert [json.loads(part[3]) for part in parts] == [
         [{"price": "1.10"}],
         [{"error": "x" * 30}, [1, 2]],
     ]
-    assert engine_module.note_parts([]) == []
+    assert engine_module.note_parts(engine_module.Notes()) == []
+
+
+def test_int_arrays_are_read_by_postgresql_as_the_lists_they_come_from():
+    """``int_array``'s literals, bound on the server and cast as the statements bind and
+    cast them (a psycopg cursor, as ``_write``'s), are the lists again: what psycopg's
+    binary dump of the lists gave the statements before."""
+    values = [[], [1], [0, -5, 2**63 - 1, -(2**63)], [None], [3, None, 4]]
+    connection.ensure_connection()
+    cursor = psycopg.Cursor(connection.connection)
+    for some in values:
+        cursor.execute("SELECT %s::bigint[], %b::bigint[]", [engine_module.int_array(some), some])
+        assert cursor.fetchone() == (some, some)
+    ints = [2**31 - 1, -(2**31), 0]
+    cursor.execute("SELECT %s::int[]", [engine_module.int_array(ints)])
+    assert cursor.fetchone() == (ints,)
 
 
 def test_watches_catching_up_together_hold_one_book_and_checkpoint_no_copy_of_it(monkeypatch):

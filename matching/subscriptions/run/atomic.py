@@ -57,11 +57,12 @@ class AtomicEngine:
         ``matching/index/form1.py``), so only the time range and the attributes the
         aggregates need are checked here."""
         if matched:
-            values = e.values
-            if not (
-                in_range(e.time, self.start, self.end) and all(a in values for a in self.required)
-            ):
+            if not in_range(e.time, self.start, self.end):
                 return []
+            if self.required:  # (most have none: no generator made for them)
+                values = e.values
+                if not all(a in values for a in self.required):
+                    return []
         elif not self.matches(e):
             return []
         q = self.q

@@ -699,7 +699,7 @@ class SubscriptionSet:
             counts.evaluated += 1
             before = _touched(held)
             interrupt = None
-            if charge is not None:
+            if charge is not None and not matched:  # (a form 1 engine asks no interrupt)
 
                 def interrupt() -> bool:
                     charge(held.sub_id, CHECK_EVERY)
@@ -711,12 +711,15 @@ class SubscriptionSet:
                 self.remove(held.sub_id)
                 out.append((held.sub_id, Failed(e.seq, exc)))
                 return
-            out.extend((held.sub_id, o) for o in outputs)
-            counts.instances += _touched(held) - before
+            sub_id = held.sub_id
+            for output in outputs:  # (a loop: a generator a member cost more, at one output)
+                out.append((sub_id, output))
+            touched = _touched(held) - before
+            counts.instances += touched
             if charge is not None:
-                charge(held.sub_id, 1 + _touched(held) - before)
+                charge(sub_id, 1 + touched)
             if held.sub.finished:
-                self.remove(held.sub_id)
+                self.remove(sub_id)
 
         def deliver(
             held: _Held,
