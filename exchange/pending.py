@@ -70,7 +70,7 @@ class Template:
         )
 
 
-_templates: dict[tuple[str, tuple[object, ...], str], Template | None] = {}
+_templates: dict[tuple[str | int, tuple[object, ...], str], Template | None] = {}
 _templates_lock = threading.Lock()
 
 
@@ -105,8 +105,10 @@ def _template_for(task: Task | str, args: tuple[object, ...], queue: str) -> Tem
     it (see the module's docstring)."""
     if get_current_worker_task() is not None:
         return None
-    name = task if isinstance(task, str) else task.name
-    slot = (name, args, queue)
+    # ``type(...) is str``, not ``isinstance``, and the task by identity, not by name: a
+    # task from ``shared_task`` is a proxy whose class and name are looked up on every use
+    # (py-spy: a quarter of ``request_once``'s time). Tasks are made once, at import.
+    slot = (task if type(task) is str else id(task), args, queue)
     try:
         return _templates[slot]
     except KeyError:
