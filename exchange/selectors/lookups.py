@@ -91,15 +91,12 @@ def pool_check(conn: Any) -> None:
     not applied yet), the pool's own empty statement."""
     if _request_version.get() == UNREAD and conn.autocommit:
         try:
-            # Bound and prepared on the server: the connection's own cursors are Django's
-            # client-side ones, which never prepare (exchange/server_binding.py).
-            row = psycopg.Cursor(conn).execute(_VERSION, prepare=True).fetchone()
+            row = conn.execute(_VERSION).fetchone()
         except psycopg.errors.UndefinedTable:
             pass
         else:
-            if row is not None:
-                _request_version.set(str(row[0]))
-                return
+            _request_version.set(str(row[0]))
+            return
     ConnectionPool.check_connection(conn)
 
 
