@@ -43,9 +43,13 @@ def queued(partition: int) -> list[tuple[str, list[int]]]:
 
 
 @pytest.fixture
-def two_markets():
-    """Two markets in different partitions (the test settings have two)."""
+def two_markets(settings):
+    """Two markets in different partitions (the test settings have two), whose cycles are
+    queued where no worker takes them: the session's live stack, once a stack test started
+    it, runs a matching worker on the usual queues, which would take the tasks these tests
+    read (and run their cycles)."""
     assert settings.MATCHING_PARTITIONS == 2
+    settings.MATCHING_QUEUE = f"{settings.MATCHING_QUEUE}.cycle-requests"
     first = pencils_market(subject="office.supplies.pencils")
     second = pencils_market(subject="office.supplies.pens")
     assert first.pk % 2 != second.pk % 2
