@@ -14,14 +14,13 @@ from celery.signals import worker_process_init
 from exchange import celery as celery_app
 from exchange.collector import DROPPED_MIN, THRESHOLDS, EngineHeap
 from exchange.subscription_engine import runner
+from tests.conftest import collector_kept
 
 
 @pytest.fixture
 def restored_collector():
-    thresholds = gc.get_threshold()
-    yield
-    gc.unfreeze()
-    gc.set_threshold(*thresholds)
+    with collector_kept():
+        yield
 
 
 def test_a_pool_process_freezes_what_it_holds_and_collects_its_young_less_often(

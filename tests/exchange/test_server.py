@@ -34,6 +34,7 @@ from exchange.settings.web_tier import (
     worker_count,
 )
 from exchange.socket_beats import STALE_SECONDS, SocketBeats, running
+from tests.conftest import collector_kept
 
 UPGRADE = b"GET /ws/ HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\n\r\n"
 
@@ -304,14 +305,10 @@ def test_the_server_says_so_and_exits_2_on_a_bad_grace(
 
 
 def test_a_process_loads_the_application_then_freezes_what_it_holds():
-    thresholds = gc.get_threshold()
-    gc.unfreeze()
-    try:
+    with collector_kept():
+        gc.unfreeze()
         kept = object.__new__(type("Kept", (), {}))  # a tracked object alive before the load
         loaded = server.config(parse_args(["--port", "8000"]), "auto")
         assert loaded.loaded and loaded.loaded_app is not None  # the application imported
         assert gc.get_threshold() == THRESHOLDS
         assert not any(o is kept for o in gc.get_objects())  # out of the collector's sight
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*thresholds)

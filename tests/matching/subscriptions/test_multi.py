@@ -5,6 +5,7 @@ counts."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import string
 from collections.abc import Iterable
 from decimal import Decimal
@@ -309,6 +310,14 @@ def test_bound_groups_give_what_each_pattern_gives_on_its_own(
     _same_as_alone(script, True)
 
 
+# Each text parsed once for the module: hypothesis draws the same few templates and
+# parameters again and again, and parsing them anew was a fifth of each example's time. A
+# parsed query is frozen (``language/model.py``, ``patterns/model.py``), and
+# ``_same_as_alone`` already gives one parse to both the set's subscription and the one
+# alone.
+parsed = functools.lru_cache(maxsize=None)(parse_query)
+
+
 def _same_as_alone(script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]], share: bool) -> None:
     """Run the script through one set and each subscription alone: the same outputs."""
     stream, steps = script
@@ -323,7 +332,7 @@ def _same_as_alone(script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]], s
         if step[0] == "add":
             _, sub_id, text, with_history, limit, outputs = step
             now = event_from_dict(stream[position]).time if position < len(stream) else BASE
-            query = parse_query(text)
+            query = parsed(text)
             limits = Limits(state=limit, outputs=outputs)
             pair = [Subscription(query, now=now, limits=limits) for _ in range(2)]
             if with_history:  # the events so far as history, then the history is over
