@@ -166,6 +166,8 @@ def template_of(raw: str, queue: str) -> Template | None:
     """``raw``, a message Celery sent to a scratch queue of ``queue``, as the template of the
     same message to ``queue``; None unless its ids and queue are where a template expects
     them."""
+    if _TASK_ID in raw or _DELIVERY_TAG in raw:
+        return None  # (arguments that spell a marker would be renewed with the ids)
     message = json.loads(raw)
     headers, properties = message.get("headers", {}), message.get("properties", {})
     task_id, tag = headers.get("id"), properties.get("delivery_tag")

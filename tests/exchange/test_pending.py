@@ -123,6 +123,7 @@ def celery_message(queue: str) -> dict[str, Any]:
             lambda m: m["properties"]["delivery_info"].update(routing_key="other"), id="queue"
         ),
         pytest.param(lambda m: m["properties"].pop("delivery_tag"), id="no tag"),
+        pytest.param(lambda m: m["headers"].update(argsrepr="['@task-id@']"), id="a marker"),
     ],
 )
 def test_a_message_of_another_shape_makes_no_template(queue, change):
