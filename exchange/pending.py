@@ -10,10 +10,12 @@ bid's request asks for a matching cycle after it commits, and through Celery tha
 key's ``SET`` and then ``apply_async``, whose message building (the headers, the body's
 JSON and base64, kombu's producer, its connection and retry wrappers) and ``LPUSH`` were
 about a sixth of the CPU of a ``POST /api/v1/bids/`` (py-spy ``--gil`` on
-``ops/bench_live.py --request-costs``, AMD EPYC, issue 36). The message is still Celery's
+``ops/bench_live.py --request-costs``, AMD EPYC, issue 36) when a cycle had to be queued;
+under a steady load the running task keeps its key set, and the script only answers that
+(``docs/benchmarks.md``, *The third pass*). The message is still Celery's
 own: the first time a process queues a task with given arguments on a given queue, it has
 Celery publish that task to a queue of its own, reads the message back and keeps it as a
-template (``_template``); later requests copy it with new ids (the task's, which Celery
+template (``_template_for``); later requests copy it with new ids (the task's, which Celery
 also uses as the root id and the correlation id, and the delivery tag kombu gives each
 message), which is all that differs from one of Celery's messages to the next in a
 process. tests/exchange/test_pending.py compares the two. Where a template cannot stand

@@ -623,8 +623,7 @@ def _best_write(
             },
         )
         pks = [row[0] for row in cursor.fetchall()]
-    assert len(pks) == len(notes)
-    for note, pk in zip(notes, pks, strict=True):
+    for note, pk in zip(notes, pks, strict=True):  # (strict: one id for each row)
         note.pk, note.created_at = pk, created
         note._state.adding, note._state.db = False, connection.alias
 

@@ -169,17 +169,22 @@ def test_a_truncate_of_the_subscriptions_alone_fails_while_notifications_are_lef
     assert Subscription.objects.count() == 0
 
 
+def notification_insert(db: psycopg.Connection, sub_id: int) -> None:
+    """A notification of ``sub_id`` inserted on ``db`` (its transaction left open)."""
+    db.execute(
+        "INSERT INTO exchange_subscriptionnotification (subscription_id, n, data, created_at)"
+        " VALUES (%s, 1, '{}', now())",
+        [sub_id],
+    )
+
+
 def test_a_delete_waits_for_an_inserter_holding_the_subscription_and_then_fails(watcher):
     (sub,) = subscriptions(1)
     # Given an engine's transaction that inserted a notification and has not committed (its
     # trigger holds the subscription's row FOR KEY SHARE)
     with session() as inserter:
         inserter.execute("BEGIN")
-        inserter.execute(
-            "INSERT INTO exchange_subscriptionnotification (subscription_id, n, data, created_at)"
-            " VALUES (%s, 1, '{}', now())",
-            [sub.pk],
-        )
+        notification_insert(inserter, sub.pk)
 
         # When another deletes the subscription the ORM's way (its notifications, none it
         # can see yet, then the row): it waits for the inserter's lock
@@ -227,11 +232,7 @@ def test_an_inserter_holding_its_subscription_does_not_hold_up_updates_of_the_ro
     (sub,) = subscriptions(1)
     with session() as first:
         first.execute("BEGIN")
-        first.execute(
-            "INSERT INTO exchange_subscriptionnotification (subscription_id, n, data, created_at)"
-            " VALUES (%s, 1, '{}', now())",
-            [sub.pk],
-        )
+        notification_insert(first, sub.pk)
         update = started(lambda: Subscription.objects.filter(pk=sub.pk).update(last_n=1))
         assert update.done() == 1
         first.execute("COMMIT")
