@@ -18,7 +18,27 @@ database's). Prints one JSON object: the CPU per call (median, mean, min, in ms)
 notifications per call, the load average, and a digest of every row the calls wrote and of
 the notifications they returned (ids taken relative to the call's first), which must not
 change between commits that change only the cost. ``--profile N`` runs the calls under
-cProfile (timed by this process's CPU) and prints its top ``N`` functions by own time and by cumulative time instead.
+cProfile (timed by this process's CPU) and prints its top ``N`` functions by own time and by
+cumulative time instead.
+
+    .venv/bin/python ops/benchmarks/cycle_cost.py --whole-cycle [--sizes 1,10] [--rounds 40]
+        [--profile 25]
+
+measures the whole of what the matching worker does for a change instead (issues 35 and 36:
+its fixed cost per cycle): on a fresh copy of the built book (``intersect_cycle_cost_run``,
+made from it as a template, so that cycles commit and every run starts from the same book),
+each round places ``--sizes`` bids in turn through ``bid_place`` (1, then 10, then 1, ... so
+that the machine's noise falls on every size alike), then runs the matching task as the
+worker runs it (Celery's tracer, built once; ``matching_cycle`` loops until no change is
+pending: the cycle that takes the bids, then the empty ones that find none), commits and
+after-commit pushes included. Prints, per size, the CPU per task and per cycle that took
+the bids (median, mean, min, in ms), the statements per task as PostgreSQL counted them
+(``pg_stat_statements`` of the run's database, read between rounds: ``BEGIN``, ``COMMIT``
+and savepoints included, and the store's statements, which go past Django's cursor), each
+statement's count per task with ``--statements``, the load average, and a digest of what
+the rounds wrote (best offers, their history, notifications, events, matches; timestamps
+left out), which must not change between commits that change only the cost. To compare two
+commits, run this script from a checkout of each, alternately, several times.
 """
 
 from __future__ import annotations
@@ -34,10 +54,13 @@ import random
 import statistics
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import django
+import psycopg
+from psycopg import sql
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -49,6 +72,7 @@ from exchange.settings.ports import TEST_DATABASE_URL, TEST_REDIS_URL
 os.environ.setdefault("BENCH_DATABASE_URL", TEST_DATABASE_URL)
 os.environ.setdefault("BENCH_REDIS_URL", TEST_REDIS_URL)
 
+from ops.benchmarks import machine
 from ops.benchmarks.history import _env, fresh_database, load_bench_book
 from ops.benchmarks.live import provision
 
@@ -156,6 +180,191 @@ def one_call(offers: list[int], digest: Any, profile: cProfile.Profile | None) -
     return cpu, len(notes)
 
 
+# --whole-cycle: the copy of the built book the rounds commit into.
+RUN_DATABASE = "intersect_cycle_cost_run"
+# The book's marks, from which the digest of what the rounds wrote starts.
+MARKS = """
+SELECT (SELECT coalesce(max(id), 0) FROM exchange_notification),
+       (SELECT coalesce(max(id), 0) FROM exchange_bestofferchange),
+       (SELECT coalesce(max(seq), 0) FROM exchange_event),
+       (SELECT coalesce(max(id), 0) FROM exchange_bid)
+"""
+# What the rounds wrote past the marks, and the best-offer table (timestamps left out).
+WHOLE_WRITTEN = """
+SELECT json_build_object(
+  'notes', (SELECT coalesce(json_agg(json_build_array(id, recipient_id, market_id, offer_id,
+                type, data, delivered_at IS NULL) ORDER BY id), '[]')
+            FROM exchange_notification WHERE id > %s),
+  'history', (SELECT coalesce(json_agg(json_build_array(id, offer_id, bid_id, value,
+                matching_bids) ORDER BY id), '[]')
+              FROM exchange_bestofferchange WHERE id > %s),
+  'events', (SELECT coalesce(json_agg(json_build_array(seq, type, subject, owner_id, data)
+                ORDER BY seq), '[]')
+             FROM exchange_event WHERE seq > %s),
+  'matches', (SELECT coalesce(json_agg(json_build_array(offer_id, bid_id, value, pub_disjunct,
+                sub_disjunct) ORDER BY offer_id, bid_id), '[]')
+              FROM exchange_offerbidmatch WHERE bid_id > %s),
+  'best', (SELECT coalesce(json_agg(json_build_array(offer_id, bid_id, value, matching_bids)
+               ORDER BY offer_id), '[]')
+           FROM exchange_bestoffer))::text
+"""
+
+
+def run_copy() -> str:
+    """A fresh copy of the built book (``CREATE DATABASE ... TEMPLATE``); its URL."""
+    provision.cluster_check()
+    with psycopg.connect(provision.SERVER_URL, autocommit=True) as conn:
+        run, book = sql.Identifier(RUN_DATABASE), sql.Identifier(DATABASE)
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(run))
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(run, book))
+    return provision._with_path(provision.SERVER_URL, RUN_DATABASE)
+
+
+def _ms(values: list[float]) -> dict[str, float]:
+    return {
+        "median": round(statistics.median(values), 2),
+        "mean": round(statistics.fmean(values), 2),
+        "min": round(min(values), 2),
+    }
+
+
+class Statements:
+    """Statements PostgreSQL ran in this process's database (``pg_stat_statements``, whose
+    view ``ops/services`` creates in the cluster's ``postgres`` database), by text."""
+
+    def __init__(self) -> None:
+        # Django's: main() calls django.setup() first.
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT oid FROM pg_database WHERE datname = current_database()")
+            (self.dbid,) = cursor.fetchone()
+        url = provision._with_path(provision.SERVER_URL, "postgres")
+        self.admin = psycopg.connect(url, autocommit=True)
+
+    def counts(self) -> dict[str, int]:
+        rows = self.admin.execute(
+            "SELECT query, calls FROM pg_stat_statements WHERE dbid = %s", [self.dbid]
+        ).fetchall()
+        return {" ".join(query.split())[:100]: int(n) for query, n in rows}
+
+
+def whole_cycles(sizes: list[int], rounds: int, profile: cProfile.Profile | None) -> dict[str, Any]:
+    """``--whole-cycle``'s rounds (see the module's docstring); their figures by size."""
+    # Django's: main() calls django.setup() first. The worker's app, for its signal
+    # handlers (the connection given back to the pool after each task).
+    from celery.app.trace import build_tracer
+    from django.contrib.auth.models import User
+    from django.db import connection
+
+    from exchange import tasks
+    from exchange.celery import app
+    from exchange.collector import collector_settle
+    from exchange.management.commands.bench_book import BENCH_SPENDING_LIMIT, SUBJECT, bid_text
+    from exchange.models import Market, Offer, SpendingLimit
+    from exchange.services import orders
+
+    collector_settle()  # as the matching worker's pool process does at its start
+    orders.matching_cycle_request = lambda market_id: None  # the task runs here, in turn
+    market = Market.objects.get(subject=SUBJECT)
+    buyer = User.objects.create_user("cycle-cost-buyer", password="bench-pass-1")
+    SpendingLimit.objects.create(user=buyer, amount=BENCH_SPENDING_LIMIT)
+    offers = Offer.objects.count()
+    rng = random.Random(7)
+
+    # Each cycle's CPU, with the changes it took: the task calls it through its module.
+    cycles: list[tuple[float, int]] = []
+    cycle_run = tasks.matching_cycle_run
+
+    def timed_cycle(**kwargs: Any) -> Any:
+        started = time.process_time()
+        report = cycle_run(**kwargs)
+        cycles.append((time.process_time() - started, report.changes))
+        return report
+
+    tasks.matching_cycle_run = timed_cycle
+    task = tasks.matching_cycle
+    # Built once, as the worker builds it for each task; run as a message of the queue.
+    trace = build_tracer(task.name, task, app=app, propagate=True)
+    partitions = tasks.partitions()
+    partition = tasks.market_partition(market.pk, partitions)
+
+    def run_task() -> None:
+        task_id = str(uuid.uuid4())
+        request = {
+            "id": task_id,
+            "task": task.name,
+            "hostname": "cycle-cost",
+            "delivery_info": {"routing_key": tasks.matching_queue(partition)},
+        }
+        trace(task_id, (partition, partitions), {}, request)
+
+    task_call(run_task)  # the book's first cycle, not counted (nothing pending, normally)
+    with connection.cursor() as cursor:
+        cursor.execute(MARKS)
+        marks = cursor.fetchone()
+    statements = Statements()
+    figures: dict[int, dict[str, list[float]]] = {
+        size: {"task": [], "cycle": [], "empty": [], "statements": []} for size in sizes
+    }
+    sent: dict[int, dict[str, int]] = {size: {} for size in sizes}
+    for n in range(WARM + rounds):
+        for size in sizes:
+            for _ in range(size):
+                orders.bid_place(buyer=buyer, market=market, constraint=bid_text(rng, offers))
+            before = statements.counts()
+            del cycles[:]
+            counted = n >= WARM
+            cpu = task_call(run_task, profile if counted else None)
+            after = statements.counts()
+            assert cycles[0][1] == size, f"the first cycle took {cycles[0][1]} of {size} bids"
+            if not counted:
+                continue
+            figures[size]["task"].append(cpu * 1000)
+            figures[size]["cycle"].append(cycles[0][0] * 1000)
+            figures[size]["empty"] += [c * 1000 for c, changes in cycles[1:] if not changes]
+            delta = {q: k - before.get(q, 0) for q, k in after.items() if k > before.get(q, 0)}
+            figures[size]["statements"].append(sum(delta.values()))
+            for query, k in delta.items():
+                sent[size][query] = sent[size].get(query, 0) + k
+    tasks.matching_cycle_run = cycle_run
+    with connection.cursor() as cursor:
+        cursor.execute(WHOLE_WRITTEN, marks)
+        (written,) = cursor.fetchone()
+    return {
+        "mode": "whole-cycle",
+        "rounds": rounds,
+        "cpu": machine._cpu_model(),
+        "sizes": {
+            size: {
+                "task_cpu_ms": _ms(f["task"]),
+                "cycle_cpu_ms": _ms(f["cycle"]),
+                "empty_cycle_cpu_ms": _ms(f["empty"]),
+                "statements_per_task": round(statistics.fmean(f["statements"]), 2),
+                "statements": {
+                    q: round(k / rounds, 2)
+                    for q, k in sorted(sent[size].items(), key=lambda x: -x[1])
+                },
+            }
+            for size, f in figures.items()
+        },
+        "loadavg": os.getloadavg(),
+        "digest": hashlib.sha256(written.encode()).hexdigest(),
+    }
+
+
+def task_call(run: Any, profile: cProfile.Profile | None = None) -> float:
+    """Run ``run`` (under ``profile`` if given); its CPU in seconds."""
+    if profile is not None:
+        profile.enable()
+    cpu = time.process_time()
+    run()
+    cpu = time.process_time() - cpu
+    if profile is not None:
+        profile.disable()
+    return cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build", action="store_true")
@@ -165,51 +374,64 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=40)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", type=int, default=0)
+    parser.add_argument("--whole-cycle", action="store_true")
+    parser.add_argument("--sizes", default="1,10", help="bids a round, in turn")
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--statements", action="store_true", help="each statement's count")
     args = parser.parse_args()
     url = provision._with_path(provision.SERVER_URL, DATABASE)
     if args.build:
         url = fresh_database(DATABASE)
         load_bench_book(url, offers=args.offers, bids=args.bids)
+    if args.whole_cycle:
+        url = run_copy()
     os.environ.update(_env(url))
     django.setup()
-    # Django's: after django.setup() above.
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(CANDIDATES)
-        candidates = [row[0] for row in cursor.fetchall()]
-    rng = random.Random(args.seed)
-    digest = hashlib.sha256()
     profile = cProfile.Profile(time.process_time) if args.profile else None
-    cpus, notes = [], []
-    for cycle in range(WARM + args.cycles):
-        offers = sorted(rng.sample(candidates, args.changed))
-        cpu, count = one_call(offers, digest, profile if cycle >= WARM else None)
-        if cycle >= WARM:
-            cpus.append(cpu * 1000)
-            notes.append(count)
+    if args.whole_cycle:
+        sizes = [int(size) for size in args.sizes.split(",")]
+        result = whole_cycles(sizes, args.rounds, profile)
+        if not args.statements:
+            for figures in result["sizes"].values():
+                del figures["statements"]
+    else:
+        result = refresh_calls(args.changed, args.cycles, args.seed, profile)
     if profile is not None:
         for order in ("tottime", "cumulative"):
             out = io.StringIO()
             pstats.Stats(profile, stream=out).sort_stats(order).print_stats(args.profile)
             print(out.getvalue())
         return
-    print(
-        json.dumps(
-            {
-                "changed_offers": args.changed,
-                "cycles": args.cycles,
-                "cpu_ms": {
-                    "median": round(statistics.median(cpus), 2),
-                    "mean": round(statistics.fmean(cpus), 2),
-                    "min": round(min(cpus), 2),
-                },
-                "notifications_per_call": round(statistics.fmean(notes), 1),
-                "loadavg": os.getloadavg(),
-                "digest": digest.hexdigest(),
-            }
-        )
-    )
+    print(json.dumps(result))
+
+
+def refresh_calls(
+    changed: int, cycles: int, seed: int, profile: cProfile.Profile | None
+) -> dict[str, Any]:
+    """The calls of ``best_offers_refresh`` (see the module's docstring); their figures."""
+    # Django's: main() calls django.setup() first.
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(CANDIDATES)
+        candidates = [row[0] for row in cursor.fetchall()]
+    rng = random.Random(seed)
+    digest = hashlib.sha256()
+    cpus, notes = [], []
+    for cycle in range(WARM + cycles):
+        offers = sorted(rng.sample(candidates, changed))
+        cpu, count = one_call(offers, digest, profile if cycle >= WARM else None)
+        if cycle >= WARM:
+            cpus.append(cpu * 1000)
+            notes.append(count)
+    return {
+        "changed_offers": changed,
+        "cycles": cycles,
+        "cpu_ms": _ms(cpus),
+        "notifications_per_call": round(statistics.fmean(notes), 1),
+        "loadavg": os.getloadavg(),
+        "digest": digest.hexdigest(),
+    }
 
 
 if __name__ == "__main__":
