@@ -18,6 +18,7 @@ from .constraints import (
     UnusableOrders,
     Usable,
     order_constraints,
+    orders_read,
     orders_usable,
     usable_constraint,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "candidate_pairs",
     "namespace",
     "order_constraints",
+    "orders_read",
     "orders_usable",
     "pair_agreements",
     "pair_value",

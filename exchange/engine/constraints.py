@@ -14,9 +14,12 @@ import json
 from collections.abc import Iterable
 from functools import lru_cache
 
+from django.db import connection
+
 import matching
 from exchange.market_rules import MarketSchema, schema_parse, subject_attribute, with_subject
 from exchange.models import Bid, Market, Offer
+from exchange.models.orders import OrderT
 from matching.model import Attribute, Constraint, Interval
 from matching.store import StoreLimitError, check_storable
 
@@ -139,12 +142,56 @@ def order_constraints(
     """``orders_usable`` of the orders ``ids``, read in one query."""
     if not ids:
         return {}, {}
-    rows = (
-        model.objects.filter(id__in=ids)
-        .select_related("market")
-        .only("id", "constraint_text", "market__subject", "market__schema")
+    if model is Offer:
+        return orders_usable(orders_read(Offer, ids))
+    return orders_usable(orders_read(Bid, ids))
+
+
+# What the engine reads of an order (``orders_usable``, ``candidate_of``) and of its market.
+ORDER_READ_FIELDS = ("id", "market_id", "constraint_text")
+MARKET_READ_FIELDS = ("id", "subject", "schema")
+
+
+@lru_cache(maxsize=4)
+def _orders_read_sql(model: type[Offer] | type[Bid], live: bool) -> tuple[str, int, int]:
+    """``orders_read``'s statement, how many of its columns are the order's and where the
+    market's schema is among the market's: each model's read fields in the order of its
+    concrete fields, as ``Model.from_db`` takes them."""
+    order = [f.column for f in model._meta.concrete_fields if f.attname in ORDER_READ_FIELDS]
+    market = [f.attname for f in Market._meta.concrete_fields if f.attname in MARKET_READ_FIELDS]
+    columns = ", ".join([*(f'o."{c}"' for c in order), *(f'm."{c}"' for c in market)])
+    state = Offer.State.OPEN if model is Offer else Bid.State.ACTIVE
+    where = f" AND o.state = '{state}' AND o.set_aside_at IS NULL" if live else ""
+    sql = (
+        f'SELECT {columns} FROM "{model._meta.db_table}" o '
+        f'JOIN "{Market._meta.db_table}" m ON m.id = o.market_id '
+        f"WHERE o.id = ANY(%s){where} ORDER BY o.id"
     )
-    return orders_usable(rows)
+    return sql, len(order), market.index("schema")
+
+
+def orders_read(model: type[OrderT], ids: Iterable[int], *, live: bool = False) -> list[OrderT]:
+    """The orders ``ids`` (only the open offers or active bids not set aside, with ``live``)
+    in id order, as the ORM's ``select_related("market").only(...)`` of the read fields
+    would load them: any other field is deferred (read on first use). One statement written
+    out and compiled once: built and compiled by the ORM per call, with its joined market,
+    these reads were a fifth of a matching cycle's CPU for one bid (issue 36)."""
+    ids = sorted(ids)
+    if not ids:
+        return []
+    sql, width, schema_at = _orders_read_sql(model, live)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [ids])
+        rows = cursor.fetchall()
+    schema = Market._meta.get_field("schema")
+    out = []
+    for row in rows:
+        market = list(row[width:])
+        market[schema_at] = schema.from_db_value(market[schema_at], schema.cached_col, connection)
+        order = model.from_db(connection.alias, ORDER_READ_FIELDS, row[:width])
+        order.market = Market.from_db(connection.alias, MARKET_READ_FIELDS, market)
+        out.append(order)
+    return out
 
 
 def storable_check(constraint: Constraint) -> None:

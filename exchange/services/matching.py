@@ -408,8 +408,8 @@ def apply_changes(*, offer_ids: set[int], bid_ids: set[int]) -> Applied:
         # here, their rows would be held from here to commit, and the cycles of other
         # markets would wait for this one from their first store write.
         store.defer_counters()
-        live_offers = list(_live(Offer).filter(id__in=offer_ids))
-        live_bids = list(_live(Bid).filter(id__in=bid_ids))
+        live_offers = engine.orders_read(Offer, offer_ids, live=True)
+        live_bids = engine.orders_read(Bid, bid_ids, live=True)
         store.delete_publications(sorted(offer_ids))
         store.delete_subscriptions(sorted(bid_ids))
         offers_usable, bids_usable = _store_load(store, live_offers, live_bids)
