@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from django.db import connection
+from django.db.models import Field
 
 import matching
 from exchange.market_rules import MarketSchema, schema_parse, subject_attribute, with_subject
@@ -152,44 +155,81 @@ ORDER_READ_FIELDS = ("id", "market_id", "constraint_text")
 MARKET_READ_FIELDS = ("id", "subject", "schema")
 
 
-@lru_cache(maxsize=4)
-def _orders_read_sql(model: type[Offer] | type[Bid], live: bool) -> tuple[str, int, int]:
-    """``orders_read``'s statement, how many of its columns are the order's and where the
-    market's schema is among the market's: each model's read fields in the order of its
-    concrete fields, as ``Model.from_db`` takes them."""
-    order = [f.column for f in model._meta.concrete_fields if f.attname in ORDER_READ_FIELDS]
-    market = [f.attname for f in Market._meta.concrete_fields if f.attname in MARKET_READ_FIELDS]
-    columns = ", ".join([*(f'o."{c}"' for c in order), *(f'm."{c}"' for c in market)])
-    state = Offer.State.OPEN if model is Offer else Bid.State.ACTIVE
-    where = f" AND o.state = '{state}' AND o.set_aside_at IS NULL" if live else ""
-    sql = (
-        f'SELECT {columns} FROM "{model._meta.db_table}" o '
-        f'JOIN "{Market._meta.db_table}" m ON m.id = o.market_id '
-        f"WHERE o.id = ANY(%s){where} ORDER BY o.id"
-    )
-    return sql, len(order), market.index("schema")
+@dataclass(frozen=True)
+class _OrdersRead:
+    """``orders_read``'s statement for one model, filter and choice of fields: each model's
+    fields in the order of its concrete fields, as ``Model.from_db`` takes them, with the
+    ORM's conversion of each value from the database (``from_db_value``, where a field has
+    one: the JSON fields; PostgreSQL's backend adds none)."""
+
+    sql: str
+    order_fields: tuple[Field, ...]
+    market_fields: tuple[Field, ...]
+
+    @classmethod
+    @lru_cache(maxsize=16)
+    def of(
+        cls,
+        model: type[Offer] | type[Bid],
+        live: bool,
+        fields: tuple[str, ...],
+        market_fields: tuple[str, ...],
+    ) -> _OrdersRead:
+        order = tuple(f for f in model._meta.concrete_fields if f.attname in {"id", *fields})
+        market = tuple(
+            f for f in Market._meta.concrete_fields if f.attname in {"id", *market_fields}
+        )
+        columns = ", ".join(
+            [*(f'o."{f.column}"' for f in order), *(f'm."{f.column}"' for f in market)]
+        )
+        state = Offer.State.OPEN if model is Offer else Bid.State.ACTIVE
+        where = f" AND o.state = '{state}' AND o.set_aside_at IS NULL" if live else ""
+        sql = (
+            f'SELECT {columns} FROM "{model._meta.db_table}" o '
+            f'JOIN "{Market._meta.db_table}" m ON m.id = o.market_id '
+            f"WHERE o.id = ANY(%s){where} ORDER BY o.id"
+        )
+        return cls(sql, order, market)
+
+    def values(self, fields: tuple[Field, ...], row: tuple[Any, ...]) -> list[Any]:
+        return [
+            f.from_db_value(value, f.cached_col, connection)
+            if hasattr(f, "from_db_value")
+            else value
+            for f, value in zip(fields, row, strict=True)
+        ]
 
 
-def orders_read(model: type[OrderT], ids: Iterable[int], *, live: bool = False) -> list[OrderT]:
+def orders_read(
+    model: type[OrderT],
+    ids: Iterable[int],
+    *,
+    live: bool = False,
+    fields: tuple[str, ...] = ORDER_READ_FIELDS,
+    market_fields: tuple[str, ...] = MARKET_READ_FIELDS,
+) -> list[OrderT]:
     """The orders ``ids`` (only the open offers or active bids not set aside, with ``live``)
-    in id order, as the ORM's ``select_related("market").only(...)`` of the read fields
-    would load them: any other field is deferred (read on first use). One statement written
-    out and compiled once: built and compiled by the ORM per call, with its joined market,
-    these reads were a fifth of a matching cycle's CPU for one bid (issue 36)."""
+    in id order, as the ORM's ``select_related("market").only(...)`` of ``fields`` and the
+    market's ``market_fields`` (attribute names; the ids are always read) would load them:
+    any other field is deferred (read on first use). One statement written out and
+    compiled once per process: built and compiled by the ORM per call, with its joined
+    market, the cycle's reads of orders were a fifth of its CPU for one bid (issue 36)."""
     ids = sorted(ids)
     if not ids:
         return []
-    sql, width, schema_at = _orders_read_sql(model, live)
+    read = _OrdersRead.of(model, live, tuple(fields), tuple(market_fields))
     with connection.cursor() as cursor:
-        cursor.execute(sql, [ids])
+        cursor.execute(read.sql, [ids])
         rows = cursor.fetchall()
-    schema = Market._meta.get_field("schema")
+    names = [f.attname for f in read.order_fields]
+    market_names = [f.attname for f in read.market_fields]
+    width = len(names)
     out = []
     for row in rows:
-        market = list(row[width:])
-        market[schema_at] = schema.from_db_value(market[schema_at], schema.cached_col, connection)
-        order = model.from_db(connection.alias, ORDER_READ_FIELDS, row[:width])
-        order.market = Market.from_db(connection.alias, MARKET_READ_FIELDS, market)
+        order = model.from_db(connection.alias, names, read.values(read.order_fields, row[:width]))
+        order.market = Market.from_db(
+            connection.alias, market_names, read.values(read.market_fields, row[width:])
+        )
         out.append(order)
     return out
 
