@@ -30,7 +30,6 @@ rows the store's database refuses with a data error (``_store_add`` finds which 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from django.db import connection, transaction
-from django.db.models import Field, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from exchange import engine
@@ -203,55 +202,20 @@ def batch_apply(
         offer_ids={row[2] for row in batch if row[1] == "offer"},
         bid_ids={row[2] for row in batch if row[1] == "bid"},
     )
-    processed = timezone.now()
+    OrderChange.objects.filter(id__in=[row[0] for row in batch]).update(processed_at=timezone.now())
     events = events_append(changes=[(row[3], row[4]) for row in batch])
-    cycle_end(
-        change_ids=[row[0] for row in batch],
-        processed_at=processed,
-        cycle=MatchingCycle(
-            started_at=started,
-            finished_at=timezone.now(),
-            changes=len(batch),
-            offers_touched=applied.touched,
-            notifications=len(applied.notes),
-            set_aside=applied.set_aside,
-            strategy=engine.strategy(),
-        ),
+    MatchingCycle.objects.create(
+        started_at=started,
+        finished_at=timezone.now(),
+        changes=len(batch),
+        offers_touched=applied.touched,
+        notifications=len(applied.notes),
+        set_aside=applied.set_aside,
+        strategy=engine.strategy(),
     )
     more = pending > len(batch)
     report = CycleReport(len(batch), applied.touched, len(applied.notes), events, more)
     return report, applied.notes
-
-
-@functools.cache
-def _cycle_end_sql() -> tuple[str, list[Field]]:
-    """``cycle_end``'s statement and the record's fields whose values it takes, in order after
-    the processing time and the changes' ids."""
-    fields = [f for f in MatchingCycle._meta.concrete_fields if not f.primary_key]
-    columns = ", ".join(f'"{f.column}"' for f in fields)
-    values = ", ".join("%s" for _ in fields)
-    sql = (
-        f'WITH done AS (UPDATE "{OrderChange._meta.db_table}" SET "processed_at" = %s '
-        'WHERE "id" = ANY(%s)) '
-        f'INSERT INTO "{MatchingCycle._meta.db_table}" ({columns}) VALUES ({values})'
-    )
-    return sql, fields
-
-
-def cycle_end(*, change_ids: list[int], processed_at: dt.datetime, cycle: MatchingCycle) -> None:
-    """Mark the changes ``change_ids`` processed at ``processed_at`` and write the record
-    ``cycle`` (unsaved; it stays so: nobody reads its id), in one statement. Through the
-    ORM these were an ``UPDATE`` and an ``INSERT`` whose building and compiling were about a
-    tenth of a one-bid cycle's CPU (cProfile, issue 36); each field's value is prepared as
-    ``Model.save`` prepares it. ``tests/exchange/test_cycle_end.py`` compares the rows."""
-    sql, fields = _cycle_end_sql()
-    params = [
-        processed_at,
-        change_ids,
-        *(f.get_db_prep_save(f.pre_save(cycle, True), connection) for f in fields),
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
 
 
 def _pending(

@@ -28,9 +28,8 @@ pytestmark = pytest.mark.django_db
 # best-offer row with its history and outbox (one statement since issue 36 merged the row's
 # upsert and the two bulk_creates, which were three), the events appended to the log (the
 # counter locked and read, the best-offer history since its mark, one insert that moves the
-# counter on), the changes marked processed with the cycle's record (one statement since
-# issue 36 merged the ORM's update and create, which were two).
-CYCLE_STATEMENTS = 33
+# counter on), the cycle's record.
+CYCLE_STATEMENTS = 34
 
 
 @contextmanager
