@@ -35,10 +35,12 @@ after-commit pushes included. Prints, per size, the CPU per task and per cycle t
 the bids (median, mean, min, in ms), the statements per task as PostgreSQL counted them
 (``pg_stat_statements`` of the run's database, read between rounds: ``BEGIN``, ``COMMIT``
 and savepoints included, and the store's statements, which go past Django's cursor), each
-statement's count per task with ``--statements``, the load average, and a digest of what
-the rounds wrote (best offers, their history, notifications, events, matches; timestamps
-left out), which must not change between commits that change only the cost. To compare two
-commits, run this script from a checkout of each, alternately, several times.
+statement's count per task with ``--statements``, PostgreSQL's own CPU per task (the client
+backends of the run's database, read from ``/proc``: see ``BackendCpu``; with how many
+backends each task used), the load average, and a digest of what the rounds wrote (best
+offers, their history, notifications, events, matches; timestamps left out), which must not
+change between commits that change only the cost. To compare two commits, run this script
+from a checkout of each, alternately, several times.
 """
 
 from __future__ import annotations
@@ -255,6 +257,51 @@ class Statements:
         return counts
 
 
+class BackendCpu:
+    """PostgreSQL's CPU in the client backends of this process's database, read from
+    ``/proc`` (the cluster runs on this machine). The task's connection comes from Django's
+    pool, so that one round may use another backend than the last: every client backend of
+    the database is read, before and after, and the pids whose CPU moved are reported. The
+    caller's ``bid_place`` runs before the first reading, the admin connection that reads
+    sits in another database, and autovacuum's workers are not client backends. Read from
+    ``/proc/<pid>/schedstat`` (nanoseconds on the CPU) where the kernel has it, else from
+    ``/proc/<pid>/stat`` (user and system time, in ticks of 10 ms: only the mean of many
+    rounds means anything then)."""
+
+    def __init__(self, statements: Statements) -> None:
+        self.admin = statements.admin
+        self.dbid = statements.dbid
+        self.precise = Path(f"/proc/{os.getpid()}/schedstat").exists()
+
+    def _cpu(self, pid: int) -> float | None:
+        """The backend's CPU so far, in seconds; None if it has gone."""
+        try:
+            if self.precise:
+                return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+            # The fields after the command's closing parenthesis: utime and stime are the
+            # 12th and 13th (the command may hold spaces).
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (FileNotFoundError, ProcessLookupError):
+            return None
+
+    def read(self) -> dict[int, float]:
+        rows = self.admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datid = %s AND backend_type = 'client backend'",
+            [self.dbid],
+        ).fetchall()
+        cpus = {pid: self._cpu(pid) for (pid,) in rows}
+        return {pid: cpu for pid, cpu in cpus.items() if cpu is not None}
+
+    @staticmethod
+    def spent(before: dict[int, float], after: dict[int, float]) -> tuple[float, list[int]]:
+        """The CPU the backends spent between two readings (a backend born between them
+        counts from its start), and the pids that spent any."""
+        moved = {pid: cpu - before.get(pid, 0.0) for pid, cpu in after.items()}
+        moved = {pid: cpu for pid, cpu in moved.items() if cpu > 0}
+        return sum(moved.values()), sorted(moved)
+
+
 def whole_cycles(sizes: list[int], rounds: int, profile: cProfile.Profile | None) -> dict[str, Any]:
     """``--whole-cycle``'s rounds (see the module's docstring); their figures by size."""
     # Django's: main() calls django.setup() first. The worker's app, for its signal
@@ -310,9 +357,14 @@ def whole_cycles(sizes: list[int], rounds: int, profile: cProfile.Profile | None
         cursor.execute(MARKS)
         marks = cursor.fetchone()
     statements = Statements()
+    backends = BackendCpu(statements)
     figures: dict[int, dict[str, list[float]]] = {
-        size: {"task": [], "cycle": [], "empty": [], "statements": []} for size in sizes
+        size: {"task": [], "cycle": [], "empty": [], "statements": [], "backend": []}
+        for size in sizes
     }
+    # How many backends spent CPU in a task, counted over the rounds: 1 when the task kept
+    # to one connection of the pool.
+    spread: dict[int, int] = {}
     sent: dict[int, dict[str, int]] = {size: {} for size in sizes}
     for n in range(WARM + rounds):
         for size in sizes:
@@ -321,13 +373,17 @@ def whole_cycles(sizes: list[int], rounds: int, profile: cProfile.Profile | None
             before = statements.counts()
             del cycles[:]
             counted = n >= WARM
+            backend_before = backends.read()
             cpu = task_call(run_task, profile if counted else None)
+            backend, pids = BackendCpu.spent(backend_before, backends.read())
             after = statements.counts()
             assert cycles[0][1] == size, f"the first cycle took {cycles[0][1]} of {size} bids"
             if not counted:
                 continue
             figures[size]["task"].append(cpu * 1000)
             figures[size]["cycle"].append(cycles[0][0] * 1000)
+            figures[size]["backend"].append(backend * 1000)
+            spread[len(pids)] = spread.get(len(pids), 0) + 1
             figures[size]["empty"] += [c * 1000 for c, changes in cycles[1:] if not changes]
             delta = {q: k - before.get(q, 0) for q, k in after.items() if k > before.get(q, 0)}
             figures[size]["statements"].append(sum(delta.values()))
@@ -346,6 +402,7 @@ def whole_cycles(sizes: list[int], rounds: int, profile: cProfile.Profile | None
                 "task_cpu_ms": _ms(f["task"]),
                 "cycle_cpu_ms": _ms(f["cycle"]),
                 "empty_cycle_cpu_ms": _ms(f["empty"]),
+                "backend_cpu_ms": _ms(f["backend"]),
                 "statements_per_task": round(statistics.fmean(f["statements"]), 2),
                 "statements": {
                     q: round(k / rounds, 2)
@@ -354,6 +411,8 @@ def whole_cycles(sizes: list[int], rounds: int, profile: cProfile.Profile | None
             }
             for size, f in figures.items()
         },
+        "backends_per_task": {str(k): v for k, v in sorted(spread.items())},
+        "backend_cpu_clock": "schedstat" if backends.precise else "stat",
         "loadavg": os.getloadavg(),
         "digest": hashlib.sha256(written.encode()).hexdigest(),
     }
