@@ -525,6 +525,23 @@ def _set_aside(
     return changed, ended
 
 
+# The best bid of each offer and how many bids match it. Only the matches at the offer's
+# highest value can be the best, so only those are joined to their bid for the tie-break:
+# joining every match read a bid row per match (three in four of the statement's buffers
+# on the cycle_cost.py book; issues 35 and 36) for an order that only ties need.
+BEST_BIDS_SQL = """
+SELECT DISTINCT ON (t.offer_id) t.offer_id, t.bid_id, t.value, t.n
+FROM (
+    SELECT m.offer_id, m.bid_id, m.value, max(m.value) OVER w AS top, count(*) OVER w AS n
+    FROM exchange_offerbidmatch m
+    WHERE m.offer_id = ANY(%s)
+    WINDOW w AS (PARTITION BY m.offer_id)
+) t JOIN exchange_bid b ON b.id = t.bid_id
+WHERE t.value = t.top
+ORDER BY t.offer_id, b.priority_at, b.id
+"""
+
+
 def best_bids(offer_ids: Iterable[int]) -> dict[int, Best]:
     """The best bid of each offer from the current matches: highest value, then the earlier
     bid (``priority_at``), then the lower bid id."""
@@ -532,16 +549,7 @@ def best_bids(offer_ids: Iterable[int]) -> dict[int, Best]:
     if not ids:
         return {}
     with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT DISTINCT ON (m.offer_id) m.offer_id, m.bid_id, m.value,
-                   count(*) OVER (PARTITION BY m.offer_id)
-            FROM exchange_offerbidmatch m JOIN exchange_bid b ON b.id = m.bid_id
-            WHERE m.offer_id = ANY(%s)
-            ORDER BY m.offer_id, m.value DESC, b.priority_at, b.id
-            """,
-            [ids],
-        )
+        cursor.execute(BEST_BIDS_SQL, [ids])
         found = {row[0]: Best(row[1], row[2], row[3]) for row in cursor.fetchall()}
     return {i: found.get(i, NO_BEST) for i in ids}
 
