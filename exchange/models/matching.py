@@ -53,8 +53,15 @@ class OfferBidMatch(models.Model):
     such pair when several tie); the trade's agreed constraint comes from it.
     """
 
-    offer = models.ForeignKey("exchange.Offer", on_delete=models.CASCADE, related_name="matches")
-    bid = models.ForeignKey("exchange.Bid", on_delete=models.CASCADE, related_name="matches")
+    # No index of their own: the unique pair's index leads with the offer and ``Meta``'s
+    # index is the bid's. Each was a second copy that every match a cycle writes or deletes
+    # kept up to date (issues 35 and 36).
+    offer = models.ForeignKey(
+        "exchange.Offer", on_delete=models.CASCADE, related_name="matches", db_index=False
+    )
+    bid = models.ForeignKey(
+        "exchange.Bid", on_delete=models.CASCADE, related_name="matches", db_index=False
+    )
     value = models.DecimalField(max_digits=30, decimal_places=10)
     pub_disjunct = models.PositiveIntegerField()
     sub_disjunct = models.PositiveIntegerField()
