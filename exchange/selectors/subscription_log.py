@@ -32,11 +32,15 @@ def subscriptions_log_read(*, after: int, upto: int) -> list[tuple[int | None, d
 
 # The log's end and the events after a cursor up to it (at most a batch), in one statement,
 # so in one snapshot: every event up to the end it returns is committed and in the read.
+# The events' rows are read in a subquery that ``OFFSET 0`` keeps apart, and their lines
+# are written above it: with the line's expression inside the lateral read, PostgreSQL
+# planned it once for each of the log's partitions on every run (about 2 ms of planning for
+# 0.2 ms of work, pg_stat_statements on the live benchmark; kept apart, 0.2-0.4 ms in all).
 TAIL = (
-    f"SELECT c.last_seq, x.owner_id, x.line FROM exchange_eventcounter c LEFT JOIN LATERAL "
-    f"(SELECT e.seq, e.owner_id, {LINE_SQL} AS line FROM {EVENT_TABLE} e "
-    "WHERE e.seq > %s AND e.seq <= least(c.last_seq, %s)) x ON true "
-    "WHERE c.id = 1 ORDER BY x.seq"
+    f"SELECT c.last_seq, e.owner_id, {LINE_SQL} AS line FROM exchange_eventcounter c "
+    f"LEFT JOIN LATERAL (SELECT * FROM {EVENT_TABLE} e "
+    "WHERE e.seq > %s AND e.seq <= least(c.last_seq, %s) OFFSET 0) e ON true "
+    "WHERE c.id = 1 ORDER BY e.seq"
 )
 
 
