@@ -119,9 +119,12 @@ class CompiledRows:
     converters: tuple[tuple[int, tuple[Callable[..., Any], ...], Any], ...]
 
     @classmethod
-    def of(cls, queryset: QuerySet[Any]) -> tuple[CompiledRows, int]:
-        """``queryset`` compiled, and its count: the ORM's own ``count()``, whose statement is
-        kept as it ran."""
+    def of(
+        cls, queryset: QuerySet[Any], counted: Callable[[], int] | None = None
+    ) -> tuple[CompiledRows, int]:
+        """``queryset`` compiled, and its count: the ORM's own ``count()``, or ``counted``
+        (one statement whose one value is the same number), whose statement is kept as it
+        ran."""
         ran: list[tuple[str, tuple[Any, ...]]] = []
 
         def keep(execute, sql, params, many, context):
@@ -129,7 +132,7 @@ class CompiledRows:
             return execute(sql, params, many, context)
 
         with connection.execute_wrapper(keep):
-            count = queryset.count()
+            count = queryset.count() if counted is None else counted()
         (count_sql, count_params) = ran[-1]
         compiler = queryset.query.get_compiler(using=queryset.db)
         rows_sql, rows_params = compiler.as_sql()
@@ -227,15 +230,23 @@ _compiled_lock = threading.Lock()
 COMPILED_MAX = 1_000
 
 
-def offer_page(view: GenericAPIView, request: Request, *, filters: str | None) -> Response:
+def offer_page(
+    view: GenericAPIView,
+    request: Request,
+    *,
+    filters: str | None,
+    counted: Callable[[], int] | None = None,
+) -> Response:
     """``view``'s ``list`` (a list of offers, paginated by DRF) over ``offer_rows``, its
     statements compiled once per ``filters`` (the raw value every filter of ``view``'s
-    queryset is parsed from; None when absent)."""
+    queryset is parsed from; None when absent); the page's count is ``counted``'s statement
+    when given (``CompiledRows.of``)."""
     key = (type(view), filters)
     compiled = _compiled.get(key)
     count = None
     if compiled is None:
-        compiled, count = CompiledRows.of(offer_rows(view.filter_queryset(view.get_queryset())))
+        queryset = offer_rows(view.filter_queryset(view.get_queryset()))
+        compiled, count = CompiledRows.of(queryset, counted)
         with _compiled_lock:
             if len(_compiled) >= COMPILED_MAX:
                 _compiled.clear()

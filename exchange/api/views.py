@@ -366,8 +366,14 @@ class BestOfferList(_PublicMarketList):
 
     def list(self, request, *args, **kwargs):
         # The page from plain rows, as the serializer would write it, its statements compiled
-        # once per ?market= value, the one filter (exchange/api/hot.py).
-        return hot.offer_page(self, request, filters=request.query_params.get("market"))
+        # once per ?market= value, the one filter (exchange/api/hot.py); its count from the
+        # markets' maintained counts.
+        return hot.offer_page(
+            self,
+            request,
+            filters=request.query_params.get("market"),
+            counted=lambda: order_selectors.open_offer_count(market=self._market_pattern()),
+        )
 
 
 class TradeList(_PublicMarketList):

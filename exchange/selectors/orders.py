@@ -7,9 +7,19 @@ from decimal import Decimal
 from typing import TypedDict
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
+from django.db.models.functions import Coalesce
 
-from exchange.models import BestOffer, Bid, BidOutcome, Notification, Offer, OfferBidMatch, Trade
+from exchange.models import (
+    BestOffer,
+    Bid,
+    BidOutcome,
+    MarketOrderCount,
+    Notification,
+    Offer,
+    OfferBidMatch,
+    Trade,
+)
 from exchange.selectors.subjects import subject_matching
 
 
@@ -24,6 +34,22 @@ def offer_list(*, market: str | None = None, state: str | None = None) -> QueryS
     if state:
         offers = offers.filter(state=state)
     return offers
+
+
+def open_offer_count(*, market: str | None = None) -> int:
+    """How many offers ``offer_list(market=market, state=open)`` holds, from the maintained
+    counts (``MarketOrderCount``, kept by triggers in each order's transaction): the same
+    number in any snapshot, without reading every open offer. Counting them was the
+    best-offer page's costliest statement (about 3 ms of PostgreSQL per page over 10,000
+    open offers on the live benchmark, pg_stat_statements)."""
+    # Through the markets' table: rows of a market deleted since the last compaction are
+    # not tied to it by a constraint (they sum to nothing, but are left out all the same).
+    counts = MarketOrderCount.objects.filter(market__subject__isnull=False)
+    if market:
+        counts = counts.filter(
+            subject_matching(field="market__subject", pattern=market, parameter="market")
+        )
+    return int(counts.aggregate(n=Coalesce(Sum("offers"), 0))["n"])
 
 
 def offer_get(*, offer_id: int) -> Offer | None:

@@ -162,3 +162,32 @@ def test_any_page_kept_or_compiled_afresh_answers_the_same(
     kept = _page(path, reader)  # the filter set is kept now, if it parsed
     assert kept == fresh
     assert fresh[0] in (200, 400)
+
+
+def test_the_page_counts_the_open_offers_from_the_maintained_counts(every_state):
+    """The best-offer page's count (the markets' maintained counts) is the number of open
+    offers the ORM counts, for each filter, as offers leave and enter the open state and
+    before and after the counts are folded."""
+    from exchange.services.market_counts import market_counts_compact
+
+    patterns = [None, "", "office.supplies.pencils", "office.>", "*.supplies.*", "nowhere.x"]
+
+    def check() -> None:
+        for pattern in patterns:
+            expected = order_selectors.offer_list(market=pattern, state=Offer.State.OPEN).count()
+            assert order_selectors.open_offer_count(market=pattern) == expected, pattern
+            path = "/api/v1/best-offers/" + ("" if pattern is None else f"?market={pattern}")
+            hot._compiled.clear()
+            assert _page(path)[1]["count"] == expected, pattern
+            assert _page(path)[1]["count"] == expected, pattern  # kept
+
+    assert order_selectors.open_offer_count() == 2
+    check()
+    first = Offer.objects.filter(state=Offer.State.OPEN).order_by("id").first()
+    Offer.objects.filter(pk=first.pk).update(state=Offer.State.WITHDRAWN)
+    assert order_selectors.open_offer_count() == 1
+    check()
+    Offer.objects.filter(pk=first.pk).update(state=Offer.State.OPEN)
+    market_counts_compact()
+    assert order_selectors.open_offer_count() == 2
+    check()
