@@ -22,7 +22,6 @@ from exchange.models import BestOffer, Bid, Market, Offer, OrderChange, Spending
 from exchange.models.orders import OrderT
 from exchange.selectors.limits import Room, bid_largest_award, buyer_room, room_of
 from exchange.selectors.markets import constraint_check
-from exchange.server_binding import server_bound_cursor
 from exchange.services.events import OrderEvent, order_event
 from exchange.services.limits import award_check
 from exchange.services.matching import cycle_lock_shared, tail_lock
@@ -204,7 +203,7 @@ def _bid_insert(bid: Bid, event: OrderEvent) -> Room:
         event_field.get_db_prep_save(event.event, connection),
         event.owner_id,
     ]
-    with server_bound_cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:

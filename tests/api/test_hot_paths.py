@@ -20,6 +20,7 @@ from exchange.api import hot
 from exchange.api import serializers as s
 from exchange.models import Offer
 from exchange.selectors import orders as order_selectors
+from exchange.services.market_counts import market_counts_compact
 from tests.api.conftest import client_for
 
 pytestmark = pytest.mark.django_db
@@ -168,8 +169,6 @@ def test_the_page_counts_the_open_offers_from_the_maintained_counts(every_state)
     """The best-offer page's count (the markets' maintained counts) is the number of open
     offers the ORM counts, for each filter, as offers leave and enter the open state and
     before and after the counts are folded."""
-    from exchange.services.market_counts import market_counts_compact
-
     patterns = [None, "", "office.supplies.pencils", "office.>", "*.supplies.*", "nowhere.x"]
 
     def check() -> None:

@@ -1,6 +1,7 @@
-"""``server_bound_cursor``: Django's cursor wrapper around a cursor whose parameters
-PostgreSQL binds, so that a statement run often is prepared, and every statement is still
-seen by query capture (exchange/server_binding.py)."""
+"""Statements prepared on the server (``DATABASE_PREPARED_STATEMENTS``, on by default,
+exchange/settings/base.py): PostgreSQL binds the parameters of Django's cursors, so that a
+statement run often is prepared on its connection, and every statement is still seen by
+query capture, with its values, as Django logs it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from django.db import DataError, connection
 from django.test.utils import CaptureQueriesContext
 
 from exchange.models import Bid
-from exchange.server_binding import server_bound_cursor
 from exchange.services.orders import bid_place
 from tests.factories import UserFactory, pencils_market
 
@@ -28,7 +28,7 @@ def test_a_statement_is_prepared_after_the_threshold_and_captured_every_time():
     assert threshold == 5  # the settings' value
     with CaptureQueriesContext(connection) as captured:
         for i in range(threshold + 1):
-            with server_bound_cursor() as cursor:
+            with connection.cursor() as cursor:
                 cursor.execute(statement, [i, "x"])
                 assert cursor.fetchone() == (i + 1, "x")
     assert len(captured) == threshold + 1
@@ -49,5 +49,5 @@ def test_a_bids_insert_is_prepared_on_its_connection():
 
 
 def test_a_database_error_is_djangos():
-    with pytest.raises(DataError), server_bound_cursor() as cursor:
+    with pytest.raises(DataError), connection.cursor() as cursor:
         cursor.execute("SELECT %s::integer", ["not a number"])
