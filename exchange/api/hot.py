@@ -245,8 +245,8 @@ def offer_page(
     compiled = _compiled.get(key)
     count = None
     if compiled is None:
-        queryset = offer_rows(view.filter_queryset(view.get_queryset()))
-        compiled, count = CompiledRows.of(queryset, counted)
+        rows = offer_rows(view.filter_queryset(view.get_queryset()))
+        compiled, count = CompiledRows.of(rows, counted)
         with _compiled_lock:
             if len(_compiled) >= COMPILED_MAX:
                 _compiled.clear()
