@@ -186,19 +186,36 @@ def best_offer_event(
     return ("best_offer", subject, None, data)
 
 
+# The most best-offer changes one statement reads. With a LIMIT in its text, the statement's
+# generic plan (a prepared statement's, made once for any mark: the matching cycle runs with
+# generic plans, ``partition_lock``) reads the changes' key in order from the mark, as a plan
+# made for the mark's value does. Without it, PostgreSQL expected a third of the table past
+# any mark and joined every offer: 1.9 ms a call on the live benchmark, 0.02 ms planned for
+# the value (pg_stat_statements).
+BEST_CHANGES_PAGE = 5000
+
+
 def _best_changes_after(mark: int) -> list[tuple[Any, ...]]:
     """The ``BestOfferChange`` rows past id ``mark``, in id order, each as its id and its
-    ``BEST_CHANGE_FIELDS``. One plain statement: the ORM's query building and row handling
-    were a third of the writer's Python time on a cycle's ~200 changes."""
+    ``BEST_CHANGE_FIELDS``. Plain statements, one per ``BEST_CHANGES_PAGE`` rows: the ORM's
+    query building and row handling were a third of the writer's Python time on a cycle's
+    ~200 changes."""
     change, offer, market = (m._meta.db_table for m in (BestOfferChange, Offer, Market))
+    sql = (
+        f"SELECT c.id, c.offer_id, c.value, c.matching_bids, m.subject, m.tick "
+        f"FROM {change} c JOIN {offer} o ON o.id = c.offer_id "
+        f"JOIN {market} m ON m.id = o.market_id WHERE c.id > %s ORDER BY c.id "
+        f"LIMIT {int(BEST_CHANGES_PAGE)}"
+    )
+    out: list[tuple[Any, ...]] = []
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT c.id, c.offer_id, c.value, c.matching_bids, m.subject, m.tick "
-            f"FROM {change} c JOIN {offer} o ON o.id = c.offer_id "
-            f"JOIN {market} m ON m.id = o.market_id WHERE c.id > %s ORDER BY c.id",
-            [mark],
-        )
-        return cursor.fetchall()
+        while True:
+            cursor.execute(sql, [mark])
+            rows = cursor.fetchall()
+            out.extend(rows)
+            if len(rows) < BEST_CHANGES_PAGE:
+                return out
+            mark = rows[-1][0]
 
 
 def _counter_locked() -> tuple[int, Any, int]:
@@ -225,8 +242,9 @@ def events_append(
     adds none), the ``closed`` events, and the best-offer changes not yet in the log (by
     id), with the next ``seq`` numbers; returns how many. The caller holds the cycle lock,
     in the transaction that made the changes, so the events commit or roll back with them.
-    Three statements, whatever the number of events: the counter, the best-offer changes,
-    and one insert that also moves the counter on.
+    Three statements, whatever the number of events (but for one more per further
+    ``BEST_CHANGES_PAGE`` best-offer changes): the counter, the best-offer changes, and one
+    insert that also moves the counter on.
     """
     last_seq, time, mark = _counter_locked()
     rows: list[EventRow] = []
