@@ -29,9 +29,12 @@ def _task(*, eager: bool) -> _Task:
 def pooled(monkeypatch):
     """The settings of a pooled database (the tests' own has no pool), and a record of every
     pool the worker fixup closes."""
+    default = connections["default"]  # created, so the fixup's closing reaches it
+    # A connection an earlier test left open was made without a pool: closed under the
+    # pooled settings, Django would give it back to a pool it never came from.
+    default.close()
     monkeypatch.setitem(settings.DATABASES["default"]["OPTIONS"], "pool", {"min_size": 1})
     closed: list[str] = []
-    default = connections["default"]  # created, so the fixup's closing reaches it
     monkeypatch.setattr(default, "close_pool", lambda: closed.append(default.alias))
     return closed
 
