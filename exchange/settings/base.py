@@ -328,6 +328,15 @@ SUBSCRIPTION_ENGINE_LEASE_SECONDS = float(env("SUBSCRIPTION_ENGINE_LEASE_SECONDS
 SUBSCRIPTION_ENGINE_PROCESS_RETENTION_SECONDS = float(
     env("SUBSCRIPTION_ENGINE_PROCESS_RETENTION_SECONDS", "3600")
 )
+# The CPU priority the engine processes run at, a nice value from 0 (the others') to 19 (the
+# least): at 19 they take what the order path leaves of the cores (issue 35 item 7). Applied
+# to the process and, when it leads its own session as ops/stack.py starts it, to the
+# session's autogroup, which is what Linux weighs against the other processes' groups.
+SUBSCRIPTION_ENGINE_NICE = int(env("SUBSCRIPTION_ENGINE_NICE", "19"))
+if not 0 <= SUBSCRIPTION_ENGINE_NICE <= 19:
+    raise ImproperlyConfigured(
+        f"SUBSCRIPTION_ENGINE_NICE is {SUBSCRIPTION_ENGINE_NICE}: give a nice value from 0 to 19."
+    )
 # The evaluators are stored (a checkpoint) every this many events or seconds.
 SUBSCRIPTION_ENGINE_CHECKPOINT_EVENTS = int(env("SUBSCRIPTION_ENGINE_CHECKPOINT_EVENTS", "20000"))
 SUBSCRIPTION_ENGINE_CHECKPOINT_SECONDS = float(env("SUBSCRIPTION_ENGINE_CHECKPOINT_SECONDS", "60"))

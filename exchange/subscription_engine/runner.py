@@ -3,8 +3,9 @@ while the log holds more, then a wait for Redis's wake-up (``ENGINE_WAKE_CHANNEL
 published after each append and each change of a subscription) of at most ``POLL_SECONDS``:
 a lost message costs at most that much delay. While a step runs, a ``LeaseKeeper`` thread
 renews the process's leases (a step may last longer than a lease); after it, what it left
-alive is frozen out of the garbage collector's walks (``collector.EngineHeap``). SIGTERM or SIGINT ends it after the batch
-at hand, giving its partitions back."""
+alive is frozen out of the garbage collector's walks (``collector.EngineHeap``). The process
+runs at ``SUBSCRIPTION_ENGINE_NICE`` (``priority.py``). SIGTERM or SIGINT ends it after the
+batch at hand, giving its partitions back."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import time
 from types import FrameType
 from typing import Any
 
+from django.conf import settings
 from django.db import close_old_connections
 
 from exchange.collector import EngineHeap
@@ -23,6 +25,7 @@ from exchange.redis_clients import redis_client
 from exchange.services.subscriptions import ENGINE_WAKE_CHANNEL, WAKE_SUBSCRIPTIONS
 from exchange.subscription_engine.engine import Engine
 from exchange.subscription_engine.leases import LeaseKeeper
+from exchange.subscription_engine.priority import run_at_nice
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,7 @@ def engine_name() -> str:
 
 
 def engine_run(*, name: str | None = None) -> None:
+    run_at_nice(settings.SUBSCRIPTION_ENGINE_NICE)  # (before the lease thread: it inherits it)
     engine = Engine(name or engine_name())
     stopping = False
 

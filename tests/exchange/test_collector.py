@@ -10,6 +10,7 @@ import weakref
 
 import pytest
 from celery.signals import worker_process_init
+from django.conf import settings
 
 from exchange import celery as celery_app
 from exchange.collector import DROPPED_MIN, THRESHOLDS, EngineHeap
@@ -96,6 +97,8 @@ def test_the_engine_process_settles_its_heap_after_each_step(monkeypatch):
     monkeypatch.setattr(runner, "Engine", Stepping)
     monkeypatch.setattr(runner.EngineHeap, "settle", lambda self, **kw: settled.append(kw) or False)
     monkeypatch.setattr(runner, "_drain", lambda pubsub, engine, timeout: None)
+    nices: list[int] = []  # (this process's own priority stays as it is)
+    monkeypatch.setattr(runner, "run_at_nice", nices.append)
     handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         runner.engine_run(name="probe")
@@ -103,3 +106,4 @@ def test_the_engine_process_settles_its_heap_after_each_step(monkeypatch):
         for s, handler in handlers.items():
             signal.signal(s, handler)
     assert settled == [{"dropped": 3, "followed": 2}, {"dropped": 6, "followed": 2}]
+    assert nices == [settings.SUBSCRIPTION_ENGINE_NICE]

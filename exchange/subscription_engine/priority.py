@@ -1,0 +1,42 @@
+"""The engine processes' CPU priority (``SUBSCRIPTION_ENGINE_NICE``, issue 35 item 7).
+
+An engine's work can wait a few milliseconds; a bid's cannot. On the two cores of SPEC 9's
+machine the engines' evaluation, run at the others' priority, made the bid path's frame
+about 30% slower; at the lowest priority it cost the bid path nothing measurable
+(``ops/benchmarks/alerts.py --bid-path``, docs/benchmarks.md).
+
+A process's own nice is not enough on Linux: with ``sched_autogroup_enabled`` the scheduler
+first shares the cores between the sessions' autogroups, then within each, and
+``ops/stack.py`` starts every process of the stack in a session of its own. So the nice is
+given to the session's autogroup as well (``/proc/self/autogroup``), but only by a process
+that leads its session: another's would lower the shell it was started from. Under systemd
+(each service in a cgroup of its own, where autogroups do not apply) the same is
+``CPUWeight=idle`` or a low ``CPUWeight`` on the engine's unit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+log = logging.getLogger(__name__)
+
+AUTOGROUP = "/proc/self/autogroup"
+
+
+def run_at_nice(nice: int) -> bool:
+    """Lower this process's CPU priority to ``nice`` (0 to 19; 0 leaves it as it is): the
+    calling thread's, which threads started after it inherit, and its session's autogroup's
+    when it leads the session. True when the autogroup took it."""
+    if nice <= 0:
+        return False
+    os.setpriority(os.PRIO_PROCESS, 0, nice)
+    if os.getsid(0) != os.getpid() or not os.path.exists(AUTOGROUP):
+        return False
+    try:
+        with open(AUTOGROUP, "w") as f:
+            f.write(str(nice))
+    except OSError:  # (a kernel that refuses: the process's nice still holds within its group)
+        log.warning("the autogroup's nice could not be set to %s", nice, exc_info=True)
+        return False
+    return True
