@@ -63,6 +63,24 @@ def wait_for(condition, what: str, stack: LiveStack) -> None:
     raise AssertionError(f"{what} did not happen (partitions {rows}):\n{logs}")
 
 
+def thread_nices(pid: int) -> list[int]:
+    """The nice of each thread of process ``pid`` (``/proc/<pid>/task/<tid>/stat``'s 19th field)."""
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/stat") as f:
+            out.append(int(f.read().rsplit(")", 1)[1].split()[16]))
+    return out
+
+
+def autogroup_nice(pid: int) -> int | None:
+    """The nice of process ``pid``'s autogroup, None on a kernel without autogroups."""
+    try:
+        with open(f"/proc/{pid}/autogroup") as f:
+            return int(f.read().split()[-1])
+    except FileNotFoundError:
+        return None
+
+
 def partitions():
     """The rows of the partitions these engines share. Rows of more partitions may be left
     by the session stack's engines (16 partitions) between the last test's flush and their
@@ -79,6 +97,9 @@ def test_two_engines_and_a_kill_leave_every_outbox_equal_to_run_offline(engines)
     first, second = engines.start_subscription_engines(2)
     held = lambda: partitions().exclude(owner="").count()  # noqa: E731 - read again at each wait, named for the asserts
     wait_for(lambda: held() == PARTITIONS, "the partitions being claimed", engines)
+    for engine in (first, second):  # at the lowest priority, threads and autogroup alike
+        assert set(thread_nices(engine.pid)) == {19}
+        assert autogroup_nice(engine.pid) in (None, 19)
     for _ in range(4):
         log.add(10)
         subs += register(users, rng, 10)
