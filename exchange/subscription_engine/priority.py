@@ -27,10 +27,13 @@ AUTOGROUP = "/proc/self/autogroup"
 def run_at_nice(nice: int) -> bool:
     """Lower this process's CPU priority to ``nice`` (0 to 19; 0 leaves it as it is): the
     calling thread's, which threads started after it inherit, and its session's autogroup's
-    when it leads the session. True when the autogroup took it."""
+    when it leads the session. Never raises a priority: a process started at a higher nice
+    keeps it (raising one needs a privilege an engine need not have). True when the
+    autogroup took it."""
     if nice <= 0:
         return False
-    os.setpriority(os.PRIO_PROCESS, 0, nice)
+    if os.getpriority(os.PRIO_PROCESS, 0) < nice:
+        os.setpriority(os.PRIO_PROCESS, 0, nice)
     if os.getsid(0) != os.getpid() or not os.path.exists(AUTOGROUP):
         return False
     try:

@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import json, os, threading
 from exchange.subscription_engine.priority import run_at_nice
+if "STARTED_AT" in os.environ:  # (as if started by ``nice``)
+    os.setpriority(os.PRIO_PROCESS, 0, int(os.environ["STARTED_AT"]))
 took = run_at_nice(int(os.environ["NICE"]))
 seen = {}
 thread = threading.Thread(target=lambda: seen.update(nice=os.getpriority(os.PRIO_PROCESS, 0)))
@@ -28,10 +30,11 @@ print(json.dumps({"took": took, "nice": os.getpriority(os.PRIO_PROCESS, 0),
 """
 
 
-def probe(nice: int, *, own_session: bool) -> dict:
+def probe(nice: int, *, own_session: bool, started_at: int | None = None) -> dict:
+    start = {} if started_at is None else {"STARTED_AT": str(started_at)}
     done = subprocess.run(
         [sys.executable, "-c", PROBE],
-        env={**os.environ, "NICE": str(nice), "PYTHONPATH": str(ROOT)},
+        env={**os.environ, **start, "NICE": str(nice), "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
         check=True,
@@ -65,3 +68,8 @@ def test_nice_zero_changes_nothing():
     seen = probe(0, own_session=True)
     assert (seen["nice"], seen["took"]) == (os.getpriority(os.PRIO_PROCESS, 0), False)
     assert group_nice(seen["group"]) in (None, 0)
+
+
+def test_a_process_started_at_a_higher_nice_keeps_it():
+    seen = probe(12, own_session=True, started_at=16)
+    assert (seen["nice"], seen["thread_nice"]) == (16, 16)
