@@ -41,6 +41,7 @@ def engines(settings):
         SUBSCRIPTION_ENGINE_PARTITIONS=str(PARTITIONS),
         SUBSCRIPTION_ENGINE_LEASE_SECONDS="2",
         SUBSCRIPTION_ENGINE_CHECKPOINT_EVENTS="25",
+        SUBSCRIPTION_ENGINE_NICE="19",  # (not the default: the setting reaches the processes)
     )
     try:
         yield stack
@@ -97,7 +98,7 @@ def test_two_engines_and_a_kill_leave_every_outbox_equal_to_run_offline(engines)
     first, second = engines.start_subscription_engines(2)
     held = lambda: partitions().exclude(owner="").count()  # noqa: E731 - read again at each wait, named for the asserts
     wait_for(lambda: held() == PARTITIONS, "the partitions being claimed", engines)
-    for engine in (first, second):  # at the lowest priority, threads and autogroup alike
+    for engine in (first, second):  # at the nice asked for, threads and autogroup alike
         assert set(thread_nices(engine.pid)) == {19}
         assert autogroup_nice(engine.pid) in (None, 19)
     for _ in range(4):
