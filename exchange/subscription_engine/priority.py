@@ -1,9 +1,11 @@
 """The engine processes' CPU priority (``SUBSCRIPTION_ENGINE_NICE``, issue 35 item 7).
 
-An engine's work can wait a few milliseconds; a bid's cannot. On the two cores of SPEC 9's
-machine the engines' evaluation, run at the others' priority, made the bid path's frame
-about 30% slower; at the lowest priority it cost the bid path nothing measurable
-(``ops/benchmarks/alerts.py --bid-path``, docs/benchmarks.md).
+For a host where the engines share a few cores with the order path. On the two cores of
+SPEC 9's machine the engines' evaluation, run at the others' priority, made the bid path's
+frame about 30% slower, and at the lowest priority nothing measurable; but at a lowered
+priority the alerts' tail at 100,000 subscriptions went past SPEC 9's bar, so the setting's
+default is 0 (``ops/benchmarks/alerts.py``, docs/benchmarks.md, *The engines at the lowest
+priority*).
 
 A process's own nice is not enough on Linux: with ``sched_autogroup_enabled`` the scheduler
 first shares the cores between the sessions' autogroups, then within each, and
