@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from exchange.subscription_engine.priority import AUTOGROUP
 
 ROOT = Path(__file__).resolve().parents[2]
