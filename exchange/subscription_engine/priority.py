@@ -26,6 +26,19 @@ log = logging.getLogger(__name__)
 AUTOGROUP = "/proc/self/autogroup"
 
 
+def autogroup_nice(pid: int | str = "self") -> int | None:
+    """The nice of process ``pid``'s autogroup (``/proc/<pid>/autogroup`` reads
+    ``/autogroup-7 nice 19``); None on a kernel without autogroups, and for a process of the
+    system's first session, whose group is the root group and reads empty (a CI runner's
+    processes can be in it)."""
+    try:
+        with open(f"/proc/{pid}/autogroup") as f:
+            text = f.read().split()
+    except FileNotFoundError:
+        return None
+    return int(text[-1]) if text else None
+
+
 def run_at_nice(nice: int) -> bool:
     """Lower this process's CPU priority to ``nice`` (0 to 19; 0 leaves it as it is): the
     calling thread's, which threads started after it inherit, and its session's autogroup's

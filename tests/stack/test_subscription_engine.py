@@ -16,6 +16,7 @@ from django.db import connection
 
 from exchange.models import SubscriptionPartition
 from exchange.selectors.events import events_log_end
+from exchange.subscription_engine.priority import autogroup_nice
 from matching.subscriptions import parse_query, run_offline
 from tests.conftest import ARTIFACTS, live_engines_stop
 from tests.factories import StaffFactory, UserFactory
@@ -71,15 +72,6 @@ def thread_nices(pid: int) -> list[int]:
         with open(f"/proc/{pid}/task/{tid}/stat") as f:
             out.append(int(f.read().rsplit(")", 1)[1].split()[16]))
     return out
-
-
-def autogroup_nice(pid: int) -> int | None:
-    """The nice of process ``pid``'s autogroup, None on a kernel without autogroups."""
-    try:
-        with open(f"/proc/{pid}/autogroup") as f:
-            return int(f.read().split()[-1])
-    except FileNotFoundError:
-        return None
 
 
 def partitions():
