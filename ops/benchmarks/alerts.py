@@ -656,7 +656,7 @@ def measure(
     """Each size on a fresh bench database and stack of its own, with ``engines`` engine
     processes."""
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    out |= {"cpu": machine._cpu_model(), "cores": os.cpu_count(), "commit": _commit()}
+    out |= {"cpu": machine.cpu_model(), "cores": os.cpu_count(), "commit": _commit()}
     out["runs"] = []
     for size in sizes or (QUICK if quick else SIZES):
         url = fresh_database(DATABASE)

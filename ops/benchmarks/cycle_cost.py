@@ -396,7 +396,7 @@ def whole_cycles(sizes: list[int], rounds: int, profile: cProfile.Profile | None
     return {
         "mode": "whole-cycle",
         "rounds": rounds,
-        "cpu": machine._cpu_model(),
+        "cpu": machine.cpu_model(),
         "sizes": {
             size: {
                 "task_cpu_ms": _ms(f["task"]),

@@ -153,7 +153,7 @@ def run(offender: int, rate: float, seconds: float) -> dict[str, Any]:
 def measure(*, seconds: float = 20, rate: float = 10, offender: int = 100) -> dict[str, Any]:
     """Both runs, each on a fresh bench database and stack of its own."""
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    out["cpu"] = machine._cpu_model()
+    out["cpu"] = machine.cpu_model()
     out["cores"] = os.cpu_count()
     for key, count in (("alone", 0), ("offender", offender)):
         url = fresh_database(DATABASE)

@@ -28,6 +28,7 @@ from typing import Any
 from matching.index import MatchingIndex
 from matching.index.naive import brute
 from matching.index.workload import events, subscriptions
+from ops.benchmarks import machine
 
 SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 NAIVE_SIZES = (1_000, 3_000, 10_000)
@@ -129,4 +130,6 @@ def measure(quick: bool = False, n_events: int = 20_000) -> dict[str, Any]:
         "seconds": time.perf_counter() - started,
         "load": os.getloadavg()[0],
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpu": machine.cpu_model(),
+        "cores": os.cpu_count() or 0,
     }

@@ -12,7 +12,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The processor's name as ``lscpu`` gives it (``AMD EPYC``, ``Intel(R) Xeon(R) Processor``)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -56,7 +57,7 @@ def host() -> dict[str, Any]:
     return {
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": commit + (" (with uncommitted changes)" if dirty else ""),
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "cores": os.cpu_count() or 0,
         "memory_gib": round(_memory_gib(), 1),
         "platform": platform.platform(),

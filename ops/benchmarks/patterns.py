@@ -47,6 +47,7 @@ from typing import Any
 from matching.subscriptions import Subscription, event_from_dict, parse_query
 from matching.subscriptions.events import Event
 from matching.subscriptions.run.multi import SubscriptionSet
+from ops.benchmarks import machine
 
 MARKETS = 100
 OFFERS = 10
@@ -281,4 +282,6 @@ def measure(quick: bool = False) -> dict[str, Any]:
         "seconds": time.perf_counter() - started,
         "load": os.getloadavg()[0],
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpu": machine.cpu_model(),
+        "cores": os.cpu_count() or 0,
     }

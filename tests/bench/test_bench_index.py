@@ -36,6 +36,8 @@ RESULTS = {
     "seconds": 120.0,
     "load": 3.0,
     "date": "2026-11-24 03:00 UTC",
+    "cpu": "AMD EPYC",
+    "cores": 2,
 }  # fmt: skip
 
 
@@ -52,6 +54,15 @@ def test_section_reports_the_targets_and_marks_extrapolated_naive_costs(tmp_path
     assert "| 10,000 | 60,000 |" in text and "| 1,000 |\n" in text  # measured, not the fit
     assert "| 111,111 (extrapolated) |" in text
     assert "from 1.39 µs at 10,000 subscriptions to 3.33 µs at 1,000,000" in text
+    assert "on 2026-11-24 03:00 UTC (AMD EPYC, 2 cores; 120 s, load average 3.0 at its end)" in text
+
+
+def test_a_run_recorded_before_the_processor_was_says_so(tmp_path: Path) -> None:
+    report = tmp_path / "benchmarks.md"
+    report.write_text("# Benchmarks\n")
+    older = {k: v for k, v in RESULTS.items() if k not in ("cpu", "cores")}
+    text = splice(report, older).read_text()
+    assert "on 2026-11-24 03:00 UTC (processor not recorded; 120 s, load average 3.0" in text
 
 
 def test_splicing_again_replaces_the_section(tmp_path: Path) -> None:

@@ -43,6 +43,8 @@ RESULTS = {
     "seconds": 300.0,
     "load": 4.0,
     "date": "2026-11-24 06:00 UTC",
+    "cpu": "Intel(R) Xeon(R) Processor",
+    "cores": 2,
 }  # fmt: skip
 
 
@@ -61,6 +63,7 @@ def test_section_reports_the_targets_and_marks_extrapolated_naive_costs(tmp_path
         in text
     )
     assert "| 1,000,000 (extrapolated) | 6,000× |" in text
+    assert "(Intel(R) Xeon(R) Processor, 2 cores; 300 s, load average 4.0 at its end)" in text
     # splicing again replaces the section
     slow = {**RESULTS, "points": [_point(100_000, 4_000.0)]}
     text = splice(report, slow).read_text()

@@ -57,6 +57,8 @@ def run_facts(r: dict[str, Any], size: str, flag: str) -> dict[str, str]:
     return {
         "command": f"ops/bench {flag}" + (" --quick" if r["quick"] else ""),
         "date": r["date"],
+        # (results of runs before the processor was recorded say so)
+        "machine": f"{r['cpu']}, {r['cores']} cores" if "cpu" in r else "processor not recorded",
         "seconds": f"{r['seconds']:,.0f}",
         "load": f"{r['load']:.1f}",
         "order": ", ".join(f"`{a}`" for a in r["order"]),
