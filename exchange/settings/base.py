@@ -331,7 +331,7 @@ SUBSCRIPTION_ENGINE_PROCESS_RETENTION_SECONDS = float(
 # The CPU priority the engine processes run at, a nice value from 0 (the others') to 19 (the
 # least): at 19 they take what the order path leaves of the cores, for a host where the
 # engines share a few cores with the order path (issue 35 item 7: the bid path beside 10,000
-# subscriptions x1.2 slower instead of x1.4-1.6), at a cost to the alerts' tail at 100,000
+# subscriptions x1.2-1.3 slower at p50 instead of x1.4-1.7), at a cost to the alerts' tail at 100,000
 # (p99 over SPEC 9's 250 ms in 3 of 4 runs at 10 or 19, against none of 4 at 0; docs/benchmarks.md).
 # Applied to the process and, when it leads its own session as ops/stack.py starts it, to
 # the session's autogroup, which is what Linux weighs against the other processes' groups.

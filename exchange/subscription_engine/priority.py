@@ -49,8 +49,8 @@ def run_at_nice(nice: int) -> bool:
         return False
     if os.getpriority(os.PRIO_PROCESS, 0) < nice:
         os.setpriority(os.PRIO_PROCESS, 0, nice)
-    if os.getsid(0) != os.getpid() or not os.path.exists(AUTOGROUP):
-        return False
+    if os.getsid(0) != os.getpid() or autogroup_nice() is None:
+        return False  # (not its session's to lower, or no autogroup applies to it)
     try:
         with open(AUTOGROUP, "w") as f:
             f.write(str(nice))
