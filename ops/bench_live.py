@@ -112,6 +112,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(ops/benchmarks/live/costs.py); the table goes into docs/benchmarks.md",
     )
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=costs.ROUNDS,
+        help="with --request-costs: the N requests of each kind go in this many blocks, "
+        "taken in turn with the other kinds' (the figure is the blocks' median)",
+    )
+    parser.add_argument(
         "--profile",
         type=Path,
         metavar="DIR",
@@ -129,6 +136,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--aged runs one rate twice: not with --sweep or --request-costs")
     if args.aged is not None and args.aged <= 0:
         parser.error("--aged takes a positive count: --aged 4000")
+    if args.rounds < 1 or (args.request_costs is not None and args.request_costs < args.rounds):
+        parser.error("--rounds takes 1 or more, and --request-costs at least one request a round")
     return args
 
 
@@ -284,12 +293,13 @@ def request_costs(
         if args.profile:
             args.profile.mkdir(parents=True, exist_ok=True)
         (http_process,) = server.children("web")
-        rows = costs.measure(
+        measured = costs.measure(
             base_url=stack.url,
             pid=http_process,
             token=token,
             offers=offers,
             count=args.request_costs,
+            rounds=args.rounds,
             profile=args.profile,
         )
     finally:
@@ -297,10 +307,10 @@ def request_costs(
     summary = run_facts() | {
         "offers": offers,
         "bids": bids,
-        "count": args.request_costs,
         "load": [load_before, os.getloadavg()[0]],
-        "rows": rows,
+        **measured,
     }
+    summary["count"] = measured["rows"][0]["count"]  # N rounded down to whole blocks
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")
     if not args.profile and not args.json:

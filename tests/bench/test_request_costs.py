@@ -8,6 +8,10 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
+from ops.bench_live import parse_args
+from ops.benchmarks import machine
 from ops.benchmarks.live import costs, paired, report
 
 
@@ -22,8 +26,8 @@ def test_cpu_split_is_the_process_time_the_kernel_counts():
     assert total > 0
 
 
-def test_the_table_has_a_row_per_request_between_its_markers(tmp_path: Path):
-    summary = {
+def _summary(rows: list[dict], **more) -> dict:
+    return {
         "command": ".venv/bin/python ops/bench_live.py --request-costs 5",
         "date": "2026-11-24 14:00 UTC",
         "commit": "abc",
@@ -32,26 +36,86 @@ def test_the_table_has_a_row_per_request_between_its_markers(tmp_path: Path):
         "offers": 10_000,
         "bids": 100_000,
         "count": 5,
-        "rows": [
+        "rows": rows,
+        **more,
+    }
+
+
+def test_the_table_has_a_row_per_request_between_its_markers(tmp_path: Path):
+    summary = _summary(
+        [
             {"request": "`GET /healthz`", "count": 5, "cpu_ms": 4.936, "wall_ms": 7.2},
             {"request": "a 404", "count": 5, "cpu_ms": 2.2, "wall_ms": 3.704},
-        ],
-    }
+        ]
+    )
     text = costs.markdown(summary)
-    assert "| `GET /healthz` | 4.94 | 7.20 |" in text
-    assert "| a 404 | 2.20 | 3.70 |" in text
+    # A result from before the blocks: one figure, and the ratio to the reference's row.
+    assert "| `GET /healthz` | 4.94 | 5.37 | 1.1x |  | 7.20 |" in text
+    assert "| a 404 | 2.20 |  |  |  | 3.70 |" in text
     assert "load average 0.5 before and 1.2 after" in text
+    assert "one after another" in text and "pace" not in text
     doc = tmp_path / "benchmarks.md"
     doc.write_text("# Benchmarks\n\nkept\n")
     report.splice(doc, costs.BEGIN, costs.END, text)
     report.splice(doc, costs.BEGIN, costs.END, text.replace("4.94", "3.00"))
     written = doc.read_text()
     assert written.count(costs.BEGIN) == 1 and "kept" in written
-    assert "| `GET /healthz` | 3.00 | 7.20 |" in written
+    assert "| `GET /healthz` | 3.00 | 5.37 |" in written
 
 
-def test_paired_cpu_is_the_scheduler_count_of_every_live_thread():
-    before, clock = paired.cpu_ns(os.getpid()), time.process_time()
+def test_the_table_leads_with_the_blocks_median_its_ratio_and_the_bar():
+    def row(name: str, blocks: list[float]) -> dict:
+        cpu = costs.spread(blocks)
+        return {
+            "request": name,
+            "count": 300,
+            "cpu_ms": cpu["median"],
+            "cpu_ms_low": cpu["low"],
+            "cpu_ms_high": cpu["high"],
+            "blocks": blocks,
+            "wall_ms": 6.0,
+        }
+
+    rows = [
+        row(costs.BID, [3.1, 2.5, 2.7, 2.6, 3.4]),
+        row(costs.BEST, [5.5, 5.2, 5.1]),
+        row(costs.NOT_FOUND, [0.4, 0.5]),
+    ]
+    pace = {"median": 31.4, "low": 28.0, "high": 40.2}
+    text = costs.markdown(
+        _summary(rows, rounds=5, pace_ns=pace, blocks_with_a_thread_ended=1, count=300)
+    )
+    assert "| `POST /api/v1/bids/` (a token) | 2.70 (2.50-3.40) | 9.50 | 3.5x | 3 ms: met |" in text
+    assert "| 5.20 (5.10-5.50) | 19.40 | 3.7x | 5 ms: **missed** | 6.00 |" in text
+    # An even number of blocks: the median is the middle two's mean.
+    assert (
+        "| `GET /api/v1/no-such-page/` (a 404) | 0.45 (0.40-0.50) | 2.17 | 4.8x | 1 ms: met |"
+        in text
+    )
+    assert "each request 300 times in 5 blocks" in text
+    assert "took 31 ns an iteration (28-40, read before each round)" in text
+    assert "Blocks in which a server thread ended: 1." in text
+
+
+def test_the_pace_is_the_cpu_time_of_an_empty_loops_iteration():
+    # A loop twice as long takes about twice the CPU: the figure is per iteration.
+    short = min(machine.pace_ns(200_000) for _ in range(5))
+    long = min(machine.pace_ns(400_000) for _ in range(5))
+    assert short > 0 and long > 0
+    assert 0.67 < short / long < 1.5  # not per iteration, it would be 0.5
+
+
+def test_rounds_need_a_request_each():
+    assert parse_args(["--request-costs", "300"]).rounds == costs.ROUNDS
+    assert parse_args(["--request-costs", "300", "--rounds", "3"]).rounds == 3
+    with pytest.raises(SystemExit):
+        parse_args(["--request-costs", "300", "--rounds", "0"])
+    with pytest.raises(SystemExit):
+        parse_args(["--request-costs", "4", "--rounds", "5"])
+
+
+def test_block_cpu_is_the_scheduler_count_of_every_live_thread():
+    before, clock = costs.cpu_ns(os.getpid()), time.process_time()
     spun, counted = threading.Event(), threading.Event()
 
     def spin() -> None:
@@ -68,14 +132,14 @@ def test_paired_cpu_is_the_scheduler_count_of_every_live_thread():
     worker.start()
     spin()
     assert spun.wait(10)
-    spent = (paired.cpu_ns(os.getpid()) - before) / 1e9
+    spent = (costs.cpu_ns(os.getpid()) - before) / 1e9
     elapsed = time.process_time() - clock
     counted.set()
     worker.join()
     # Both threads' time, to well within a clock tick (the scheduler counts nanoseconds).
     assert spent >= 0.4
     assert abs(spent - elapsed) <= 0.02
-    assert paired.thread_ids(os.getpid()) >= {os.getpid()}
+    assert costs.thread_ids(os.getpid()) >= {os.getpid()}
 
 
 def test_the_paired_table_has_both_sides_and_their_ratios():

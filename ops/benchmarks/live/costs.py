@@ -1,8 +1,16 @@
 """Server CPU per request (``ops/bench_live.py --request-costs N``): each kind of request the
-live load sends, N times one after another, to a single uvicorn process on the bench book,
-with the CPU time that process spent on them (``/proc/<pid>/stat``: user plus system). It
-is what a profile would attribute to each request, without a profiler's overhead, and the
-figure that decides how many requests a second the web tier can serve on this machine.
+live load sends, N times, to a single uvicorn process on the bench book, with the CPU time
+that process spent on them (the scheduler's count of every thread, ``cpu_ns``). It is what a
+profile would attribute to each request, without a profiler's overhead, and the figure that
+decides how many requests a second the web tier can serve on this machine.
+
+The machine's pace moves by a third within minutes on a shared VM, and one kind measured
+after another would carry those minutes into their comparison. So the N requests of each
+kind go in ``--rounds`` blocks, the kinds taken in turn within a round (in the other order
+the next round), and a kind's figure is the median of its blocks, with the lowest and the
+highest beside it; the pace (``machine.pace_ns``) is read before each round. The report
+leads with the ratio of each figure to the issue's reference (2026-11-24, ``REFERENCE``)
+and with issue 36's bars.
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import statistics
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -19,11 +28,29 @@ from typing import Any
 
 import httpx
 
+from ops.benchmarks import machine
 from ops.benchmarks.live.load import SUBJECT
 
 BEGIN = "<!-- request costs: written by ops/bench_live.py --request-costs -->"
 END = "<!-- end of the request costs -->"
 WARM = 20
+ROUNDS = 5
+
+BID = "`POST /api/v1/bids/` (a token)"
+BEST = "`GET /api/v1/best-offers/?limit=50`"
+NOT_FOUND = "`GET /api/v1/no-such-page/` (a 404)"
+# The figures issue 36 takes its ratios to: this table's run of 2026-11-24 14:06 UTC (commit
+# c4714ca, AMD EPYC, 2 cores; one run, each kind 300 times in a row).
+REFERENCE = {
+    BID: 9.50,
+    BEST: 19.40,
+    "`GET /api/v1/offers/<id>/`": 7.03,
+    "`GET /api/v1/markets/`": 9.87,
+    "`GET /healthz`": 5.37,
+    NOT_FOUND: 2.17,
+}
+# Issue 36 item 2: the most server CPU each of these may cost on the AMD EPYC kind, in ms.
+BARS = {BID: 3.0, BEST: 5.0, NOT_FOUND: 1.0}
 
 
 def cpu_split(pid: int) -> tuple[float, float]:
@@ -32,6 +59,31 @@ def cpu_split(pid: int) -> tuple[float, float]:
         fields = f.read().rsplit(")", 1)[1].split()
     tick = os.sysconf("SC_CLK_TCK")
     return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def cpu_ns(pid: int) -> int:
+    """The CPU time every thread of ``pid`` has had so far, in nanoseconds (the scheduler's
+    own count, ``/proc/<pid>/task/*/schedstat``): ``cpu_split``'s clock ticks are 10 ms, a
+    tenth of a block of cheap requests."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:  # a thread that ended: its time is lost with it
+            pass
+    return total
+
+
+def thread_ids(pid: int) -> set[int]:
+    """The threads of ``pid`` now: one that ends during a block takes its time with it
+    (``cpu_ns``), so the measures count such blocks."""
+    return {int(task) for task in os.listdir(f"/proc/{pid}/task")}
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    """The median of ``values`` with the lowest and the highest."""
+    return {"median": statistics.median(values), "low": min(values), "high": max(values)}
 
 
 PY_SPY = Path(__file__).resolve().parents[3] / ".venv" / "bin" / "py-spy"
@@ -93,54 +145,131 @@ def _requests(
 
 
 def measure(
-    *, base_url: str, pid: int, token: str, offers: int, count: int, profile: Path | None = None
-) -> list[dict[str, Any]]:
-    """Each request kind ``count`` times (after a few untimed): server CPU and wall time
-    per request, in milliseconds. Any answer but the expected status stops the bench.
-    With ``profile`` (a folder), py-spy records the server during each kind's timed requests
-    into ``<profile>/<kind>.txt`` (its CPU figures then include py-spy's pauses)."""
-    rows = []
+    *,
+    base_url: str,
+    pid: int,
+    token: str,
+    offers: int,
+    count: int,
+    rounds: int = ROUNDS,
+    profile: Path | None = None,
+) -> dict[str, Any]:
+    """Each request kind ``count`` times (after a few untimed), in ``rounds`` blocks taken in
+    turn with the other kinds': per kind the median, lowest and highest of its blocks' server
+    CPU per request and the client's wall time per request, in milliseconds, with the pace
+    read before each round. Any answer but the expected status stops the bench. With
+    ``profile`` (a folder), each kind goes in one block, py-spy recording the server during
+    it into ``<profile>/<kind>.txt`` (its CPU figures then include py-spy's pauses)."""
+    if profile is not None:
+        rounds = 1  # py-spy attaches once per kind
+    size = max(1, count // rounds)
+    kinds = _requests(token, 0, offers)
+    blocks: dict[str, list[float]] = {name: [] for name, _, _ in kinds}
+    walls = dict.fromkeys(blocks, 0.0)
+    systems = dict.fromkeys(blocks, 0.0)
+    paces, ended = [], 0
     with httpx.Client(base_url=base_url, timeout=60) as client:
         first = client.get("/api/v1/offers/?state=open&limit=1").json()["results"][0]["id"]
-        for name, send, expected in _requests(token, first, offers):
+        kinds = _requests(token, first, offers)
+        for _, send, _ in kinds:
             for i in range(WARM):
                 send(client, i)
-            out = None if profile is None else profile / f"{_slug(name)}.txt"
-            with _profiled(pid, out):
-                (user, system), wall = cpu_split(pid), time.perf_counter()
-                for i in range(count):
-                    answer = send(client, i)
-                    if answer.status_code not in expected:
-                        raise SystemExit(f"{name}: {answer.status_code} {answer.text[:200]}")
-                after, wall = cpu_split(pid), time.perf_counter() - wall
-                user, system = after[0] - user, after[1] - system
-            rows.append(
-                {
-                    "request": name,
-                    "count": count,
-                    "cpu_ms": 1000 * (user + system) / count,
-                    "system_ms": 1000 * system / count,
-                    "wall_ms": 1000 * wall / count,
-                }
-            )
-    return rows
+        for r in range(rounds):
+            paces.append(machine.pace_ns())
+            for name, send, expected in kinds if r % 2 == 0 else kinds[::-1]:
+                out = None if profile is None else profile / f"{_slug(name)}.txt"
+                with _profiled(pid, out):
+                    threads, before, system = thread_ids(pid), cpu_ns(pid), cpu_split(pid)[1]
+                    wall = time.perf_counter()
+                    for i in range(r * size, (r + 1) * size):
+                        answer = send(client, i)
+                        if answer.status_code not in expected:
+                            raise SystemExit(f"{name}: {answer.status_code} {answer.text[:200]}")
+                    walls[name] += time.perf_counter() - wall
+                    spent = (cpu_ns(pid) - before) / 1e9
+                    systems[name] += cpu_split(pid)[1] - system
+                ended += bool(threads - thread_ids(pid))
+                blocks[name].append(1000 * spent / size)
+    done = size * rounds
+    rows = []
+    for name, values in blocks.items():
+        cpu = spread(values)
+        rows.append(
+            {
+                "request": name,
+                "count": done,
+                "cpu_ms": cpu["median"],
+                "cpu_ms_low": cpu["low"],
+                "cpu_ms_high": cpu["high"],
+                "blocks": values,
+                "system_ms": 1000 * systems[name] / done,
+                "wall_ms": 1000 * walls[name] / done,
+            }
+        )
+    return {
+        "rounds": rounds,
+        "pace_ns": spread(paces),
+        "blocks_with_a_thread_ended": ended,
+        "rows": rows,
+    }
+
+
+def _cpu_cell(row: dict[str, Any]) -> str:
+    if "cpu_ms_low" not in row:  # a result from before the blocks: one figure
+        return f"{row['cpu_ms']:.2f}"
+    return f"{row['cpu_ms']:.2f} ({row['cpu_ms_low']:.2f}-{row['cpu_ms_high']:.2f})"
+
+
+def _bar_cell(row: dict[str, Any]) -> str:
+    bar = BARS.get(row["request"])
+    if bar is None:
+        return ""
+    return f"{bar:g} ms: " + ("met" if row["cpu_ms"] <= bar else "**missed**")
 
 
 def markdown(r: dict[str, Any]) -> str:
+    rounds = r.get("rounds", 1)
+    how = (
+        f"each request {r['count']} times in {rounds} blocks, the kinds taken in turn (the "
+        f"order reversed every other round), after {WARM} untimed; a block's CPU is the "
+        "server process's user and system time as the scheduler counts it, and a kind's "
+        "figure the median of its blocks (the lowest and the highest in brackets)"
+        if rounds > 1
+        else f"each request {r['count']} times one after another, after {WARM} untimed; CPU "
+        "is the server process's user and system time over them"
+    )
     lines = [
-        "## Server CPU per request (issue 17)",
+        "## Server CPU per request (issues 17 and 36)",
         "",
         f"`{r['command']}` on {r['date']} at commit `{r['commit']}`, {r['machine']}, load "
-        f"average {r['load'][0]:.1f} before and {r['load'][1]:.1f} after. One HTTP process of the web tier "
-        f"(the matching worker and the other workers beside it) on the live benchmark's book "
-        f"({r['offers']:,} open offers, {r['bids']:,} active bids); each request "
-        f"{r['count']} times one after another, after {WARM} untimed; CPU is the server "
-        "process's user and system time over them, wall the client's time per request.",
-        "",
-        "| request | server CPU, ms | wall, ms |",
-        "|---|---|---|",
+        f"average {r['load'][0]:.1f} before and {r['load'][1]:.1f} after. One HTTP process of "
+        "the web tier (the matching worker and the other workers beside it) on the live "
+        f"benchmark's book ({r['offers']:,} open offers, {r['bids']:,} active bids); {how}; "
+        "wall is the client's time per request. The ratio is to issue 36's reference, this "
+        "table's run of 2026-11-24 (commit `c4714ca`, AMD EPYC, one run of each kind in a row).",
     ]
+    pace = r.get("pace_ns")
+    if pace:
+        lines += [
+            "",
+            f"The machine's pace: an empty Python loop took {pace['median']:.0f} ns an "
+            f"iteration ({pace['low']:.0f}-{pace['high']:.0f}, read before each round). Every "
+            "figure here moves with it.",
+        ]
+    if r.get("blocks_with_a_thread_ended"):
+        lines += ["", f"Blocks in which a server thread ended: {r['blocks_with_a_thread_ended']}."]
     lines += [
-        f"| {row['request']} | {row['cpu_ms']:.2f} | {row['wall_ms']:.2f} |" for row in r["rows"]
+        "",
+        "| request | server CPU, ms | 2026-11-24, ms | ratio | issue 36's bar | wall, ms |",
+        "|---|---|---|---|---|---|",
     ]
+    for row in r["rows"]:
+        reference = REFERENCE.get(row["request"])
+        then, ratio = ("", "") if reference is None else (f"{reference:.2f}", "")
+        if reference is not None and row["cpu_ms"] > 0:
+            ratio = f"{reference / row['cpu_ms']:.1f}x"
+        lines.append(
+            f"| {row['request']} | {_cpu_cell(row)} | {then} | {ratio} | {_bar_cell(row)} "
+            f"| {row['wall_ms']:.2f} |"
+        )
     return "\n".join(lines)

@@ -7,7 +7,7 @@ One uvicorn process per tree (``DIR``, a checkout of the code before, with this 
 bench book that ``ops/bench_live.py`` built (run it once first), with this tree's workers.
 Each kind of request goes in ``--blocks`` blocks of ``--block`` requests, before and after
 alternating (which side goes first alternates too); a block's CPU is its server process's
-user and system time over it (``costs.cpu_split``). Prints, per kind, the median (lowest-
+user and system time over it (``costs.cpu_ns``). Prints, per kind, the median (lowest-
 highest) of the blocks' ms per request on each side, the ratio of the medians and the
 median of the paired blocks' ratios, with the load average before and after.
 """
@@ -33,26 +33,6 @@ from ops.benchmarks.live.load import BUYERS
 from ops.stack import ROOT, Stack, free_port
 
 KINDS = {"bid": 0, "best": 1, "offer": 2, "markets": 3, "healthz": 4, "404": 5}
-
-
-def cpu_ns(pid: int) -> int:
-    """The CPU time every thread of ``pid`` has had so far, in nanoseconds (the scheduler's
-    own count, ``/proc/<pid>/task/*/schedstat``): ``costs.cpu_split``'s clock ticks are 10 ms,
-    a tenth of a block of cheap requests."""
-    total = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except FileNotFoundError:  # a thread that ended: its time is lost with it
-            pass
-    return total
-
-
-def thread_ids(pid: int) -> set[int]:
-    """The threads of ``pid`` now: one that ends during a block takes its time with it
-    (``cpu_ns``), so ``measure`` counts such blocks."""
-    return {int(task) for task in os.listdir(f"/proc/{pid}/task")}
 
 
 def _server(tree: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
@@ -84,10 +64,6 @@ def _ready(url: str) -> None:
             pass
         time.sleep(0.5)
     raise SystemExit(f"{url} did not answer")
-
-
-def _spread(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "low": min(values), "high": max(values)}
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -122,19 +98,19 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                         tokens[(b + sent) % len(tokens)], first_id, 10_000
                     )[KINDS[kind]]
                     pid = servers[side].pid
-                    threads, before = thread_ids(pid), cpu_ns(pid)
+                    threads, before = costs.thread_ids(pid), costs.cpu_ns(pid)
                     for i in range(size if b else 20):
                         answer = send(clients[side], sent + i)
                         if answer.status_code not in expected:
                             raise SystemExit(f"{side} {name}: {answer.status_code} {answer.text}")
-                    spent = (cpu_ns(pid) - before) / 1e9
-                    if b and threads - thread_ids(pid):
+                    spent = (costs.cpu_ns(pid) - before) / 1e9
+                    if b and threads - costs.thread_ids(pid):
                         result["blocks_with_a_thread_ended"] += 1
                     if b:
                         blocks[side].append(1000 * spent / size)
                 sent += size
             paired = [a / b for a, b in zip(blocks["before"], blocks["after"], strict=True) if b]
-            result["kinds"][name] = {side: _spread(values) for side, values in blocks.items()} | {
+            result["kinds"][name] = {side: costs.spread(values) for side, values in blocks.items()} | {
                 "ratio_of_medians": statistics.median(blocks["before"])
                 / statistics.median(blocks["after"]),
                 "median_paired_ratio": statistics.median(paired),
