@@ -99,7 +99,14 @@ KINDS = (
 def cpu_snapshot() -> dict[int, tuple[str, float]]:
     """Every process's kind and CPU seconds so far (user and system, ``/proc/<pid>/stat``):
     this one's ``load``; PostgreSQL's by its title (``_postgres_kind``); the stack's by
-    ``KINDS``, a Celery worker's with its ``--role``; anything else ``other``."""
+    ``KINDS``, a Celery worker's with its ``--role``; anything else ``other``.
+
+    A backend that has ended is no longer listed, but the postmaster that reaped it holds
+    its time (its children's user and system time, fields 16 and 17): that goes in under
+    the postmaster's pid negated, as ``postgres backends``, so that the backends of
+    connections closed during a run still count (a pool recycling its connections, a
+    Celery task's own). Other processes' reaped children are not counted: this one's are
+    the stack's, whose kinds are gone with them."""
     tick = os.sysconf("SC_CLK_TCK")
     me = os.getpid()
     out: dict[int, tuple[str, float]] = {}
@@ -123,6 +130,8 @@ def cpu_snapshot() -> dict[int, tuple[str, float]]:
         if kind == "workers" and "\0--role\0" in argv:  # as ops/stack.py names them
             kind = "worker " + argv.split("\0--role\0", 1)[1].split("\0", 1)[0]
         out[pid] = (kind, (int(fields[11]) + int(fields[12])) / tick)
+        if kind == "postgres":  # a postmaster (the primary's or a replica's)
+            out[-pid] = ("postgres backends", (int(fields[13]) + int(fields[14])) / tick)
     return out
 
 
@@ -152,7 +161,8 @@ def _postgres_kind(title: str) -> str:
 
 def cpu_by_kind(before: dict[int, tuple[str, float]]) -> dict[str, float]:
     """The CPU seconds each kind of process spent since ``before`` (a ``cpu_snapshot``),
-    most first; a process started since counts whole, one ended since is lost."""
+    most first; a process started since counts whole, one ended since is lost unless a
+    postmaster reaped it (``cpu_snapshot``)."""
     spent: dict[str, float] = {}
     for pid, (kind, cpu) in cpu_snapshot().items():
         was = before.get(pid)

@@ -256,6 +256,36 @@ def test_the_cpu_split_names_each_process_of_the_stack_by_its_command_line():
     assert list(spent.values()) == sorted(spent.values(), reverse=True)
 
 
+def test_a_backend_that_ended_counts_through_the_postmaster_that_reaped_it(tmp_path: Path):
+    # A stand-in postmaster (a Python named postgres) whose child spends half a second of
+    # CPU and ends, reaped by it: gone from /proc, its time is in the parent's children's.
+    postmaster = tmp_path / "postgres"
+    postmaster.symlink_to(sys.executable)
+    backend = "import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
+    script = (
+        "import subprocess, sys, time\n"
+        f"subprocess.run([sys.executable, '-c', {backend!r}], check=True)\n"
+        "print('reaped', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    before = machine.cpu_snapshot()
+    parent = subprocess.Popen([str(postmaster), "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline() == "reaped\n"
+        now = machine.cpu_snapshot()
+        spent = machine.cpu_by_kind(before)
+    finally:
+        parent.kill()
+        parent.wait()
+    assert now[parent.pid][0] == "postgres"
+    # Half a second in clock ticks of 10 ms, under the backends' kind, and counted in the
+    # split (the stand-in started after ``before``, so all of it); its own time is apart.
+    kind, reaped = now[-parent.pid]
+    assert kind == "postgres backends" and reaped >= 0.45
+    assert spent["postgres backends"] >= round(reaped, 1)  # the split rounds to tenths
+    assert now[parent.pid][1] < 0.45
+
+
 def test_a_postgres_process_is_named_by_its_title():
     assert machine._postgres_kind("/usr/lib/postgresql/15/bin/postgres\0-D\0x") == "postgres"
     title = "postgres: intersect intersect_bench 127.0.0.1(51234) idle"

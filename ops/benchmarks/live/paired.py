@@ -110,7 +110,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                         blocks[side].append(1000 * spent / size)
                 sent += size
             paired = [a / b for a, b in zip(blocks["before"], blocks["after"], strict=True) if b]
-            result["kinds"][name] = {side: costs.spread(values) for side, values in blocks.items()} | {
+            result["kinds"][name] = {
+                side: costs.spread(values) for side, values in blocks.items()
+            } | {
                 "ratio_of_medians": statistics.median(blocks["before"])
                 / statistics.median(blocks["after"]),
                 "median_paired_ratio": statistics.median(paired),
