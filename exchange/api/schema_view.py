@@ -21,11 +21,39 @@ class SchemaView(SpectacularAPIView):
     # of CPU each (the test suite's fuzzer spent 20 s there). The document depends only on
     # the API version and the language asked for (the routes never change while a process
     # runs, and SERVE_PUBLIC makes it the same whoever asks), so each (version, language)
-    # is generated once a process. A language Django does not know is generated each time,
-    # as before, so that a client cannot fill the cache with names.
+    # is generated once a process: at most one for each language Django has translations
+    # for (about 100, half a MB each), since a code it does not know is served the default
+    # language's (``initial``). Should one still arrive, it is generated each time and not
+    # kept, so that a client cannot fill the cache with names.
     __doc__ = SpectacularAPIView.__doc__  # type: ignore[assignment]  # the stubs type it as the lazy string it was made from
 
     documents: ClassVar[dict[tuple[str | None, str], Any]] = {}
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # drf-spectacular activates ``?lang=`` as sent, and Django keeps a translation for
+        # every code ever activated (``trans_real._translations``: about 37 KB each, never
+        # dropped), so any string a client sends there would stay in the process's memory
+        # for good, and cost a generation of the document besides. A code Django has no
+        # translation for is served the default language's document, which is what Django
+        # renders for it anyway (its fallback); a variant of a known one ("de-xx") is asked
+        # for under the code it resolves to ("de"). The query is rewritten here, before
+        # ``get`` reads it, so only codes Django supports are ever activated. (Not in an
+        # override of ``get``: drf-spectacular documents ``lang`` on its own ``get``.)
+        lang = request.GET.get("lang")
+        if lang:
+            try:
+                supported: str | None = translation.get_supported_language_variant(lang)
+            except LookupError:
+                supported = None
+            if supported != lang:
+                query = request.GET.copy()
+                if supported is None:
+                    del query["lang"]
+                else:
+                    query["lang"] = supported
+                # What DRF's ``query_params`` and drf-spectacular's ``get`` read.
+                request._request.GET = query
+        super().initial(request, *args, **kwargs)
 
     def _get_schema_response(self, request: Request) -> Response:
         try:
