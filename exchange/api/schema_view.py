@@ -51,8 +51,9 @@ class SchemaView(SpectacularAPIView):
                     del query["lang"]
                 else:
                     query["lang"] = supported
+                query._mutable = False  # as Django's own
                 # What DRF's ``query_params`` and drf-spectacular's ``get`` read.
-                request._request.GET = query
+                request._request.GET = query  # type: ignore[assignment]  # the stubs type GET as the immutable kind, which is a QueryDict made immutable
         super().initial(request, *args, **kwargs)
 
     def _get_schema_response(self, request: Request) -> Response:
