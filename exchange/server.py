@@ -249,6 +249,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+# What the WebSocket protocol reads of one message before the consumer sees it. Its own
+# limit is MAX_FRAME_BYTES (4,096 bytes, exchange/realtime/consumers.py), past which it
+# answers ``too_large``; 4,096 characters are at most four times that in UTF-8, so every
+# frame the consumer could answer so still reaches it, and anything larger is refused by
+# the protocol (a close with 1009) before it is read whole. uvicorn's default was 16 MiB,
+# after decompression: a 16 KiB compressed frame cost 40 ms of CPU and 16 MiB of memory to
+# inflate, and 32 of them could wait in a connection's queue (``WS_MAX_QUEUE``, 32 by
+# default) while its consumer was blocked on a client that did not read.
+WS_MAX_BYTES = 4 * 4096
+WS_MAX_QUEUE = 4
+
+
 def config(args: argparse.Namespace, ws: Any) -> Any:
     """The uvicorn configuration of a process, ``ws`` its WebSocket protocol (the HTTP one
     sends a response in one write: ``HTTP_PROTOCOL``), loaded: the application imported
@@ -264,6 +276,8 @@ def config(args: argparse.Namespace, ws: Any) -> Any:
         APPLICATION,
         http=HTTP_PROTOCOL,
         ws=ws,
+        ws_max_size=WS_MAX_BYTES,
+        ws_max_queue=WS_MAX_QUEUE,
         log_level=args.log_level,
         access_log=not args.no_access_log,
         proxy_headers=args.proxy_headers,

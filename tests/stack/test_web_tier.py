@@ -27,6 +27,8 @@ import pytest
 import websockets
 from django.db import connection
 
+from exchange.realtime.consumers import MAX_FRAME_BYTES
+from exchange.server import WS_MAX_BYTES
 from exchange.settings.web_tier import SOCKET_HANDOVER_GRACE
 from ops.stack import BIN
 from tests.conftest import ARTIFACTS
@@ -135,6 +137,39 @@ def test_with_no_socket_process_the_http_process_carries_the_websocket(tier: Liv
     seen: list[dict[str, list[int]]] = []
     asyncio.run(_subscribed(tier.ws_url, lambda port: seen.append(_holders(tier, tier.port, port))))
     assert seen == [{"web": [web]}]
+
+
+@pytest.mark.parametrize("tier", [1], indirect=True)
+def test_a_frame_past_the_protocols_limit_closes_the_socket_before_it_is_read_whole(
+    tier: LiveStack,
+) -> None:
+    assert WS_MAX_BYTES >= 4 * MAX_FRAME_BYTES  # any frame of 4,096 characters reaches the consumer
+
+    async def scenario() -> tuple[list[dict], int]:
+        answers = []
+        # The client compresses (permessage-deflate, as browsers do): the large frame is a
+        # few dozen bytes on the wire, and the protocol must refuse it as it inflates.
+        async with websockets.connect(tier.ws_url, open_timeout=60, compression="deflate") as ws:
+            await ws.send("é" * MAX_FRAME_BYTES)  # twice the consumer's limit in UTF-8
+            answers.append(json.loads(await ws.recv()))
+            await ws.send(json.dumps({"action": "subscribe", "stream": "market:office.>"}))
+            answers.append(json.loads(await ws.recv()))
+            await ws.send("x" * (WS_MAX_BYTES + 1))
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await ws.recv()
+        assert closed.value.rcvd is not None
+        return answers, closed.value.rcvd.code
+
+    answers, code = asyncio.run(scenario())
+    assert answers == [
+        {
+            "type": "error",
+            "code": "too_large",
+            "message": f"Frames are limited to {MAX_FRAME_BYTES} bytes.",
+        },
+        {"type": "subscribed", "stream": "market:office.>"},
+    ]
+    assert code == 1009  # "message too big"
 
 
 def _staff_browser(stack: LiveStack) -> httpx.Client:
