@@ -12,9 +12,14 @@ for a connection and a 25 ms request took seconds (py-spy during ``ops/bench_liv
 request here costs a coroutine, not a thread; requests keep their order; none is refused.
 
 WebSockets and lifespan events pass straight through: a socket lives for hours and takes
-no database connection while it idles. The request's body is read before the request
-enters (up to ``BODY_AHEAD`` bytes): a client that sends its body slowly waits outside and
-keeps nobody else out. A response sent in several parts (a history read
+no database connection while it idles. The request's body is read whole before the request
+enters: a client that sends its body slowly waits outside and keeps nobody else out (two
+clients that sent part of a large upload and stopped had held both places of a process,
+every other request waiting behind them). A body larger than any the exchange takes
+(``body_limit``) is not read at all if its length says so, nor past the limit if it does
+not: the request enters with what was read and ``BODY_TOO_LARGE`` in its scope, and is
+answered 413 (``exchange.middleware.RefusedBodyMiddleware``) without a view ever reading it,
+so no upload fills memory or disk whatever its size. A response sent in several parts (a history read
 streamed for minutes, a large page) gives its place up with its first part: its view has
 run, and holding the place for the whole transfer would let a few slow downloads keep
 everyone else out.
@@ -28,25 +33,48 @@ from typing import Any
 Scope = dict[str, Any]
 Message = dict[str, Any]
 
-# Bytes of a request body read before the request enters. Orders and queries are a few
-# hundred bytes; a larger upload (a file import) reads the rest inside, as before.
-BODY_AHEAD = 256 * 1024
+# The scope's key for a body refused as too large (its value: the limit, in bytes).
+BODY_TOO_LARGE = "intersect.body_too_large"
+_END: Message = {"type": "http.request", "body": b"", "more_body": False}
 
 
-async def read_ahead(receive: Any) -> Any:
-    """Read the request's first messages until its body is complete, the client leaves, or
-    ``BODY_AHEAD`` bytes are in; returns a ``receive`` that gives them again first, then
-    goes on reading from the client."""
-    replay: list[Message] = []
-    size = 0
-    while True:
-        message = await receive()
-        replay.append(message)
-        if message["type"] != "http.request":
-            break  # http.disconnect
-        size += len(message.get("body", b""))
-        if not message.get("more_body") or size >= BODY_AHEAD:
-            break
+def declared_length(scope: Scope) -> int | None:
+    """The request's ``Content-Length``, or None without one (or with one that is not a
+    number: the HTTP server refuses those before the application sees them)."""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def read_ahead(receive: Any, scope: Scope, body_limit: int | None = None) -> Any:
+    """Read the request's body until it is complete or the client leaves; returns a
+    ``receive`` that gives those messages again, then goes on reading from the client.
+    Past ``body_limit`` bytes (declared or read) it stops reading, marks the scope with
+    ``BODY_TOO_LARGE`` and ends the body with what it has."""
+    declared = declared_length(scope)
+    if body_limit is not None and declared is not None and declared > body_limit:
+        scope[BODY_TOO_LARGE] = body_limit
+        replay = [_END]
+    else:
+        replay = []
+        size = 0
+        while True:
+            message = await receive()
+            replay.append(message)
+            if message["type"] != "http.request":
+                break  # http.disconnect
+            size += len(message.get("body", b""))
+            if body_limit is not None and size > body_limit:
+                scope[BODY_TOO_LARGE] = body_limit
+                if message.get("more_body"):
+                    replay.append(_END)  # the rest is never read
+                break
+            if not message.get("more_body"):
+                break
 
     async def receive_again() -> Message:
         if replay:
@@ -60,11 +88,12 @@ class AdmissionGate:
     """Wrap an ASGI application so that at most ``limit`` HTTP requests run in it at once
     per process (each process has its own event loop and its own count)."""
 
-    def __init__(self, app: Any, limit: int) -> None:
+    def __init__(self, app: Any, limit: int, body_limit: int | None = None) -> None:
         if limit < 1:
             raise ValueError(f"the in-flight limit must be at least 1, not {limit}")
         self.app = app
         self.limit = limit
+        self.body_limit = body_limit
         self._gate: asyncio.Semaphore | None = None
 
     def _semaphore(self) -> asyncio.Semaphore:
@@ -83,7 +112,7 @@ class AdmissionGate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        receive = await read_ahead(receive)
+        receive = await read_ahead(receive, scope, self.body_limit)
         gate = self._semaphore()
         await gate.acquire()
         held = True

@@ -24,7 +24,9 @@ from exchange.realtime.routing import websocket_urlpatterns  # noqa: E402 - afte
 
 application = ProtocolTypeRouter(
     {
-        "http": AdmissionGate(django_asgi_app, settings.WEB_IN_FLIGHT),
+        "http": AdmissionGate(
+            django_asgi_app, settings.WEB_IN_FLIGHT, body_limit=settings.BODY_MAX_BYTES
+        ),
         "websocket": BrowserOriginValidator(
             TokenOrSessionAuthStack(URLRouter(websocket_urlpatterns))
         ),

@@ -1,5 +1,5 @@
-"""Middleware at the door: NUL characters refused before any view or query, and the UI's
-Content-Security-Policy."""
+"""Middleware at the door: NUL characters and oversize bodies refused before any view or
+query, and the UI's Content-Security-Policy."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import secrets
 from urllib.parse import unquote
 
 from django.conf import settings
-from django.http import HttpResponseBadRequest, JsonResponse
+from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 
+from exchange.admission import BODY_TOO_LARGE
 from exchange.http import error_body
 
 
@@ -27,6 +28,29 @@ class RejectNulMiddleware:
                 return JsonResponse(error_body("bad_request", message), status=400)
             return HttpResponseBadRequest(message)
         return self.get_response(request)
+
+
+class RefusedBodyMiddleware:
+    """A body the web tier's door stopped reading (``exchange.admission``: longer than any
+    the exchange takes) is answered 413 here, before sessions, CSRF or any view: what was
+    read of it is never parsed. The connection is closed after the answer, since the rest
+    of the body may still be on its way."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        limit = getattr(request, "scope", {}).get(BODY_TOO_LARGE)
+        if limit is None:
+            return self.get_response(request)
+        message = f"The body is limited to {limit} bytes."
+        response: HttpResponse
+        if request.path.startswith("/api/"):
+            response = JsonResponse(error_body("too_large", message), status=413)
+        else:
+            response = HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
+        response["Connection"] = "close"
+        return response
 
 
 class ContentSecurityPolicyMiddleware:

@@ -91,6 +91,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "exchange.middleware.RejectNulMiddleware",
+    "exchange.middleware.RefusedBodyMiddleware",
     "exchange.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -367,6 +368,12 @@ JSON_MAX_DEPTH = 32
 # a larger body gets a 413, more rows a 413 naming the first row over (exchange/api/imports.py).
 IMPORT_MAX_BYTES = int(env("IMPORT_MAX_BYTES", str(1024 * 1024)))
 IMPORT_MAX_ROWS = int(env("IMPORT_MAX_ROWS", "1000"))
+# A form's body (the UI's and the admin's), which Django checks by its declared length: no
+# larger than an import, the largest body the exchange takes (Django's default is 2.5 MB).
+DATA_UPLOAD_MAX_MEMORY_SIZE = IMPORT_MAX_BYTES
+# The largest body any request may have: the web tier's door reads no more of one and
+# answers 413 (exchange/admission.py), so no upload fills a process's memory or disk.
+BODY_MAX_BYTES = max(JSON_MAX_BYTES, IMPORT_MAX_BYTES, DATA_UPLOAD_MAX_MEMORY_SIZE)
 
 # Frames a WebSocket connection may send: a burst, then a steady rate. Frames past it are
 # dropped with one error a second; dropping frames in this many seconds in a row closes the

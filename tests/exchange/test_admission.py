@@ -7,19 +7,21 @@ cache (exchange/cache.py)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from typing import Any
 
 import pytest
+from asgiref.testing import ApplicationCommunicator
 from django.conf import settings as django_settings
 from django.core.cache import caches
 from django.core.signals import request_started
 
-from exchange.admission import BODY_AHEAD, AdmissionGate
+from exchange.admission import BODY_TOO_LARGE, AdmissionGate
 from exchange.asgi import application
 from exchange.cache import SharedConnectionPool
 from exchange.handler import SyncChainHandler
-from tests.asgi_http import asgi_get
+from tests.asgi_http import asgi_get, http_scope
 
 
 class Recorder:
@@ -183,20 +185,108 @@ def test_a_slow_body_is_read_outside_so_others_go_first():
     asyncio.run(scenario())
 
 
-def test_a_large_body_reads_its_rest_inside_in_order():
+def test_a_large_body_is_read_whole_before_it_enters():
     async def scenario() -> None:
         app = BodyReader()
-        gate = AdmissionGate(app, limit=1)
-        chunk = b"x" * (BODY_AHEAD // 2)
+        gate = AdmissionGate(app, limit=1, body_limit=1024 * 1024)
+        chunk = b"x" * (256 * 1024)
         chunks = [chunk, chunk, b"tail"]
+        inside_while_sending = []
 
         async def receive() -> dict[str, Any]:
+            inside_while_sending.append(gate.in_flight)
+            await asyncio.sleep(0)
             return {"type": "http.request", "body": chunks.pop(0), "more_body": bool(chunks)}
 
         await gate({"type": "http", "path": "/upload"}, receive, _send)
         assert app.bodies["/upload"] == chunk + chunk + b"tail"
+        assert inside_while_sending == [0, 0, 0]  # the place was taken after the last part
 
     asyncio.run(scenario())
+
+
+class Asked:
+    """A client's side of ``receive``: the body's parts, counting what was asked for."""
+
+    def __init__(self, parts: list[bytes]) -> None:
+        self.parts = parts
+        self.asked = 0
+
+    async def __call__(self) -> dict[str, Any]:
+        self.asked += 1
+        part = self.parts.pop(0)
+        return {"type": "http.request", "body": part, "more_body": bool(self.parts)}
+
+
+def test_a_body_declared_past_the_limit_is_never_read():
+    async def scenario() -> dict[str, Any]:
+        app = BodyReader()
+        gate = AdmissionGate(app, limit=1, body_limit=100)
+        client = Asked([b"x" * 60, b"x" * 60])
+        scope = {"type": "http", "path": "/big", "headers": [(b"content-length", b"120")]}
+        await gate(scope, client, _send)
+        assert client.asked == 0
+        assert app.bodies["/big"] == b""
+        return scope
+
+    assert asyncio.run(scenario())[BODY_TOO_LARGE] == 100
+
+
+def test_a_body_past_the_limit_is_read_no_further_than_the_limit():
+    async def scenario() -> dict[str, Any]:
+        app = BodyReader()
+        gate = AdmissionGate(app, limit=1, body_limit=100)
+        client = Asked([b"a" * 60, b"b" * 60, b"c" * 60, b"d"])  # no length declared
+        scope = {"type": "http", "path": "/chunked", "headers": []}
+        await gate(scope, client, _send)
+        assert client.asked == 2  # 120 bytes in: past the limit, nothing more is asked for
+        assert app.bodies["/chunked"] == b"a" * 60 + b"b" * 60
+        return scope
+
+    assert asyncio.run(scenario())[BODY_TOO_LARGE] == 100
+
+
+def test_a_body_within_the_limit_passes_unmarked():
+    async def scenario() -> dict[str, Any]:
+        app = BodyReader()
+        gate = AdmissionGate(app, limit=1, body_limit=100)
+        client = Asked([b"a" * 50, b"b" * 50])
+        scope = {"type": "http", "path": "/fits", "headers": [(b"content-length", b"100")]}
+        await gate(scope, client, _send)
+        assert app.bodies["/fits"] == b"a" * 50 + b"b" * 50
+        return scope
+
+    assert BODY_TOO_LARGE not in asyncio.run(scenario())
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("declared", [True, False])
+def test_the_served_application_answers_an_oversize_body_413_without_reading_it(settings, declared):
+    limit = settings.BODY_MAX_BYTES
+    assert limit >= max(settings.JSON_MAX_BYTES, settings.IMPORT_MAX_BYTES)
+    part = b"x" * (limit // 2 + 1)  # two parts are past the limit, the third never read
+
+    async def scenario() -> tuple[list[dict[str, Any]], int]:
+        scope = http_scope("/api/v1/bids/", method="POST")
+        scope["headers"] += [(b"content-type", b"application/json")]
+        if declared:
+            scope["headers"] += [(b"content-length", str(3 * len(part)).encode())]
+        talk = ApplicationCommunicator(application, scope)
+        for last in (False, False, True):
+            await talk.send_input({"type": "http.request", "body": part, "more_body": not last})
+        messages = [await talk.receive_output(10), await talk.receive_output(10)]
+        await talk.wait(10)
+        return messages, talk.input_queue.qsize()
+
+    (start, body), unread = asyncio.run(scenario())
+    assert start["status"] == 413
+    headers = {name.lower(): value for name, value in start["headers"]}
+    assert headers[b"connection"] == b"close"
+    assert headers[b"x-content-type-options"] == b"nosniff"  # the middleware before it ran
+    assert json.loads(body["body"]) == {
+        "error": {"code": "too_large", "message": f"The body is limited to {limit} bytes."}
+    }
+    assert unread == (3 if declared else 1)
 
 
 def test_a_limit_below_one_is_refused():
