@@ -15,6 +15,7 @@ from channels.layers import get_channel_layer
 from channels_redis.core import RedisChannelLayer
 
 from exchange.realtime import streams
+from exchange.realtime.consumers import forget_buffer_later
 from exchange.realtime.streams import (
     BATCH_TYPE,
     group_send_all,
@@ -277,3 +278,24 @@ def test_a_socket_gets_each_frame_of_a_batch_in_order_with_other_groups_beside_i
     assert [f["seq"] for f in got if f["stream"] == pencils] == list(range(1, 31))
     assert [f["seq"] for f in got if f["stream"] == spades] == [31, 32]
     assert all(f["type"] == "best_offer" and f["data"] == {"n": f["seq"]} for f in got)
+
+
+def test_a_message_for_a_consumer_that_left_is_dropped_from_the_layers_buffer(monkeypatch):
+    async def scenario() -> tuple[dict, bool, bool, bool]:
+        layer = get_channel_layer()
+        live, gone = await layer.new_channel(), await layer.new_channel()
+        await layer.send(gone, {"type": "stream.frame", "n": 1})  # sent as its consumer left
+        await layer.send(live, {"type": "stream.frame", "n": 2})
+        # Reading the process's channels files the first message under its channel.
+        got = await asyncio.wait_for(layer.receive(live), 10)
+        filed = gone in layer.receive_buffer
+        monkeypatch.setattr(layer, "expiry", 0)  # so the buffer goes a second from now
+        forget_buffer_later(layer, gone)
+        kept_meanwhile = gone in layer.receive_buffer
+        await asyncio.sleep(1.5)
+        return got, filed, kept_meanwhile, gone in layer.receive_buffer
+
+    got, filed, kept_meanwhile, left = asyncio.run(scenario())
+    assert got == {"type": "stream.frame", "n": 2}
+    assert filed and kept_meanwhile  # a consumer still there would take it within the expiry
+    assert not left
