@@ -177,6 +177,10 @@ class CompiledRows:
 # it: the answers only read it (they are rendered, never changed).
 _decoded: dict[str, Any] = {}
 DECODED_MAX = 10_000
+# Only texts up to this long are kept, so that the cache is bounded in bytes too: a large
+# offer's JSON form decodes to some 70 KB of objects, and 10,000 of those would be 0.7 GB
+# per process. Longer ones are decoded at each answer.
+DECODED_TEXT_MAX = 2048
 
 
 def _kept_decoding(
@@ -190,7 +194,7 @@ def _kept_decoding(
     (decode,) = functions
 
     def _json_kept(value: Any, expression: Any, connection: Any) -> Any:
-        if not isinstance(value, str):
+        if not isinstance(value, str) or len(value) > DECODED_TEXT_MAX:
             return decode(value, expression, connection)
         found = _decoded.get(value)
         if found is None:

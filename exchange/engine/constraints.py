@@ -66,9 +66,22 @@ class UnusableOrders(Exception):
         return {pk: (text, reasons[pk]) for (k, pk), text in self.refused.items() if k == kind}
 
 
-@lru_cache(maxsize=200_000)
+# The longest stored text kept parsed (``_parsed``). Orders' texts are almost all a few
+# hundred characters; one near the language's limits (10,000 characters, 256 predicates)
+# parses to some 100 KB of objects, so 200,000 of those, which amending one bid with new
+# texts could bring in, would have held gigabytes. Longer texts parse at each use.
+KEPT_TEXT_MAX = 512
+
+
 def _parsed(text: str) -> Constraint:
     # Stored texts are canonical, so they parse without the market's schema.
+    if len(text) > KEPT_TEXT_MAX:
+        return matching.parse(text)
+    return _parsed_kept(text)
+
+
+@lru_cache(maxsize=200_000)
+def _parsed_kept(text: str) -> Constraint:
     return matching.parse(text)
 
 
