@@ -382,7 +382,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
             position = rows[-1]["seq"]
             sent += len(rows)
             if sent >= REPLAY_CAP and position < upto:
-                await self._events_stop(stream, position)
+                await self._replay_stop(stream, position)
                 return
         self.event_positions[stream] = upto
 
@@ -403,16 +403,16 @@ class StreamConsumer(AsyncWebsocketConsumer):
                 sent += batch.count
                 position = batch.last
         if sent >= REPLAY_CAP and position < upto:
-            await self._events_stop(stream, position)
+            await self._replay_stop(stream, position)
             return
         self.event_positions[stream] = upto
 
-    async def _events_stop(self, stream: str, position: int) -> None:
+    async def _replay_stop(self, stream: str, position: int, what: str = "events") -> None:
         """Leave ``stream``, whose replay reached ``REPLAY_CAP`` at ``position``."""
         await self._leave(stream)
         await self._error(
             "replay_limit",
-            f"One resume replays at most {REPLAY_CAP} events: {stream!r} stopped after "
+            f"One resume replays at most {REPLAY_CAP} {what}: {stream!r} stopped after "
             f"{position}; resume it after {position} for the rest.",
             stream=stream,
             after=position,
@@ -543,11 +543,21 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self._send({"type": "who", **answer})
 
     async def _catch_up(self) -> None:
-        """Send the personal notifications after ``last_seq`` from the outbox, in order."""
+        """Send the personal notifications after ``last_seq`` from the outbox, in order: at
+        most ``REPLAY_CAP`` for one request, as an ``events:`` resume, past which the stream
+        is left with a ``replay_limit`` error saying where to resume. (An account's outbox is
+        never pruned, and a resume after 0 sent all of it, one frame each, on the socket
+        process that every other connection shares.)"""
+        sent = 0
         while self.last_seq is not None:
+            limit = min(BACKLOG_BATCH, REPLAY_CAP - sent) or 1
             rows = await _notifications_after(
-                user_id=self.user.pk, after=self.last_seq, limit=BACKLOG_BATCH
+                user_id=self.user.pk, after=self.last_seq, limit=limit
             )
+            if sent >= REPLAY_CAP:
+                if rows:  # more than one request replays
+                    await self._replay_stop(ME, self.last_seq, "notifications")
+                return
             for row in rows:
                 text, tone = note_text(row["type"], row["data"])
                 await self._send(
@@ -562,7 +572,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
                     }
                 )
                 self.last_seq = row["id"]
-            if len(rows) < BACKLOG_BATCH:
+            sent += len(rows)
+            if len(rows) < limit:
                 return
 
     # -- channel-layer events ----------------------------------------------------------

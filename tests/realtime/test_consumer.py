@@ -182,6 +182,52 @@ def test_resume_sends_exactly_the_missed_notifications_in_order(market):
     assert all(f["stream"] == "me" and f["type"] == "notification" for f in frames)
 
 
+@pytest.mark.parametrize("batch", [2, 3])
+def test_a_resume_of_me_replays_at_most_the_cap_then_says_where_to_go_on(
+    market, monkeypatch, batch
+):
+    monkeypatch.setattr(consumers, "REPLAY_CAP", 3)
+    monkeypatch.setattr(consumers, "BACKLOG_BATCH", batch)
+    alice = UserFactory(username="alice")
+    notes = [
+        Notification.objects.create(market=market, recipient=alice, type="best_bid", data={"n": i})
+        for i in range(6)
+    ]
+    token = token_for(alice)
+
+    async def scenario() -> list[list[dict]]:
+        ws = await connect(token)
+        answers = []
+        after = 0
+        for _ in range(2):
+            assert await ask(ws, {"action": "resume", "stream": "me", "after": after}) == {
+                "type": "subscribed",
+                "stream": "me",
+            }
+            frames = []
+            while await ws.receive_nothing(timeout=0.3) is False:
+                frames.append(json.loads(await ws.receive_from(timeout=5)))
+            answers.append(frames)
+            if frames and frames[-1].get("code") == "replay_limit":
+                after = frames[-1]["after"]
+        await ws.disconnect()
+        return answers
+
+    first, second = asyncio.run(scenario())
+    ids = [n.pk for n in notes]
+    assert [f["seq"] for f in first[:-1]] == ids[:3]
+    assert first[-1] == {
+        "type": "error",
+        "code": "replay_limit",
+        "message": f"One resume replays at most 3 notifications: 'me' stopped after {ids[2]}; "
+        f"resume it after {ids[2]} for the rest.",
+        "stream": "me",
+        "after": ids[2],
+    }
+    # Exactly the cap left: all of it, and no error, since nothing more is there.
+    assert [f.get("seq") for f in second] == ids[3:]
+
+
 def test_a_personal_frame_carries_its_sentence_and_tone(market):
     # Given an outbid notification with a price in the thousands and the market's currency
     alice = UserFactory(username="alice")
