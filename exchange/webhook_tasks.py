@@ -1,7 +1,11 @@
 """The webhooks' Celery tasks (issue 39), on the default queue: a round, run by beat every
 ``WEBHOOK_ROUND_SECONDS``, leases the webhooks with a notification due and queues one
-delivery task for each, so a slow receiver holds one task (for a bounded time) and never
-the others' deliveries (``services/webhooks.py``)."""
+delivery task for each, so a slow receiver holds one task and never the others' deliveries
+(``services/webhooks.py``). A task holds a webhook for at most ``WEBHOOK_RUN_SECONDS`` plus
+one POST's ``WEBHOOK_DEADLINE_SECONDS``, less than the claim's ``WEBHOOK_LEASE_SECONDS``, so
+no round queues a second task for it meanwhile unless it waited in the queue for most of the
+lease. (No Celery time limit, as no task here has one: the deadline already ends every wait
+on the receiver.)"""
 
 from __future__ import annotations
 

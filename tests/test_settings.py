@@ -166,3 +166,26 @@ def test_a_default_spending_limit_no_limit_could_hold_is_refused(value):
 def test_the_largest_default_spending_limit_is_accepted():
     result = run_manage("check", SPENDING_LIMIT_DEFAULT="99999999999999999999.9999999999")
     assert result.returncode == 0, result.stderr
+
+
+def test_a_webhook_lease_no_longer_than_a_delivery_task_can_hold_it_is_refused():
+    # A shorter lease would let the next round queue a second task for a webhook whose task
+    # still waits on its receiver (exchange/services/webhooks.py).
+    result = run_manage(
+        "check", WEBHOOK_LEASE_SECONDS="20", WEBHOOK_RUN_SECONDS="10", WEBHOOK_DEADLINE_SECONDS="10"
+    )
+    assert result.returncode != 0
+    assert (
+        "WEBHOOK_LEASE_SECONDS is 20: give more than WEBHOOK_RUN_SECONDS + "
+        "WEBHOOK_DEADLINE_SECONDS (10 + 10), the longest a delivery task holds its webhook."
+    ) in result.stderr
+
+
+def test_a_webhook_lease_just_longer_than_a_delivery_task_can_hold_it_is_accepted():
+    result = run_manage(
+        "check",
+        WEBHOOK_LEASE_SECONDS="20.5",
+        WEBHOOK_RUN_SECONDS="10",
+        WEBHOOK_DEADLINE_SECONDS="10",
+    )
+    assert result.returncode == 0, result.stderr

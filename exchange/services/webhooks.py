@@ -6,22 +6,26 @@ Delivery reads the outbox after the webhook's ``delivered_n``, so it works which
 writes notifications (the Celery advance pass or a long-lived engine): nothing here is
 called by the writer. A round (``webhooks_claim``, beat every ``WEBHOOK_ROUND_SECONDS``)
 leases the webhooks that have something due and hands each to a task of its own
-(``webhook_deliver``), which sends in ``n`` order, one POST at a time with a short timeout,
-for at most ``WEBHOOK_RUN_SECONDS``: a slow or dead receiver holds one worker for a bounded
-time and no database lock, and never delays another webhook's delivery beyond that.
+(``webhook_deliver``), which sends in ``n`` order, one POST at a time, each given at most
+``WEBHOOK_DEADLINE_SECONDS`` in all, for at most ``WEBHOOK_RUN_SECONDS``: a slow, dead or
+trickling receiver holds one worker for at most the run budget plus one deadline and no
+database lock, and never delays another webhook's delivery beyond that. The claim's lease
+(``WEBHOOK_LEASE_SECONDS``) is longer than that, so a round does not queue a second task for
+a webhook whose task still sends (unless that task waited in the queue for most of the lease).
 
 The request (docs/api.md, "Webhooks"): body ``{"subscription", "name", "stream", "n",
 "seq", "data", "created_at"}`` (compact JSON, sorted keys); headers ``X-Intersect-Delivery:
 <subscription>:<n>`` (the idempotency key), ``X-Intersect-Timestamp: <unix seconds>`` and
 ``X-Intersect-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>." + body with the secret>``.
 A 2xx answer acknowledges ``n``; anything else (a redirect too, never followed), a refused
-address or a timeout is a failure: the same ``n`` is tried again after 5 s, 10 s, 20 s, ...
-(at most an hour apart) and after ``WEBHOOK_MAX_ATTEMPTS`` failures in a row the webhook
-stops until its URL is set again.
+address, a timeout or the deadline is a failure: the same ``n`` is tried again after 5 s,
+10 s, 20 s, ... (at most an hour apart) and after ``WEBHOOK_MAX_ATTEMPTS`` failures in a row
+the webhook stops until its URL is set again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import hmac
@@ -31,6 +35,7 @@ import json
 import secrets
 import socket
 import ssl
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -58,8 +63,6 @@ MAX_URL = 2000
 BATCH = 100
 BACKOFF_FIRST = dt.timedelta(seconds=5)
 BACKOFF_MAX = dt.timedelta(hours=1)
-# A leased webhook is left alone by other rounds until then (a lost task's lease expires).
-LEASE = dt.timedelta(seconds=60)
 
 
 # -- the secret -----------------------------------------------------------------------------
@@ -206,7 +209,9 @@ def webhooks_claim(*, now: dt.datetime | None = None, limit: int = 100) -> list[
             .order_by("pk")
             .values_list("pk", flat=True)[:limit]
         )
-        SubscriptionWebhook.objects.filter(pk__in=ids).update(lease_until=now + LEASE)
+        # Left alone by other rounds until then; a lost task's lease expires.
+        lease = dt.timedelta(seconds=settings.WEBHOOK_LEASE_SECONDS)
+        SubscriptionWebhook.objects.filter(pk__in=ids).update(lease_until=now + lease)
     return ids
 
 
@@ -231,35 +236,91 @@ def notification_body(subscription: Subscription, note: SubscriptionNotification
     }
 
 
+class _Deadline:
+    """The whole POST's time limit. The socket's timeout bounds each wait, not the answer: a
+    receiver that sends a byte now and then would hold the task for ever. When the time is
+    up a timer thread shuts the socket down, which ends the read or write it is blocked in
+    (and the TLS handshake's) with an error; the POST then fails as a timeout would."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.passed = False
+        self._ends = time.monotonic() + seconds
+        self._lock = threading.Lock()
+        self._watched: socket.socket | None = None
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True  # a worker shutting down does not wait for it
+        self._timer.start()
+
+    def connect(self, address: str, port: int, timeout: float | None) -> socket.socket:
+        """A socket connected to ``address`` within ``timeout`` and the time left, watched
+        from then on."""
+        left = self._ends - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("deadline passed")
+        sock = socket.create_connection((address, port), min(timeout or left, left))
+        with self._lock:
+            if self.passed:
+                sock.close()
+                raise TimeoutError("deadline passed")
+            # A descriptor of our own for the same socket: TLS takes the original's over, and
+            # the original's number may be reused by another socket once the connection
+            # closes it, while this one is closed only by ``close`` under the lock.
+            self._watched = sock.dup()
+        return sock
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.passed = True
+            if self._watched is not None:
+                with contextlib.suppress(OSError):  # the receiver closed it already
+                    self._watched.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            if self._watched is not None:
+                self._watched.close()
+                self._watched = None
+
+
 class _PinnedHTTP(http.client.HTTPConnection):
     """A connection to ``address``, the address that was checked, not to whatever the host
-    name resolves to a moment later (a DNS rebinding to a private address)."""
+    name resolves to a moment later (a DNS rebinding to a private address), within
+    ``deadline``."""
 
-    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
+    def __init__(
+        self, host: str, port: int, address: str, timeout: float, deadline: _Deadline
+    ) -> None:
         super().__init__(host, port, timeout=timeout)
         self.address = address
+        self.deadline = deadline
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self.address, self.port), self.timeout)
+        self.sock = self.deadline.connect(self.address, self.port, self.timeout)
 
 
 class _PinnedHTTPS(http.client.HTTPSConnection):
     """As ``_PinnedHTTP``, with TLS verified against the host name (SNI too)."""
 
-    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
+    def __init__(
+        self, host: str, port: int, address: str, timeout: float, deadline: _Deadline
+    ) -> None:
         self.tls = ssl.create_default_context()
         super().__init__(host, port, timeout=timeout, context=self.tls)
         self.address = address
+        self.deadline = deadline
 
     def connect(self) -> None:
-        sock = socket.create_connection((self.address, self.port), self.timeout)
+        sock = self.deadline.connect(self.address, self.port, self.timeout)
         self.sock = self.tls.wrap_socket(sock, server_hostname=self.host)
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> str | None:
     """POST ``body`` to the first allowed address of the URL's host (every address checked
     now, the connection pinned to it); None on a 2xx answer, else the failure in a few
-    words. A redirect is an answer like any other: never followed."""
+    words. A redirect is an answer like any other: never followed. The status line and
+    headers must have come within ``WEBHOOK_DEADLINE_SECONDS`` (the body is not read)."""
     parts = urlsplit(url)
     assert parts.hostname is not None  # checked when it was set
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -271,14 +332,22 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> str | None:
         if why is not None:
             return f"{parts.hostname} is {why} ({address})"
     kind = _PinnedHTTPS if parts.scheme == "https" else _PinnedHTTP
-    connection = kind(parts.hostname, port, addresses[0], settings.WEBHOOK_TIMEOUT_SECONDS)
+    deadline = _Deadline(settings.WEBHOOK_DEADLINE_SECONDS)
+    connection = kind(
+        parts.hostname, port, addresses[0], settings.WEBHOOK_TIMEOUT_SECONDS, deadline
+    )
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
         connection.request("POST", target, body=body, headers=headers)
         status = connection.getresponse().status
     except (OSError, http.client.HTTPException) as exc:
+        if deadline.passed:
+            # Whatever the shut-down socket raised (an early end of the answer, a broken
+            # pipe), the receiver took too long: said as the timeout it is.
+            return f"TimeoutError: no answer within {deadline.seconds:g} s"
         return f"{type(exc).__name__}: {exc}"[:200]
     finally:
+        deadline.close()
         connection.close()
     return None if 200 <= status < 300 else f"HTTP {status}"
 

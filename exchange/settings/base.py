@@ -291,10 +291,30 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
 # link-local and reserved addresses are always refused; loopback only when this is set (the
 # development and test settings set it: a receiver on 127.0.0.1).
 WEBHOOK_ALLOW_LOOPBACK = env_bool("WEBHOOK_ALLOW_LOOPBACK", False)
-# Seconds one POST may take (connect and answer) before it counts as a failure.
+# Seconds the connection and each read of the answer may wait before the POST counts as a
+# failure (a timeout). It bounds each wait, not the whole answer: see the deadline below.
 WEBHOOK_TIMEOUT_SECONDS = float(env("WEBHOOK_TIMEOUT_SECONDS", "3"))
-# Seconds one delivery task sends for before it leaves the rest to the next round.
+# Seconds one POST may take in all (connecting, TLS, sending, the answer's status line and
+# headers), after which its socket is shut down and it counts as a failure like a timeout:
+# without it a receiver that sends its answer a byte at a time, each within the timeout above,
+# holds a delivery task, and so a worker of the default queue, for ever. 10 lets a receiver
+# that takes the whole timeout to connect and again to answer through.
+WEBHOOK_DEADLINE_SECONDS = float(env("WEBHOOK_DEADLINE_SECONDS", "10"))
+# Seconds one delivery task sends for before it leaves the rest to the next round. It is
+# checked before each POST, so a task holds its webhook for at most this plus one deadline.
 WEBHOOK_RUN_SECONDS = float(env("WEBHOOK_RUN_SECONDS", "10"))
+# Seconds a round's claim leases a webhook to the task it queues; a lost task's webhook is
+# claimed again after it. It must outlast what a live task can hold the webhook for (the run
+# budget plus one POST's deadline, 20 s by default), or the next round would queue a second
+# task for the same webhook while the first still sends, and the receiver's stalls would
+# take two workers; the 40 s left cover the database writes and a wait in the queue.
+WEBHOOK_LEASE_SECONDS = float(env("WEBHOOK_LEASE_SECONDS", "60"))
+if not WEBHOOK_LEASE_SECONDS > WEBHOOK_RUN_SECONDS + WEBHOOK_DEADLINE_SECONDS:
+    raise ImproperlyConfigured(
+        f"WEBHOOK_LEASE_SECONDS is {WEBHOOK_LEASE_SECONDS:g}: give more than "
+        f"WEBHOOK_RUN_SECONDS + WEBHOOK_DEADLINE_SECONDS ({WEBHOOK_RUN_SECONDS:g} + "
+        f"{WEBHOOK_DEADLINE_SECONDS:g}), the longest a delivery task holds its webhook."
+    )
 # Failures of one notification in a row after which the webhook stops (set the URL again).
 WEBHOOK_MAX_ATTEMPTS = int(env("WEBHOOK_MAX_ATTEMPTS", "10"))
 

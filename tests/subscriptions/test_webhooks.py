@@ -15,6 +15,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.conf import settings
 from django.test import override_settings
 from django.utils import timezone
 
@@ -96,6 +97,64 @@ def receiver():
     r = Receiver()
     yield r
     r.close()
+
+
+class Trickler:
+    """A receiver that never finishes its status line: after reading the request it sends
+    ``HTTP/1.1 200 OK`` over and over, a byte every ``every`` seconds (under the exchange's
+    read timeout, so no read ever times out), until the exchange hangs up. ``trickle =
+    False`` makes it answer 204 at once. It gives up after ``GUARD`` seconds so that a
+    delivery without a deadline fails the test (the error would then not be the deadline's)
+    instead of hanging it."""
+
+    GUARD = 60.0
+
+    def __init__(self, every: float) -> None:
+        self.every = every
+        self.trickle = True
+        self.requests = 0
+        self.hung_up = threading.Event()  # the exchange closed a trickled connection
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/hook"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            with connection:
+                self._answer(connection)
+
+    def _answer(self, connection: socket.socket) -> None:
+        request = b""
+        while b"\r\n\r\n" not in request:
+            request += connection.recv(65536)
+        head, _, body = request.partition(b"\r\n\r\n")
+        length = int(next(h for h in head.split(b"\r\n") if h.startswith(b"Content-Length:"))[15:])
+        while len(body) < length:
+            body += connection.recv(65536)
+        self.requests += 1
+        if not self.trickle:
+            connection.sendall(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
+            return
+        line = b"HTTP/1.1 200 OK"
+        sent = 0
+        started = time.monotonic()
+        while time.monotonic() - started < self.GUARD:
+            try:
+                connection.sendall(line[sent % len(line) :][:1])
+            except OSError:
+                self.hung_up.set()
+                return
+            sent += 1
+            time.sleep(self.every)
+
+    def close(self) -> None:
+        self.listener.close()
+        self.thread.join(timeout=self.GUARD + 5)
 
 
 def _secret(user) -> str:
@@ -346,3 +405,58 @@ def test_a_host_that_resolves_to_a_private_address_later_is_not_posted_to(receiv
     hook = SubscriptionWebhook.objects.get()
     assert (hook.delivered_n, hook.attempts) == (0, 1)
     assert hook.last_error == "#1: 127.0.0.1 is a private or reserved address (10.0.0.7)"
+
+
+@override_settings(WEBHOOK_TIMEOUT_SECONDS=1.0, WEBHOOK_DEADLINE_SECONDS=1.0)
+def test_a_receiver_that_trickles_its_answer_fails_at_the_deadline_and_is_retried():
+    # Given a webhook to a receiver that sends its status line a byte every 0.2 s for ever,
+    # each byte well within the 1 s read timeout, and two notifications due
+    trickler = Trickler(every=0.2)
+    try:
+        alice = UserFactory(username="alice")
+        _secret(alice)
+        client_for(alice).post(URL, {"query": TRADES, "webhook_url": trickler.url}, format="json")
+        sub = Subscription.objects.get()
+        append([trade("1.10", trade_id=1), trade("1.20", trade_id=2)])
+        advance(sub)
+
+        # When a round delivers
+        before = timezone.now()
+        assert webhooks_deliver_round() == [sub.webhook.pk]
+
+        # Then the POST of n = 1 ended at the deadline, its socket closed, and failed as a
+        # timeout does: counted, retried after the first backoff, n = 2 not sent, the lease
+        # given back
+        assert trickler.hung_up.wait(timeout=30)  # a hang guard, not a speed check
+        assert trickler.requests == 1
+        hook = SubscriptionWebhook.objects.get()
+        assert (hook.delivered_n, hook.attempts, hook.last_error, hook.stopped) == (
+            0,
+            1,
+            "#1: TimeoutError: no answer within 1 s",
+            False,
+        )
+        assert before < hook.last_attempt_at
+        assert hook.next_retry_at == hook.last_attempt_at + backoff(1)
+        assert hook.lease_until is None
+        assert webhooks_claim() == []  # not due before its retry time
+
+        # And at its retry time a round leases it for WEBHOOK_LEASE_SECONDS, and it is
+        # delivered once the receiver answers
+        later = hook.next_retry_at + dt.timedelta(milliseconds=1)
+        assert webhooks_claim(now=later) == [hook.pk]
+        hook.refresh_from_db()
+        assert hook.lease_until == later + dt.timedelta(seconds=settings.WEBHOOK_LEASE_SECONDS)
+        trickler.trickle = False
+        assert webhook_deliver(webhook_id=hook.pk).delivered == 2
+        hook.refresh_from_db()
+        assert (hook.delivered_n, hook.attempts, hook.last_error, hook.next_retry_at) == (
+            2,
+            0,
+            "",
+            None,
+        )
+        assert hook.lease_until is None
+        assert trickler.requests == 3
+    finally:
+        trickler.close()
