@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -18,13 +19,18 @@ def _check_database() -> dict[str, Any]:
     return {"ok": True, "btree_gist": row[0] if row else None}
 
 
+# How long the channel layer's round trip may take before it counts as down: the check runs
+# on a request's thread, and a receive that never ended would hold that thread for good.
+ROUND_TRIP_SECONDS = 5.0
+
+
 def _check_channel_layer() -> dict[str, Any]:
     async def round_trip() -> bool:
         layer = get_channel_layer()
         channel = await layer.new_channel()
         token = uuid.uuid4().hex
         await layer.send(channel, {"type": "health.check", "token": token})
-        message = await layer.receive(channel)
+        message = await asyncio.wait_for(layer.receive(channel), ROUND_TRIP_SECONDS)
         return message.get("token") == token
 
     return {"ok": async_to_sync(round_trip)()}

@@ -3,6 +3,7 @@ one, and shows its details to staff only."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from django.conf import settings
 from exchange import socket_beats
 from exchange.celery import WorkerHeartbeat, heartbeat_keys, role_queues
 from exchange.redis_clients import redis_client
+from exchange.selectors import health, status
 from tests.factories import StaffFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -212,3 +214,26 @@ def test_without_socket_processes_there_is_no_socket_component(client, heartbeat
     response = client.get("/healthz")
     assert response.status_code == 200
     assert "socket_workers" not in response.json()["components"]
+
+
+def test_a_channel_layer_that_never_answers_is_down_after_the_round_trips_limit(
+    db, monkeypatch, heartbeats
+):
+    class Silent:  # takes the message, never gives it back
+        async def new_channel(self) -> str:
+            return "health.silent"
+
+        async def send(self, channel: str, message: dict) -> None:
+            return None
+
+        async def receive(self, channel: str) -> dict:
+            await asyncio.Event().wait()
+            raise AssertionError("never reached")
+
+    monkeypatch.setattr(health, "get_channel_layer", Silent)
+    monkeypatch.setattr(health, "ROUND_TRIP_SECONDS", 0.2)
+    with pytest.raises(TimeoutError):
+        health.CHECKS["channel_layer"]()
+    report = status.status_report()
+    assert report["ok"] is False
+    assert report["components"]["channel_layer"] == {"ok": False, "error": "TimeoutError: "}
