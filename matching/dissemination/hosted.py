@@ -21,8 +21,11 @@ is exactly its ``WatchEngine.event`` output (``tests/dissemination/test_hosted.p
 
 A watch taken out (``remove``: paused, or moved) gets its own copy of the offers again
 (``detached``); ``subscription`` gives it as a checkpoint stores it, without offers, the
-book being dumped once for all (``run/snapshot.py``, ``book_dump``). When the last watch
-leaves, the book is dropped and the next watch brings one again.
+book being dumped once for all (``run/snapshot.py``, ``book_dump``). A family of range
+watches goes with its last watch, and all that is kept for it (``Producer.unregister``:
+its entries, its relax replicas), so that watches created and deleted at will leave
+nothing behind; when the last watch leaves, the book is dropped too and the next watch
+brings one again.
 
 Catching up (``advance_watches``): the watches that are not live in a hub yet (replaying
 the log from its start, or restored behind the engine) are fed together over ONE book, not

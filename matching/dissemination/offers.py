@@ -34,6 +34,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import cached_property
 from itertools import chain
 from typing import Any, cast
 
@@ -152,13 +153,20 @@ class Family:
         # the best rank of any run of entries, built when a registration asks after a change
         self._ranks: _Ranks | None = None
 
+    @cached_property
+    def pattern(self) -> SubjectPattern:
+        """The subject test, compiled the first time it is asked for (a consumer's replica
+        never asks) and dropped with the family: a cache shared by all families kept every
+        pattern ever watched, long after its watches had gone."""
+        return compile_pattern(self.name.subject)
+
     def entry(self, offer: int, row: OpenOffer | None) -> Entry | None:
         """The offer's entry, ``None`` when it does not qualify for the family."""
         name = self.name
         if row is None or name.attribute not in row.values:
             return None
         subject = row.values.get("subject")
-        if not isinstance(subject, str) or not _pattern(name.subject).matches(subject):
+        if not isinstance(subject, str) or not self.pattern.matches(subject):
             return None
         if name.key is None:
             key: Any = 0
@@ -432,20 +440,12 @@ class _Ranks:
         return min(level[start], level[stop - (1 << j)])
 
 
-_PATTERNS: dict[str, SubjectPattern] = {}
-
-
-def _pattern(text: str) -> SubjectPattern:
-    compiled = _PATTERNS.get(text)
-    if compiled is None:
-        compiled = _PATTERNS[text] = compile_pattern(text)
-    return compiled
-
-
 class OfferBook:
     """The open offers and the families built over them. Families are found for a changed
     offer by its subject (literal subjects through a dict, patterns by a loop: a market
-    has few of them) and by the families that hold the offer already."""
+    has few of them) and by the families that hold the offer already. A family is built
+    when a watch asks for it and dropped when its last watch leaves (``drop``): every event
+    loops over the patterns, and users may create and delete watches at will."""
 
     def __init__(self) -> None:
         self.offers = OpenOffers()
@@ -459,8 +459,7 @@ class OfferBook:
         family = self.families.get(name)
         if family is None:
             family = self.families[name] = Family(name)
-            pattern = _pattern(name.subject)
-            if pattern.is_literal:
+            if family.pattern.is_literal:
                 self._literal.setdefault(name.subject, []).append(family)
             else:
                 self._patterns.append(family)
@@ -469,6 +468,24 @@ class OfferBook:
                     family.put(offer, entry)
                     self._member.setdefault(offer, set()).add(name)
         return family
+
+    def drop(self, name: FamilyName) -> None:
+        """Forgets the family and every way to it (``KeyError`` if it is not built): what it
+        keeps is built again from the open offers if a watch asks for it again, as on the
+        first time, so a family dropped and built again is a new one."""
+        family = self.families.pop(name)
+        if family.pattern.is_literal:
+            same = self._literal[name.subject]
+            same.remove(family)
+            if not same:
+                del self._literal[name.subject]
+        else:
+            self._patterns.remove(family)
+        for offer in family.entries:
+            members = self._member[offer]
+            members.discard(name)
+            if not members:
+                del self._member[offer]
 
     def apply(self, e: Event) -> list[Delta]:
         """Applies one event; the deltas of the families it changed."""
@@ -480,9 +497,7 @@ class OfferBook:
         subject = None if row is None else row.values.get("subject")
         if isinstance(subject, str):
             candidates.update(self._literal.get(subject, ()))
-            candidates.update(
-                f for f in self._patterns if _pattern(f.name.subject).matches(subject)
-            )
+            candidates.update(f for f in self._patterns if f.pattern.matches(subject))
         deltas = []
         members = self._member.setdefault(offer, set())
         for family in sorted(candidates, key=lambda f: str(f.name)):

@@ -1,8 +1,8 @@
 """The producer and the consumers of range watches' answers, and the three strategies.
 
-The ``Producer`` sees every event, keeps the open offers and every family (``OfferBook``)
-and knows which consumer holds which watch. Per change it builds one message per consumer
-that needs one, by one strategy:
+The ``Producer`` sees every event, keeps the open offers and the family of every watch it
+holds (``OfferBook``) and knows which consumer holds which watch. Per change it builds one
+message per consumer that needs one, by one strategy:
 
 * ``enumerate``: the producer runs ``WatchSet.affected`` over all watches and sends each
   consumer that holds an affected watch the list of those watches with their new answers;
@@ -14,9 +14,11 @@ that needs one, by one strategy:
   staircases) and run ``affected`` with no state but their watches.
 
 A ``Consumer`` holds its watches, the answer last notified to each and, for relax, its
-family replicas. It notifies a watch when ``watches.changed`` says so, exactly as the one
-evaluator does, whatever strategy brought the answer: the strategies differ in who finds
-the affected watches and what crosses the wire, never in the notifications.
+replicas of their families (each dropped with the consumer's last watch of it, as the
+producer drops its place in that family's changes). It notifies a watch when
+``watches.changed`` says so, exactly as the one evaluator does, whatever strategy brought
+the answer: the strategies differ in who finds the affected watches and what crosses the
+wire, never in the notifications.
 
 Messages are plain lists and dicts of str, int and None (what msgpack, and so
 channels-redis, carries): decimals travel as strings and are read back as decimals.
@@ -144,6 +146,9 @@ class Producer:
         q = parse_query(query) if isinstance(query, str) else query
         if not isinstance(q, WatchQuery):
             raise ValueError("only form 4 watches are disseminated")
+        if watch in self.watches:
+            # taken again, its old family's count of holders would keep it for good
+            raise ValueError(f"watch {watch!r} is registered already")
         name, span = self.watches.add(watch, q)
         self.home[watch] = consumer
         self.holders[name][consumer] += 1
@@ -154,12 +159,23 @@ class Producer:
 
     def unregister(self, watch: Hashable) -> int:
         """Drops a watch (``KeyError`` for one it does not hold); the consumer that held it,
-        which is told with ``{"unregister": [watch, ...]}``. The family's entries stay: other
-        watches may join it again."""
+        which must be told with ``{"unregister": [watch, ...]}``. With the consumer's last
+        watch of the family goes its place in the family's changes (the consumer drops its
+        replica then, ``Consumer.handle``, and a next one starts from nothing on both
+        sides); with the family's last watch, the family (``OfferBook.drop``): kept for
+        watches that may never come, families of removed watches grew the process without
+        bound and made every event loop over their patterns."""
         name = self.watches.family[watch]
         self.watches.remove(watch)
         consumer = self.home.pop(watch)
-        self.holders[name][consumer] -= 1
+        held = self.holders[name]
+        held[consumer] -= 1
+        if not held[consumer]:
+            del held[consumer]
+            self.cursor.pop((consumer, name), None)
+        if not held:
+            del self.holders[name]
+            self.book.drop(name)
         return consumer
 
     def change(self, e: Event) -> list[tuple[int, dict[str, Any]]]:
@@ -256,8 +272,11 @@ class Consumer:
         self.work = defaultdict(float)
         if "unregister" in message:
             for watch in message["unregister"]:
+                name = self.watches.family[watch]
                 self.watches.remove(watch)
                 del self.thresholds[watch], self.last[watch]
+                if not self.watches.size(name):  # the producer forgets its cursor alike
+                    self.replicas.pop(name, None)
             return []
         if "register" in message:
             out = []

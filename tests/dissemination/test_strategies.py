@@ -186,3 +186,60 @@ def test_a_mismatched_replica_is_refused_and_left_as_it_was():
     with pytest.raises(ValueError, match="replica of .* is at change 0, message starts at 3"):
         consumer.handle({"seq": 9, "relax": [[family, 3, [[1, None]]]]})
     assert consumer.replicas[FamilyName.parse(family)].log == []
+
+
+def test_a_watch_registered_again_is_refused_and_nothing_changes():
+    # Given a watch held by consumer 0
+    producer = Producer("relax")
+    producer.register("w", RANGE_MIN_QUERY, 0)
+    family = FamilyName.parse("MIN|ask|office.supplies.pencils|quantity_max")
+    span = producer.watches.spans["w"]
+    # When it is registered again, with another range for another consumer
+    with pytest.raises(ValueError, match="watch 'w' is registered already"):
+        producer.register("w", RANGE_MIN_QUERY.replace("10000", "5000"), 1)
+    # Then it is as it was: a second count in its family's holders would keep the family
+    # after its last watch left
+    assert producer.home == {"w": 0}
+    assert producer.holders == {family: {0: 1}}
+    assert producer.watches.spans == {"w": span}
+    assert list(producer.book.families) == [family]
+
+
+def test_a_family_whose_last_watch_left_is_built_again_from_nothing():
+    # Given the pencils book under relax, a watch of it and a change its replica got
+    f, _, _ = pencils_book()
+    producer, consumer = Producer("relax"), Consumer()
+    for raw in f.events:
+        producer.change(event_from_dict(raw))
+    consumer.handle(producer.register("w", RANGE_MIN_QUERY, 0))
+    f.post(5, "0.92", quantity_max=4000)
+    consumer.handle(producer.change(event_from_dict(f.events[-1]))[0][1])
+    family = FamilyName.parse("MIN|ask|office.supplies.pencils|quantity_max")
+    assert producer.cursor == {(0, family): 5} and len(consumer.replicas[family].log) == 5
+    # When its one watch leaves
+    assert producer.unregister("w") == 0
+    consumer.handle({"unregister": ["w"]})
+    # Then the family is gone from the producer's book with its ways in, its holders and the
+    # consumer's place in it, and the consumer's replica with it
+    book = producer.book
+    assert (book.families, book._literal, book._patterns, book._member) == ({}, {}, [], {})
+    assert (producer.holders, producer.cursor, consumer.replicas) == ({}, {}, {})
+    # and a change of its offers is sent to no one
+    f.end(1)
+    assert producer.change(event_from_dict(f.events[-1])) == []
+    # When a new watch of the family comes, it is told the cheapest of the offers open now
+    registered = consumer.handle(producer.register("v", RANGE_MIN_QUERY, 0))
+    assert [(n.watch, n.data) for n in registered] == [("v", {"offer": 5, "value": "0.92"})]
+    # and the next relax message starts from nothing: the offers open when the family was
+    # built again, as changes from none, then the change
+    seq = f.amend(2, "0.91", quantity_max=3000)
+    [(_, message)] = producer.change(event_from_dict(f.events[-1]))
+    assert message == {"seq": seq, "relax": [[str(family), 0, [
+        [2, ["3000", 2, "1.00", "1.00"]], [3, ["6000", 3, "0.95", "0.95"]],
+        [4, ["9000", 4, "1.10", "1.10"]], [5, ["4000", 5, "0.92", "0.92"]],
+        [2, ["3000", 2, "0.91", "0.91"]]]]]}  # fmt: skip
+    # which the consumer's new replica takes from its start
+    assert [(n.watch, n.seq, n.data) for n in consumer.handle(message)] == [
+        ("v", seq, {"offer": 2, "value": "0.91"})
+    ]
+    assert producer.cursor == {(0, family): 5} and len(consumer.replicas[family].log) == 5
