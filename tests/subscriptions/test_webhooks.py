@@ -115,16 +115,23 @@ class Trickler:
         self.requests = 0
         self.hung_up = threading.Event()  # the exchange closed a trickled connection
         self.listener = socket.create_server(("127.0.0.1", 0))
+        # Closing a listener from another thread does not end an ``accept`` waiting on it:
+        # the loop looks at ``closed`` every 0.1 s instead.
+        self.listener.settimeout(0.1)
+        self.closed = False
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/hook"
 
     def _serve(self) -> None:
-        while True:
+        while not self.closed:
             try:
                 connection, _ = self.listener.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return  # closed
+            connection.settimeout(None)
             with connection:
                 self._answer(connection)
 
@@ -153,8 +160,9 @@ class Trickler:
             time.sleep(self.every)
 
     def close(self) -> None:
-        self.listener.close()
+        self.closed = True
         self.thread.join(timeout=self.GUARD + 5)
+        self.listener.close()
 
 
 def _secret(user) -> str:
