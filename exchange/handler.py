@@ -34,7 +34,8 @@ encodes the headers and closes a response that is not streamed (``request_finish
 database connection goes back to the pool before the response goes out, not after); the loop
 only sends the bytes. py-spy ``--gil`` on ``ops/bench_live.py --request-costs``: the event
 loop's share of a ``POST /api/v1/bids/`` was 64% of the process's samples (issue 36). A
-streamed response is sent and closed as Django does.
+streamed response is sent and closed as Django does; it stops early when its client leaves
+(as under Django) or takes nothing for ``STREAM_STALL_SECONDS`` (``_send_streamed``).
 
 The trip itself is a plain ``run_in_executor`` on the lane, in a copy of the request's
 context, with the one thing asgiref's ``sync_to_async`` sets up on the thread that the
@@ -60,6 +61,7 @@ import asyncio
 import contextlib
 import contextvars
 import io
+import logging
 import os
 import queue
 import threading
@@ -69,6 +71,7 @@ from contextlib import aclosing, asynccontextmanager
 from typing import IO, Any, TypeVar
 
 from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
+from django.conf import settings
 from django.core import signals
 from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
@@ -76,6 +79,7 @@ from django.http import FileResponse, HttpRequest, HttpResponseBase
 from django.urls import set_script_prefix
 
 Headers = list[tuple[bytes, bytes]]
+log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
@@ -124,16 +128,19 @@ class SyncChainHandler(ASGIHandler):
                 )
         finally:
             body_file.close()
-        await send({"type": "http.response.start", "status": status, "headers": headers})
+        start = {"type": "http.response.start", "status": status, "headers": headers}
         if response is None:
+            await send(start)
             for chunk, last in self.chunk_bytes(content):
                 await send({"type": "http.response.body", "body": chunk, "more_body": not last})
             return
         # A streamed response's parts (a sync iterator's included) and its close run on the
-        # request's lane, as under Django's ThreadSensitiveContext.
+        # request's lane, as under Django's ThreadSensitiveContext; it is closed whatever
+        # happens to its sending, its start's included.
         async with ThreadSensitiveContext(executor=lane) if lane else _nothing():
             try:
-                await self._send_streamed(response, send)
+                await send(start)
+                await self._send_streamed(response, receive, send)
             finally:
                 await sync_to_async(response.close)()
 
@@ -180,14 +187,30 @@ class SyncChainHandler(ASGIHandler):
         response.close()
         return None, response.status_code, headers, content
 
-    async def _send_streamed(self, response: HttpResponseBase, send: Any) -> None:
-        """A streamed response's body, as Django's ``send_response`` sends it."""
+    async def _send_streamed(self, response: HttpResponseBase, receive: Any, send: Any) -> None:
+        """A streamed response's body, as Django's ``send_response`` sends it, until its
+        client leaves or stops reading; then it stops, unfinished, and the caller closes it.
+
+        Why: a streamed export holds a database connection, and between its pages a
+        transaction, until it is closed (``exchange/api/events.py``). uvicorn makes a send
+        after the client left return at once, so without the first check the read would go
+        on to its end for nobody; and a send waits while the client takes no bytes, so
+        without ``STREAM_STALL_SECONDS`` a client that stopped reading (or never began) kept
+        its connection and transaction for as long as it stayed connected. Django's own
+        handler stops on a departure too (``listen_for_disconnect``)."""
         streamed: Any = response
-        async with aclosing(aiter(streamed)) as content:
-            async for part in content:
-                for chunk, _ in self.chunk_bytes(part):
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await send({"type": "http.response.body"})
+        left = asyncio.ensure_future(_departure(receive))
+        stall = settings.STREAM_STALL_SECONDS
+        try:
+            async with aclosing(aiter(streamed)) as content:
+                async for part in content:
+                    for chunk, _ in self.chunk_bytes(part):
+                        body = {"type": "http.response.body", "body": chunk, "more_body": True}
+                        if left.done() or not await _sent(send, body, stall):
+                            return
+            await _sent(send, {"type": "http.response.body"}, stall)
+        finally:
+            left.cancel()
 
     async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
         # thread_sensitive: the request's own thread, where Django's database connection for
@@ -278,6 +301,25 @@ def _lane_call(loop: asyncio.AbstractEventLoop, fn: Callable[..., _T], args: tup
 @asynccontextmanager
 async def _nothing() -> AsyncIterator[None]:
     yield
+
+
+async def _departure(receive: Any) -> None:
+    """Returns when the client has left (after the request's body, ``receive`` gives
+    nothing else that matters)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _sent(send: Any, message: dict[str, Any], stall: float) -> bool:
+    """Whether ``message`` went out within ``stall`` seconds; a client that took nothing
+    for that long is given up on."""
+    try:
+        async with asyncio.timeout(stall):
+            await send(message)
+    except TimeoutError:
+        log.warning("a streamed response's client took nothing for %s s: it is ended", stall)
+        return False
+    return True
 
 
 def _headers(response: HttpResponseBase) -> Headers:

@@ -2,17 +2,21 @@
 
 Pages go by ``seq``: a page holds the first ``limit`` visible events after ``after``, and
 ``next`` repeats the query after the page's last ``seq``. ``format=csv`` and
-``format=jsonl`` stream every matching event instead, in constant memory.
+``format=jsonl`` stream every matching event instead, in constant memory, at most
+``EVENT_EXPORTS_PER_PROCESS`` at once per server process (``ExportSlots``).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import AsyncIterator, Iterable, Iterator
+import threading
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from contextlib import closing
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -21,7 +25,7 @@ from drf_spectacular.utils import (
     extend_schema,
     inline_serializer,
 )
-from rest_framework import permissions, serializers
+from rest_framework import exceptions, permissions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -49,6 +53,48 @@ FORMATS = ("json", "csv", "jsonl")
 LINES_PER_PART = 500
 # CSV columns: the envelope, then every attribute any type has, in SPEC 8.1's order.
 CSV_COLUMNS = [*ENVELOPE, *(name for name in EVENT_SCHEMA if name not in ENVELOPE)]
+# Seconds a refused export is told to wait (``Retry-After``): an export that holds a slot
+# takes seconds to minutes, and nothing says which ends first.
+EXPORT_RETRY_AFTER = 5
+
+
+class ExportSlots:
+    """How many exports stream from this process now, at most
+    ``settings.EVENT_EXPORTS_PER_PROCESS``.
+
+    Why: a stream holds a database connection of the process's pool (and, between its pages,
+    a transaction) until it ends, and it ends only as fast as its client reads. The throttles
+    bound how often a client may start one, not how many run at once, so without this a few
+    clients that start exports and read slowly (or not at all) held the whole pool, and every
+    other request waited for a connection, then failed. The limit is well below the pool's
+    size, so the rest of the API keeps its connections. Counted per process, as the pool is.
+    (How long a stream may keep a client that does not read is the handler's:
+    ``STREAM_STALL_SECONDS``, ``exchange/handler.py``.)"""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # requests take and give back slots from their threads
+        self.taken = 0
+
+    def take(self) -> Callable[[], None] | None:
+        """A slot, as the function that gives it back (once, however often it is called),
+        or None when every slot is taken."""
+        with self._lock:
+            if self.taken >= settings.EVENT_EXPORTS_PER_PROCESS:
+                return None
+            self.taken += 1
+        given_back = False
+
+        def give_back() -> None:
+            nonlocal given_back
+            with self._lock:
+                if not given_back:
+                    given_back = True
+                    self.taken -= 1
+
+        return give_back
+
+
+EXPORT_SLOTS = ExportSlots()
 
 
 def _query(request: Request) -> dict[str, Any]:
@@ -97,11 +143,24 @@ class PartStreamingResponse(StreamingHttpResponse):
     ASGI too. (Django's own fallback for a synchronous iterator under ASGI reads it whole
     into a list first, which would hold a million-event read in memory.) Each part is
     pulled in the request's thread, where the iterator's database connection lives, and
-    an early end (the client went away) closes the iterator there, ending its query."""
+    an early end (the client went away or stopped reading) closes the iterator there,
+    ending its query. ``release`` runs once when the response is closed, after its database
+    connection went back to the pool (``request_finished``)."""
 
-    def __init__(self, parts: Iterator[Any], **kwargs: Any) -> None:
+    def __init__(
+        self, parts: Iterator[Any], *, release: Callable[[], None] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(parts, **kwargs)
         self._parts = parts
+        self._release = release
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         parts = self._parts
@@ -115,18 +174,20 @@ class PartStreamingResponse(StreamingHttpResponse):
                 await sync_to_async(close)()
 
 
-def csv_lines(events: Iterable[dict[str, Any]]) -> Iterator[str]:
+def csv_lines(events: Generator[dict[str, Any], None, None]) -> Iterator[str]:
     """A header, then one line per event (an attribute the event does not have is an
-    empty field), handed on ``LINES_PER_PART`` lines at a time."""
+    empty field), handed on ``LINES_PER_PART`` lines at a time. Closing it closes
+    ``events``, and so their read, at once."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
-    for count, event in enumerate(events, 1):
-        writer.writerow(event)
-        if count % LINES_PER_PART == 0:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
+    with closing(events):
+        for count, event in enumerate(events, 1):
+            writer.writerow(event)
+            if count % LINES_PER_PART == 0:
+                yield buffer.getvalue()
+                buffer.seek(0)
+                buffer.truncate()
     if buffer.tell():
         yield buffer.getvalue()
 
@@ -199,19 +260,39 @@ class EventList(KnownParameters, APIView):
 
     @staticmethod
     def _stream(request: Request, kind: str, query: dict[str, Any]) -> StreamingHttpResponse:
-        """Every matching event up to the log's end at the start of the request."""
-        user, after, upto = request.user, query["after"] or 0, history_end()
-        where = HistoryWhere(
-            since=query.get("since"),
-            until=query.get("until"),
-            types=None if query["types"] is None else frozenset(query["types"]),
-            subject=query["subject"],
-        )
-        if kind == "jsonl":
-            lines = history_lines(user=user, after=after, upto=upto, where=where)
-            return PartStreamingResponse(lines, content_type="application/x-ndjson")
-        events = history_events(user=user, after=after, upto=upto, where=where)
-        return PartStreamingResponse(csv_lines(events), content_type="text/csv")
+        """Every matching event up to the log's end at the start of the request, if one of
+        this process's export slots is free (else a 429 ``too_many_exports``, before
+        anything is read); the slot is given back when the response is closed."""
+        release = EXPORT_SLOTS.take()
+        if release is None:
+            # The throttles' answer (429, Retry-After and error.retry_after), which clients
+            # already wait and retry on.
+            raise exceptions.Throttled(
+                wait=EXPORT_RETRY_AFTER,
+                detail=f"This server streams at most {settings.EVENT_EXPORTS_PER_PROCESS} "
+                "exports at once; retry, or read format=json pages.",
+                code="too_many_exports",
+            )
+        try:
+            user, after, upto = request.user, query["after"] or 0, history_end()
+            where = HistoryWhere(
+                since=query.get("since"),
+                until=query.get("until"),
+                types=None if query["types"] is None else frozenset(query["types"]),
+                subject=query["subject"],
+            )
+            if kind == "jsonl":
+                lines = history_lines(user=user, after=after, upto=upto, where=where)
+                return PartStreamingResponse(
+                    lines, release=release, content_type="application/x-ndjson"
+                )
+            events = history_events(user=user, after=after, upto=upto, where=where)
+            return PartStreamingResponse(
+                csv_lines(events), release=release, content_type="text/csv"
+            )
+        except BaseException:
+            release()  # no response holds it (the database was away, say)
+            raise
 
 
 class EventTypes(KnownParameters, APIView):

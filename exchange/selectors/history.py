@@ -37,7 +37,7 @@ import datetime as dt
 import json
 import re
 import time
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import Any, NotRequired, TypedDict, Unpack
@@ -430,11 +430,17 @@ def history_source(*, upto: int, wait: float | None = None) -> str:
         time.sleep(REPLICA_POLL)
 
 
-def history_events(**read: Unpack[HistoryRead]) -> Iterator[dict[str, Any]]:
+def history_events(**read: Unpack[HistoryRead]) -> Generator[dict[str, Any], None, None]:
     """The events of ``history_texts`` as dicts, each as SPEC 8.1 writes it
     (``event_row_json``: the envelope, then the attributes; decimals and timestamps as
     strings), in constant memory. ``upto`` is the caller's seam: a live part takes over
     after it. Read from ``using``, by default the replica when it holds ``upto`` and the
     primary otherwise (``history_source``): nothing up to ``upto`` is missed either way."""
-    texts = history_texts(**read)
-    return (json.loads(line) for lines in texts for line in lines)
+    return _decoded(history_texts(**read))
+
+
+def _decoded(texts: Generator[list[str], None, None]) -> Generator[dict[str, Any], None, None]:
+    with closing(texts):  # closing this closes the read at once, not when it is collected
+        for lines in texts:
+            for line in lines:
+                yield json.loads(line)

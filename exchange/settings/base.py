@@ -144,6 +144,16 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # benchmarks.md) 6 gave the fastest 201s but frames 15-29 s late with a third never seen; 2
 # gave frames 0.3 s after their 201, every one seen.
 WEB_IN_FLIGHT = int(env("WEB_IN_FLIGHT", "2"))
+# Event-log exports (``GET /api/v1/events/?format=jsonl|csv``) streaming at once per server
+# process; one more is answered 429 ``too_many_exports``. Each holds a pooled connection
+# until its client has read it all, so this stays well below DATABASE_POOL_SIZE: with three
+# clients that never read and a pool of 3, every other request failed (exchange/api/events.py).
+EVENT_EXPORTS_PER_PROCESS = int(env("EVENT_EXPORTS_PER_PROCESS", "3"))
+# A streamed response is ended when one of its sends (at most 64 KiB) waits this long for
+# its client to take bytes, and with it its read: its database connection goes back to the
+# pool and its transaction ends (exchange/handler.py). A client that keeps reading, even
+# slowly, is not cut.
+STREAM_STALL_SECONDS = float(env("STREAM_STALL_SECONDS", "30"))
 # The web tier's processes (exchange/server.py, started by ops/run): WEB_WORKERS (2) serve
 # HTTP; SOCKET_WORKERS (1) serve the WebSockets the HTTP processes hand over, so that no frame
 # waits behind a request thread (issue 36; 0: the HTTP processes carry them, as before).

@@ -1,0 +1,215 @@
+"""What one event-log export (``GET /api/v1/events/?format=jsonl|csv``) may hold: at most
+``EVENT_EXPORTS_PER_PROCESS`` stream at once per process, and one whose client leaves or
+stops reading gives its database connection and transaction back at once.
+
+An export holds a pooled connection until its response is closed; before these limits,
+three clients that never read held three connections (and open transactions) for as long
+as they stayed connected, and with a pool of 3 every other request failed."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connection
+
+from exchange.api import events as events_api
+from exchange.api.events import ExportSlots
+from exchange.handler import SyncChainHandler
+from tests.api.conftest import client_for
+from tests.asgi_http import http_scope
+from tests.history.logs import log_write
+
+# Enough events for an export of several parts (2,000 lines each) and many sends.
+TOTAL = 9_000
+REFUSED = {
+    "error": {
+        "code": "too_many_exports",
+        "message": "This server streams at most 2 exports at once; retry, or read format=json "
+        "pages. Expected available in 5 seconds.",
+        "retry_after": 5,
+    }
+}
+
+
+@pytest.fixture
+def slots(settings, monkeypatch) -> ExportSlots:
+    """Two exports at once, counted from nothing (other tests' unread responses keep
+    theirs in the process's count)."""
+    settings.EVENT_EXPORTS_PER_PROCESS = 2
+    fresh = ExportSlots()
+    monkeypatch.setattr(events_api, "EXPORT_SLOTS", fresh)
+    return fresh
+
+
+def _log() -> None:
+    base = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
+    log_write(
+        [
+            (
+                ("best_offer", "office.supplies.pencils", None, {"offer": i, "value": "1.25"}),
+                base + dt.timedelta(milliseconds=i),
+            )
+            for i in range(TOTAL)
+        ]
+    )
+
+
+@pytest.mark.django_db
+def test_an_export_past_the_limit_is_refused_while_the_others_stream(slots):
+    # Given two exports streaming (one has sent a part, the other has not begun)
+    _log()
+    client = client_for(None)
+    first = client.get("/api/v1/events/?format=jsonl")
+    next(iter(first.streaming_content))
+    second = client.get("/api/v1/events/?format=csv")
+
+    # When a third export and a page are asked for
+    third = client.get("/api/v1/events/?format=jsonl&type=best_offer")
+    page = client.get("/api/v1/events/?limit=1")
+
+    # Then the export is refused as the throttles refuse, and the page is served
+    assert (first.status_code, second.status_code) == (200, 200)
+    assert third.status_code == 429
+    assert third["Retry-After"] == "5"
+    assert third.json() == REFUSED
+    assert page.status_code == 200
+    assert [e["seq"] for e in page.json()["results"]] == [1]
+    assert slots.taken == 2
+    first.close()
+    second.close()
+
+
+@pytest.mark.django_db
+def test_a_slot_is_given_back_when_its_export_ends_or_is_closed_unread(slots):
+    _log()
+    client = client_for(None)
+    read_whole = client.get("/api/v1/events/?format=csv")
+    closed_unread = client.get("/api/v1/events/?format=jsonl")
+    assert client.get("/api/v1/events/?format=jsonl").json() == REFUSED
+
+    # an export read to its end gives its slot back
+    assert b"".join(read_whole.streaming_content).count(b"\n") == TOTAL + 1  # and the header
+    assert slots.taken == 1
+    again = client.get("/api/v1/events/?format=jsonl")
+    assert again.status_code == 200
+    assert client.get("/api/v1/events/?format=csv").json() == REFUSED
+
+    # and so does one closed without being read (a client that left before the first part),
+    # once only however often it is closed
+    closed_unread.close()
+    closed_unread.close()
+    assert slots.taken == 1
+    again.close()
+    assert slots.taken == 0
+
+
+def _others(own: int) -> list[tuple[str, str]]:
+    """(state, last statement) of every other client session on the test database than
+    the test's own (``own``) and this look's."""
+    params = connection.get_connection_params()
+    with psycopg.connect(**params, autocommit=True) as look:
+        rows = look.execute(
+            "SELECT state, query FROM pg_stat_activity WHERE datname = current_database() "
+            "AND backend_type = 'client backend' AND pid NOT IN (pg_backend_pid(), %s)",
+            [own],
+        ).fetchall()
+    return [(state, query) for state, query in rows]
+
+
+def _own_pid() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return int(cursor.fetchone()[0])
+
+
+class Client:
+    """An HTTP client of the ASGI application that asks for one export, takes the
+    response's start and its first body message, and then reads nothing more: every later
+    send waits until the client leaves (``leave``), as a send to a client that does not read
+    waits in uvicorn; after that sends return at once, as uvicorn's do. ``messages`` holds
+    every message the application sent, after the client left too."""
+
+    def __init__(self, query: bytes) -> None:
+        self.scope = http_scope("/api/v1/events/", query=query)
+        self.messages: list[dict[str, Any]] = []
+        self.gone = asyncio.Event()
+        self.reading = asyncio.Event()  # the first body message came
+        self._asked = False
+
+    async def receive(self) -> dict[str, Any]:
+        if not self._asked:
+            self._asked = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await self.gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        if message["type"] == "http.response.body" and not self.gone.is_set():
+            self.reading.set()
+            await self.gone.wait()
+
+    def leave(self) -> None:
+        self.gone.set()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_export_whose_client_leaves_ends_its_read_and_gives_its_connection_back(slots):
+    # Given a log of several parts, and the test's own session
+    _log()
+    own = _own_pid()
+    client = Client(b"format=jsonl")
+
+    async def scenario() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        served = asyncio.ensure_future(
+            SyncChainHandler(lanes=1)(client.scope, client.receive, client.send)
+        )
+        # When the client has the first part and reads no more
+        await client.reading.wait()
+        during = await asyncio.to_thread(_others, own)
+        # and then leaves
+        client.leave()
+        await served
+        return during, await asyncio.to_thread(_others, own)
+
+    during, after = asyncio.run(scenario())
+
+    # Then while it did not read, the export held a session in a transaction, its page's
+    # cursor open; once it left, nothing more was sent (the read stopped rather than run to
+    # its end for nobody), and the session and the slot are gone
+    assert during == [("idle in transaction", 'FETCH FORWARD 2000 FROM "history_page"')]
+    assert [m["type"] for m in client.messages] == ["http.response.start", "http.response.body"]
+    assert client.messages[0]["status"] == 200
+    assert client.messages[1]["more_body"] is True
+    assert after == []
+    assert slots.taken == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("kind", ["jsonl", "csv"])
+def test_an_export_whose_client_stops_reading_is_ended_after_the_stall_time(
+    kind, slots, settings, caplog
+):
+    # Given a client that takes the first body message and never reads again, nor leaves
+    _log()
+    own = _own_pid()
+    settings.STREAM_STALL_SECONDS = 0.1
+    client = Client(f"format={kind}".encode())
+
+    # When the export is served to it
+    with caplog.at_level(logging.WARNING, logger="exchange.handler"):
+        asyncio.run(SyncChainHandler(lanes=1)(client.scope, client.receive, client.send))
+
+    # Then it was ended unfinished after its one message, and its session and slot are gone
+    assert [m["type"] for m in client.messages] == ["http.response.start", "http.response.body"]
+    assert client.messages[1]["more_body"] is True
+    assert _others(own) == []
+    assert slots.taken == 0
+    assert [r.getMessage() for r in caplog.records if r.name == "exchange.handler"] == [
+        "a streamed response's client took nothing for 0.1 s: it is ended"
+    ]
