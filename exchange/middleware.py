@@ -33,8 +33,10 @@ class RejectNulMiddleware:
 class RefusedBodyMiddleware:
     """A body the web tier's door stopped reading (``exchange.admission``: longer than any
     the exchange takes) is answered 413 here, before sessions, CSRF or any view: what was
-    read of it is never parsed. The connection is closed after the answer, since the rest
-    of the body may still be on its way."""
+    read of it is never parsed. A body of a declared length is left to the HTTP server,
+    which drops the rest of it once the answer is out and keeps the connection (closing it
+    with bytes unread would reset it, and a client still sending would never read the 413);
+    one of no declared length has no end to wait for, so its connection is closed."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -49,7 +51,8 @@ class RefusedBodyMiddleware:
             response = JsonResponse(error_body("too_large", message), status=413)
         else:
             response = HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
-        response["Connection"] = "close"
+        if not request.META.get("CONTENT_LENGTH"):
+            response["Connection"] = "close"
         return response
 
 

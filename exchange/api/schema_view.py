@@ -42,7 +42,9 @@ class SchemaView(SpectacularAPIView):
         lang = request.GET.get("lang")
         if lang:
             try:
-                supported: str | None = translation.get_supported_language_variant(lang)
+                # Lowercased: Django answers "DE" with "DE", and would keep one translation
+                # for each way of writing a code.
+                supported: str | None = translation.get_supported_language_variant(lang).lower()
             except LookupError:
                 supported = None
             if supported != lang:

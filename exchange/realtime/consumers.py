@@ -206,8 +206,10 @@ class StreamConsumer(AsyncWebsocketConsumer):
         return bool(self.user is not None and self.user.is_authenticated)
 
     async def disconnect(self, code: int) -> None:
-        await self._leave_all()
-        forget_buffer_later(self.channel_layer, self.channel_name)
+        try:
+            await self._leave_all()
+        finally:  # Redis away: the buffer is this process's, and goes all the same
+            forget_buffer_later(self.channel_layer, self.channel_name)
 
     async def _leave_all(self) -> None:
         """Leave every group and drop the connection's presence (streams and

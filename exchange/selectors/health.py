@@ -26,11 +26,12 @@ ROUND_TRIP_SECONDS = 5.0
 
 def _check_channel_layer() -> dict[str, Any]:
     async def round_trip() -> bool:
-        layer = get_channel_layer()
-        channel = await layer.new_channel()
-        token = uuid.uuid4().hex
-        await layer.send(channel, {"type": "health.check", "token": token})
-        message = await asyncio.wait_for(layer.receive(channel), ROUND_TRIP_SECONDS)
+        async with asyncio.timeout(ROUND_TRIP_SECONDS):
+            layer = get_channel_layer()
+            channel = await layer.new_channel()
+            token = uuid.uuid4().hex
+            await layer.send(channel, {"type": "health.check", "token": token})
+            message = await layer.receive(channel)
         return message.get("token") == token
 
     return {"ok": async_to_sync(round_trip)()}

@@ -151,8 +151,9 @@ WEB_IN_FLIGHT = int(env("WEB_IN_FLIGHT", "2"))
 EVENT_EXPORTS_PER_PROCESS = int(env("EVENT_EXPORTS_PER_PROCESS", "3"))
 # A streamed response is ended when one of its sends (at most 64 KiB) waits this long for
 # its client to take bytes, and with it its read: its database connection goes back to the
-# pool and its transaction ends (exchange/handler.py). A client that keeps reading, even
-# slowly, is not cut.
+# pool and its transaction ends (exchange/handler.py). A send waits until the server's
+# buffer has drained to its low mark, so a client reading slower than about 1.6 KB/s is
+# cut too.
 STREAM_STALL_SECONDS = float(env("STREAM_STALL_SECONDS", "30"))
 # The web tier's processes (exchange/server.py, started by ops/run): WEB_WORKERS (2) serve
 # HTTP; SOCKET_WORKERS (1) serve the WebSockets the HTTP processes hand over, so that no frame

@@ -164,10 +164,16 @@ def cpu_by_kind(before: dict[int, tuple[str, float]]) -> dict[str, float]:
     most first; a process started since counts whole, one ended since is lost unless a
     postmaster reaped it (``cpu_snapshot``)."""
     spent: dict[str, float] = {}
-    for pid, (kind, cpu) in cpu_snapshot().items():
+    now = cpu_snapshot()
+    for pid, (kind, cpu) in now.items():
         was = before.get(pid)
         used = cpu - (was[1] if was is not None and was[0] == kind else 0.0)
         spent[kind] = spent.get(kind, 0.0) + used
+    # A PostgreSQL process that ended since came back whole in its postmaster's reaped time:
+    # what it had spent before is not this run's.
+    for pid, (kind, cpu) in before.items():
+        if pid > 0 and pid not in now and kind.startswith("postgres "):
+            spent["postgres backends"] = spent.get("postgres backends", 0.0) - cpu
     return dict(
         sorted(((k, round(v, 1)) for k, v in spent.items() if v > 0), key=lambda kv: -kv[1])
     )

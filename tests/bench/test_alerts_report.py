@@ -286,6 +286,21 @@ def test_a_backend_that_ended_counts_through_the_postmaster_that_reaped_it(tmp_p
     assert now[parent.pid][1] < 0.45
 
 
+def test_a_backend_that_ended_counts_only_what_it_spent_since_the_first_reading(monkeypatch):
+    # Backend 11 had spent 2.0 s before; it ended at 2.5 s, and its postmaster (10) reaped
+    # it: the postmaster's children's time grew by all 2.5, of which 0.5 is this run's.
+    before = {
+        10: ("postgres", 1.0),
+        -10: ("postgres backends", 5.0),
+        11: ("postgres backends", 2.0),
+        12: ("HTTP", 3.0),
+        13: ("HTTP", 4.0),  # ended too, reaped by no postmaster: lost, as before
+    }
+    now = {10: ("postgres", 1.1), -10: ("postgres backends", 7.5), 12: ("HTTP", 3.5)}
+    monkeypatch.setattr(machine, "cpu_snapshot", lambda: now)
+    assert machine.cpu_by_kind(before) == {"HTTP": 0.5, "postgres backends": 0.5, "postgres": 0.1}
+
+
 def test_a_postgres_process_is_named_by_its_title():
     assert machine._postgres_kind("/usr/lib/postgresql/15/bin/postgres\0-D\0x") == "postgres"
     title = "postgres: intersect intersect_bench 127.0.0.1(51234) idle"

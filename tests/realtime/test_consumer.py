@@ -204,12 +204,14 @@ def test_a_resume_of_me_replays_at_most_the_cap_then_says_where_to_go_on(
                 "type": "subscribed",
                 "stream": "me",
             }
+            # What the resume sends, then a barrier: the answer to a frame sent after it.
+            await ws.send_to(text_data=json.dumps({"action": "barrier"}))
             frames = []
-            while await ws.receive_nothing(timeout=0.3) is False:
+            while not frames or frames[-1].get("code") != "unknown_action":
                 frames.append(json.loads(await ws.receive_from(timeout=5)))
-            answers.append(frames)
-            if frames and frames[-1].get("code") == "replay_limit":
-                after = frames[-1]["after"]
+            answers.append(frames[:-1])
+            if answers[-1] and answers[-1][-1].get("code") == "replay_limit":
+                after = answers[-1][-1]["after"]
         await ws.disconnect()
         return answers
 

@@ -127,9 +127,9 @@ def _requests(
         return lambda client, i: client.get(path(i))
 
     return [
-        ("`POST /api/v1/bids/` (a token)", bid, {201}),
+        (BID, bid, {201}),
         (
-            "`GET /api/v1/best-offers/?limit=50`",
+            BEST,
             get(lambda i: "/api/v1/best-offers/?limit=50"),
             {200},
         ),
@@ -140,7 +140,7 @@ def _requests(
         ),
         ("`GET /api/v1/markets/`", get(lambda i: "/api/v1/markets/"), {200}),
         ("`GET /healthz`", get(lambda i: "/healthz"), {200}),
-        ("`GET /api/v1/no-such-page/` (a 404)", get(lambda i: "/api/v1/no-such-page/"), {404}),
+        (NOT_FOUND, get(lambda i: "/api/v1/no-such-page/"), {404}),
     ]
 
 
