@@ -110,12 +110,15 @@ def test_a_slot_is_given_back_when_its_export_ends_or_is_closed_unread(slots):
 
 def _others(own: int) -> list[tuple[str, str]]:
     """(state, last statement) of every other client session on the test database than
-    the test's own (``own``) and this look's."""
+    the test's own (``own``) and this look's that is doing something or holds a
+    transaction: a connection earlier tests left open and idle (a thread's, say) holds
+    neither, and is not what these tests are about."""
     params = connection.get_connection_params()
     with psycopg.connect(**params, autocommit=True) as look:
         rows = look.execute(
             "SELECT state, query FROM pg_stat_activity WHERE datname = current_database() "
-            "AND backend_type = 'client backend' AND pid NOT IN (pg_backend_pid(), %s)",
+            "AND backend_type = 'client backend' AND pid NOT IN (pg_backend_pid(), %s) "
+            "AND state <> 'idle'",
             [own],
         ).fetchall()
     return [(state, query) for state, query in rows]
