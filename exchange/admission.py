@@ -18,11 +18,11 @@ clients that sent part of a large upload and stopped had held both places of a p
 every other request waiting behind them). A body larger than any the exchange takes
 (``body_limit``) is not read at all if its length says so, nor past the limit if it does
 not: the request enters with what was read and ``BODY_TOO_LARGE`` in its scope, and is
-answered 413 (``exchange.middleware.RefusedBodyMiddleware``) without a view ever reading it,
-so no upload fills memory or disk whatever its size. A response sent in several parts (a history read
-streamed for minutes, a large page) gives its place up with its first part: its view has
-run, and holding the place for the whole transfer would let a few slow downloads keep
-everyone else out.
+answered 413 (``exchange.middleware.RefusedBodyMiddleware``) without a view ever reading
+it, so no upload fills memory or disk whatever its size. A response sent in several parts
+(a history read streamed for minutes, a large page) gives its place up with its first part:
+its view has run, and holding the place for the whole transfer would let a few slow
+downloads keep everyone else out.
 """
 
 from __future__ import annotations

@@ -25,6 +25,17 @@ class PayloadTooLarge(ExchangeError):
     status = 413
 
 
+# The UI's JSON endpoints outside /api/ (the constraint check as you type).
+_UI_JSON_SUFFIXES = ("/check/",)
+
+
+def wants_json(request: Any) -> bool:
+    """Whether an error answer to ``request`` is JSON (the API, the UI's JSON endpoints)
+    rather than a page."""
+    path: str = request.path
+    return path.startswith("/api/") or path.endswith(_UI_JSON_SUFFIXES)
+
+
 def error_body(
     code: str, message: str, *, field: str | None = None, position: int | None = None
 ) -> dict[str, Any]:

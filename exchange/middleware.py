@@ -10,7 +10,7 @@ from django.conf import settings
 from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 
 from exchange.admission import BODY_TOO_LARGE
-from exchange.http import error_body
+from exchange.http import error_body, wants_json
 
 
 class RejectNulMiddleware:
@@ -47,7 +47,7 @@ class RefusedBodyMiddleware:
             return self.get_response(request)
         message = f"The body is limited to {limit} bytes."
         response: HttpResponse
-        if request.path.startswith("/api/"):
+        if wants_json(request):
             response = JsonResponse(error_body("too_large", message), status=413)
         else:
             response = HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")

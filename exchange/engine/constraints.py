@@ -21,6 +21,7 @@ from django.db.models import Field
 
 import matching
 from exchange.market_rules import MarketSchema, schema_parse, subject_attribute, with_subject
+from exchange.memo import short_text_cache
 from exchange.models import Bid, Market, Offer
 from exchange.models.orders import OrderT
 from matching.model import Attribute, Constraint, Interval
@@ -66,22 +67,9 @@ class UnusableOrders(Exception):
         return {pk: (text, reasons[pk]) for (k, pk), text in self.refused.items() if k == kind}
 
 
-# The longest stored text kept parsed (``_parsed``). Orders' texts are almost all a few
-# hundred characters; one near the language's limits (10,000 characters, 256 predicates)
-# parses to some 100 KB of objects, so 200,000 of those, which amending one bid with new
-# texts could bring in, would have held gigabytes. Longer texts parse at each use.
-KEPT_TEXT_MAX = 512
-
-
+@short_text_cache(maxsize=200_000)
 def _parsed(text: str) -> Constraint:
     # Stored texts are canonical, so they parse without the market's schema.
-    if len(text) > KEPT_TEXT_MAX:
-        return matching.parse(text)
-    return _parsed_kept(text)
-
-
-@lru_cache(maxsize=200_000)
-def _parsed_kept(text: str) -> Constraint:
     return matching.parse(text)
 
 

@@ -10,15 +10,15 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import lru_cache
 from typing import Any
 
 from django.db import connection, router
 from django.utils import timezone
 
 import matching
-from exchange.engine.constraints import KEPT_TEXT_MAX, market_schema_of
+from exchange.engine.constraints import market_schema_of
 from exchange.market_rules import MarketSchema, fixed_price
+from exchange.memo import short_text_cache
 from exchange.models import Bid, BidOutcome, Notification, Offer, OfferBidMatch, Trade
 from exchange.numbers import number_text, price_text
 from exchange.realtime import streams as realtime
@@ -31,17 +31,14 @@ def _pricing(offer: Offer, schema: MarketSchema) -> str:
     first come first served), else the market's auction rule (``first`` or ``second``). An
     offer whose stored text no longer reads counts as an auction. ``schema`` is its
     market's."""
-    text = offer.constraint_text
-    fixed = _fixed_price if len(text) <= KEPT_TEXT_MAX else _fixed_price.__wrapped__
-    return "fixed" if fixed(text, schema) else offer.market.pricing
+    return "fixed" if _fixed_price(offer.constraint_text, schema) else offer.market.pricing
 
 
-@lru_cache(maxsize=50_000)
+@short_text_cache(maxsize=50_000)
 def _fixed_price(text: str, schema: MarketSchema) -> bool:
     """Whether the offer text ``text`` fixes its price under ``schema`` (False when it does
     not parse). Cached: parsing it was a tenth of a cycle's notifications (issue 36), and a
-    busy offer's best bid changes cycle after cycle with the same text; only for texts up to
-    ``KEPT_TEXT_MAX`` characters, so that the cache's size is bounded in bytes too."""
+    busy offer's best bid changes cycle after cycle with the same text."""
     try:
         constraint = matching.parse(text, schema=schema.types)
     except matching.ConstraintError:

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.views import csrf, defaults
 
-from exchange.http import error_body
-
-# The UI's JSON endpoints outside /api/ (the constraint check as you type).
-_UI_JSON_SUFFIXES = ("/check/",)
-
-
-def _wants_json(request: HttpRequest) -> bool:
-    return request.path.startswith("/api/") or request.path.endswith(_UI_JSON_SUFFIXES)
+from exchange.http import error_body, wants_json
 
 
 def bad_request(request, exception=None):
     """Django's answer to a SuspiciousOperation, such as a body over
     ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (a 413 here) or a malformed Host header."""
-    if _wants_json(request):
+    if wants_json(request):
         if isinstance(exception, RequestDataTooBig):
             return JsonResponse(
                 error_body("too_large", "The request body is too large."), status=413
@@ -30,7 +23,7 @@ def bad_request(request, exception=None):
 
 def csrf_failure(request, reason=""):
     """``CSRF_FAILURE_VIEW``: Django's page, or JSON on the JSON endpoints."""
-    if _wants_json(request):
+    if wants_json(request):
         message = f"CSRF check failed ({reason}); reload the page."
         return JsonResponse(error_body("csrf_failed", message), status=403)
     return csrf.csrf_failure(request, reason)
@@ -42,7 +35,7 @@ def not_found(request, exception=None):
     with its status, and that warning was a fifth of a 404's CPU in Django (issue 36), so
     the answer is marked as logged (``django.utils.log.log_response`` reads the mark)."""
     response: HttpResponse
-    if _wants_json(request):
+    if wants_json(request):
         response = JsonResponse(
             error_body("not_found", "There is nothing at this address."), status=404
         )
@@ -53,7 +46,7 @@ def not_found(request, exception=None):
 
 
 def server_error(request):
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse(
             error_body("server_error", "Something went wrong on our side. Please try again."),
             status=500,

@@ -12,6 +12,7 @@ from django.db.models import JSONField, Value
 import matching
 from exchange.api import hot
 from exchange.engine import constraints
+from exchange.memo import KEPT_TEXT_MAX
 from exchange.services import notifications
 from tests.factories import pencils_market
 
@@ -22,13 +23,14 @@ def _alternatives(n: int) -> str:
 
 def test_a_long_stored_text_is_parsed_but_not_kept():
     short, long = _alternatives(3), _alternatives(60)
-    assert len(short) <= constraints.KEPT_TEXT_MAX < len(long)
-    constraints._parsed_kept.cache_clear()
+    assert len(short) <= KEPT_TEXT_MAX < len(long)
+    constraints._parsed.cache_clear()
     assert constraints._parsed(long) == matching.parse(long)
-    assert constraints._parsed_kept.cache_info().currsize == 0
+    assert constraints._parsed(long) is not constraints._parsed(long)  # parsed each time
+    assert constraints._parsed.cache_info().currsize == 0
     assert constraints._parsed(short) == matching.parse(short)
     assert constraints._parsed(short) is constraints._parsed(short)  # kept
-    assert constraints._parsed_kept.cache_info().currsize == 1
+    assert constraints._parsed.cache_info().currsize == 1
 
 
 def test_a_long_offer_text_is_priced_but_not_kept(db):
@@ -42,7 +44,7 @@ def test_a_long_offer_text_is_priced_but_not_kept(db):
 
     fixed = " OR ".join(f"(lot = {i} AND price = 1.00)" for i in range(20))
     auction = " OR ".join(f"(lot = {i} AND price >= 1.00)" for i in range(20))
-    assert len(fixed) > constraints.KEPT_TEXT_MAX and len(auction) > constraints.KEPT_TEXT_MAX
+    assert len(fixed) > KEPT_TEXT_MAX and len(auction) > KEPT_TEXT_MAX
     notifications._fixed_price.cache_clear()
     assert notifications._pricing(Offer(fixed), schema) == "fixed"
     assert notifications._pricing(Offer(auction), schema) == market.pricing
