@@ -163,14 +163,13 @@ def measure(
     if profile is not None:
         rounds = 1  # py-spy attaches once per kind
     size = max(1, count // rounds)
-    kinds = _requests(token, 0, offers)
-    blocks: dict[str, list[float]] = {name: [] for name, _, _ in kinds}
-    walls = dict.fromkeys(blocks, 0.0)
-    systems = dict.fromkeys(blocks, 0.0)
     paces, ended = [], 0
     with httpx.Client(base_url=base_url, timeout=60) as client:
         first = client.get("/api/v1/offers/?state=open&limit=1").json()["results"][0]["id"]
         kinds = _requests(token, first, offers)
+        blocks: dict[str, list[float]] = {name: [] for name, _, _ in kinds}
+        walls = dict.fromkeys(blocks, 0.0)
+        systems = dict.fromkeys(blocks, 0.0)
         for _, send, _ in kinds:
             for i in range(WARM):
                 send(client, i)
