@@ -19,6 +19,7 @@ django_asgi_app = SyncChainHandler(lanes=settings.WEB_IN_FLIGHT)
 
 from exchange.admission import AdmissionGate  # noqa: E402 - after django.setup() above
 from exchange.realtime.auth import TokenOrSessionAuthStack  # noqa: E402 - after django.setup() above
+from exchange.realtime.departure import DepartureGuard  # noqa: E402 - after django.setup() above
 from exchange.realtime.origin import BrowserOriginValidator  # noqa: E402 - after django.setup() above
 from exchange.realtime.routing import websocket_urlpatterns  # noqa: E402 - after django.setup() above
 
@@ -27,8 +28,8 @@ application = ProtocolTypeRouter(
         "http": AdmissionGate(
             django_asgi_app, settings.WEB_IN_FLIGHT, body_limit=settings.BODY_MAX_BYTES
         ),
-        "websocket": BrowserOriginValidator(
-            TokenOrSessionAuthStack(URLRouter(websocket_urlpatterns))
+        "websocket": DepartureGuard(
+            BrowserOriginValidator(TokenOrSessionAuthStack(URLRouter(websocket_urlpatterns)))
         ),
     }
 )

@@ -240,10 +240,11 @@ class StreamConsumer(AsyncWebsocketConsumer):
         except (StopConsumer, AcceptConnection, DenyConnection):
             raise
         except ClientDisconnected:
-            # The client left while a frame was on its way (mid-replay, say): an ordinary
-            # end of the connection, not a failure. Leave its groups; nothing to tell it.
+            # The client left while a frame was on its way (mid-replay, say, or a wake as it
+            # went: ``departure.py``): an ordinary end of the connection, not a failure.
+            # Leave its groups and its layer buffer as a disconnect does; nothing to tell it.
             log.info("WebSocket client left during %s", message.get("type"))
-            await self._leave_all()
+            await self.disconnect(1006)
             raise StopConsumer() from None
         except Exception:
             log.exception("WebSocket consumer failed on %s", message.get("type"))

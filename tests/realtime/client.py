@@ -20,6 +20,14 @@ class Socket(WebsocketCommunicator):
     async def disconnect(self, code: int = 1000, timeout: float = PATIENCE) -> None:
         await super().disconnect(code=code, timeout=timeout)
 
+    async def ended(self) -> list[dict]:
+        """Wait for the consumer to end on its own; what it sent that was not read, in order."""
+        await self.wait(timeout=PATIENCE)
+        sent = []
+        while not self.output_queue.empty():
+            sent.append(self.output_queue.get_nowait())
+        return sent
+
 
 async def connect(path: str = "/ws/", headers=None) -> Socket:
     ws = Socket(application, path, headers=headers or [])

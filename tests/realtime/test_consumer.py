@@ -313,3 +313,46 @@ def test_a_connection_without_a_token_is_served_as_anonymous():
         return reply
 
     assert asyncio.run(scenario())["code"] == "forbidden"
+
+
+def test_a_wake_whose_client_left_meanwhile_ends_the_connection_without_an_error(
+    market, monkeypatch, caplog
+):
+    # Given alice on "me", and a wake whose catch-up is still reading the outbox when her
+    # client leaves (a consumer handles one message at a time: the disconnect waits)
+    alice = UserFactory(username="alice")
+    token = token_for(alice)
+    reading, release = asyncio.Event(), asyncio.Event()
+    real_after = consumers._notifications_after
+    held = []
+
+    async def after(**kwargs):
+        if held:
+            reading.set()
+            await release.wait()
+        return await real_after(**kwargs)
+
+    monkeypatch.setattr(consumers, "_notifications_after", after)
+
+    async def scenario():
+        ws = await connect(token)
+        await ask(ws, {"action": "resume", "stream": "me", "after": 0})
+        held.append(True)
+        note = await asyncio.to_thread(
+            Notification.objects.create, market=market, recipient=alice, type="outbid", data={}
+        )
+        await asyncio.to_thread(user_wake, user_id=alice.pk, seq=note.pk)
+        await reading.wait()
+        await ws.send_input({"type": "websocket.disconnect", "code": 1001})
+        while not ws.input_queue.empty():  # the consumer's receive has taken the disconnect
+            await asyncio.sleep(0)
+        release.set()
+        return await ws.ended()
+
+    with caplog.at_level("INFO", logger="exchange.realtime.consumers"):
+        sent = asyncio.run(scenario())
+
+    # Then the frame is not sent, the connection ends quietly, and no ERROR is logged
+    assert sent == []
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "WebSocket client left during user.wake" in caplog.text

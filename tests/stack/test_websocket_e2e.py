@@ -9,8 +9,10 @@ import httpx
 import pytest
 import websockets
 
+from exchange.models import BestOffer
 from exchange.services.orders import offer_publish
 from tests.factories import UserFactory, pencils_market
+from tests.stack.test_matching_worker import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.usefixtures("clean_engine")]
 
@@ -87,8 +89,14 @@ def test_bid_over_rest_reaches_websockets_and_resume_misses_nothing(live_stack):
 
     alice_bid, bob_bid, last_seq = asyncio.run(scenario())
 
-    # While alice is away she takes the top place back and loses it again
+    # While alice is away she takes the top place back and loses it again. Bob's amend waits
+    # for the cycle of hers: one cycle over both changes would see only where they end (bob
+    # on top, alice still outbid) and tell her nothing (it happened once in a whole run).
     alice_bid = amend("alice", alice_bid, "lot = 10 AND price <= 1.40")
+    wait_for(
+        lambda: BestOffer.objects.filter(offer=offer, bid_id=alice_bid["id"]).exists(),
+        "alice's amend to take the top place",
+    )
     amend("bob", bob_bid, "lot = 20 AND price <= 1.50")
 
     async def resume():
