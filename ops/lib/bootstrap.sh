@@ -14,9 +14,8 @@ missing_apt_packages() {
 # The interpreter the virtualenv is made from: Debian's own Python 3.11 wherever there is one,
 # whatever `python3` names first on the PATH (on these machines, pyenv's 3.11.7). Debian builds
 # its interpreter with profile-guided and link-time optimization, which pyenv's default build
-# leaves out: the same code takes about a fifth less CPU on it (object-heavy Python 20%, JSON
-# 25%; a bid's server CPU 11% less, `ops/bench_live.py --request-costs`, docs/benchmarks.md,
-# *The interpreter*).
+# leaves out: pure Python takes a fifth to a quarter less CPU on it, and a bid's server CPU,
+# much of it in C extensions and the kernel, 6.5% less (docs/benchmarks.md, *The interpreter*).
 base_python() {
   if [ -x /usr/bin/python3.11 ]; then echo /usr/bin/python3.11; else command -v python3; fi
 }
