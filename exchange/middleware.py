@@ -1,5 +1,5 @@
 """Middleware at the door: NUL characters and oversize bodies refused before any view or
-query, and the UI's Content-Security-Policy."""
+query, the UI's Content-Security-Policy, and messages for the pages only."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import secrets
 from urllib.parse import unquote
 
 from django.conf import settings
+from django.contrib.messages.middleware import MessageMiddleware
 from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 
 from exchange.admission import BODY_TOO_LARGE
@@ -76,3 +77,15 @@ class ContentSecurityPolicyMiddleware:
                 nonce=request.csp_nonce
             )
         return response
+
+
+class PageMessageMiddleware(MessageMiddleware):
+    """Django's messages for the pages and the staff console only: an API answer never shows
+    one and no API view adds one, so an ``/api/`` request is given no message storage (two
+    storage backends and a cookie signer made and dropped per request: 1.2% of a bid's CPU,
+    py-spy on ``ops/bench_live.py --request-costs``). Messages a page left for the browser
+    stay where they are for its next page."""
+
+    def process_request(self, request):
+        if not request.path_info.startswith("/api/"):
+            super().process_request(request)
