@@ -35,6 +35,7 @@ from exchange.errors import InvalidInput
 from exchange.http import query_whole_number
 from exchange.selectors.events import event_json, events_read
 from exchange.selectors.history import HistoryWhere, history_end, history_events, history_lines
+from exchange.throttling import client_ident
 from matching.subjects import SubjectError
 from matching.subscriptions.errors import EventError
 from matching.subscriptions.events import parse_timestamp
@@ -59,8 +60,9 @@ EXPORT_RETRY_AFTER = 5
 
 
 class ExportSlots:
-    """How many exports stream from this process now, at most
-    ``settings.EVENT_EXPORTS_PER_PROCESS``.
+    """How many exports stream from this process now: at most
+    ``settings.EVENT_EXPORTS_PER_PROCESS`` in all, and at most
+    ``settings.EVENT_EXPORTS_PER_CLIENT`` for one client.
 
     Why: a stream holds a database connection of the process's pool (and, between its pages,
     a transaction) until it ends, and it ends only as fast as its client reads. The throttles
@@ -68,20 +70,27 @@ class ExportSlots:
     clients that start exports and read slowly (or not at all) held the whole pool, and every
     other request waited for a connection, then failed. The limit is well below the pool's
     size, so the rest of the API keeps its connections. Counted per process, as the pool is.
+    The per-client bound keeps one client, reading slowly, from holding every slot of a
+    process and so every other client's exports out (pages are never affected).
     (How long a stream may keep a client that does not read is the handler's:
     ``STREAM_STALL_SECONDS``, ``exchange/handler.py``.)"""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # requests take and give back slots from their threads
         self.taken = 0
+        self.by_client: dict[str, int] = {}  # only clients holding a slot
 
-    def take(self) -> Callable[[], None] | None:
-        """A slot, as the function that gives it back (once, however often it is called),
-        or None when every slot is taken."""
+    def take(self, client: str) -> Callable[[], None] | str:
+        """A slot for ``client``, as the function that gives it back (once, however often
+        it is called), or why there is none: ``"process"`` when every slot is taken, else
+        ``"client"`` when this client holds as many as one may."""
         with self._lock:
             if self.taken >= settings.EVENT_EXPORTS_PER_PROCESS:
-                return None
+                return "process"
+            if self.by_client.get(client, 0) >= settings.EVENT_EXPORTS_PER_CLIENT:
+                return "client"
             self.taken += 1
+            self.by_client[client] = self.by_client.get(client, 0) + 1
         given_back = False
 
         def give_back() -> None:
@@ -90,11 +99,27 @@ class ExportSlots:
                 if not given_back:
                     given_back = True
                     self.taken -= 1
+                    left = self.by_client.pop(client) - 1
+                    if left:
+                        self.by_client[client] = left
 
         return give_back
 
 
 EXPORT_SLOTS = ExportSlots()
+
+
+def _exports(count: int) -> str:
+    return "one export" if count == 1 else f"{count} exports"
+
+
+def _export_client(request: Request) -> str:
+    """Who is asking, as the throttles count clients: the account, or without a login the
+    client's address."""
+    user = request.user
+    if user is not None and user.is_authenticated:
+        return f"user:{user.pk}"
+    return f"address:{client_ident(request)}"
 
 
 def _query(request: Request) -> dict[str, Any]:
@@ -263,15 +288,20 @@ class EventList(KnownParameters, APIView):
         """Every matching event up to the log's end at the start of the request, if one of
         this process's export slots is free (else a 429 ``too_many_exports``, before
         anything is read); the slot is given back when the response is closed."""
-        release = EXPORT_SLOTS.take()
-        if release is None:
+        release = EXPORT_SLOTS.take(_export_client(request))
+        if isinstance(release, str):
             # The throttles' answer (429, Retry-After and error.retry_after), which clients
             # already wait and retry on.
+            detail = (
+                f"This server streams at most {settings.EVENT_EXPORTS_PER_PROCESS} "
+                "exports at once; retry, or read format=json pages."
+                if release == "process"
+                else f"This server streams at most {_exports(settings.EVENT_EXPORTS_PER_CLIENT)}"
+                " at once to one client, and you have that many streaming; retry once one "
+                "ends, or read format=json pages."
+            )
             raise exceptions.Throttled(
-                wait=EXPORT_RETRY_AFTER,
-                detail=f"This server streams at most {settings.EVENT_EXPORTS_PER_PROCESS} "
-                "exports at once; retry, or read format=json pages.",
-                code="too_many_exports",
+                wait=EXPORT_RETRY_AFTER, detail=detail, code="too_many_exports"
             )
         try:
             user, after, upto = request.user, query["after"] or 0, history_end()

@@ -149,6 +149,9 @@ WEB_IN_FLIGHT = int(env("WEB_IN_FLIGHT", "2"))
 # until its client has read it all, so this stays well below DATABASE_POOL_SIZE: with three
 # clients that never read and a pool of 3, every other request failed (exchange/api/events.py).
 EVENT_EXPORTS_PER_PROCESS = int(env("EVENT_EXPORTS_PER_PROCESS", "3"))
+# And of those, how many one client (an account, or an address without a login) may hold, so
+# that one slow reader cannot keep everyone else's exports out.
+EVENT_EXPORTS_PER_CLIENT = int(env("EVENT_EXPORTS_PER_CLIENT", "1"))
 # A streamed response is ended when one of its sends (at most 64 KiB) waits this long for
 # its client to take bytes, and with it its read: its database connection goes back to the
 # pool and its transaction ends (exchange/handler.py). A send waits until the server's

@@ -68,6 +68,7 @@ WS_MAX_STREAMS_PER_USER = int(env("WS_MAX_STREAMS_PER_USER", "100000"))
 # Likewise the event-log exports streaming at once (tests/events/test_export_limits.py sets
 # its own): a test that reads a streamed response only in part keeps its slot.
 EVENT_EXPORTS_PER_PROCESS = int(env("EVENT_EXPORTS_PER_PROCESS", "100000"))
+EVENT_EXPORTS_PER_CLIENT = int(env("EVENT_EXPORTS_PER_CLIENT", "100000"))
 CYCLE_PENDING_KEY = f"intersect-{TEST_RUN}:cycle-pending"
 WORKER_HEARTBEAT_KEY = f"intersect-{TEST_RUN}:worker-heartbeat"
 MATCHING_HEARTBEAT_KEY = f"intersect-{TEST_RUN}:matching-heartbeat"

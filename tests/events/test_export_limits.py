@@ -22,6 +22,7 @@ from exchange.api.events import ExportSlots
 from exchange.handler import SyncChainHandler
 from tests.api.conftest import client_for
 from tests.asgi_http import http_scope
+from tests.factories import UserFactory
 from tests.history.logs import log_write
 
 # Enough events for an export of several parts (2,000 lines each) and many sends.
@@ -38,9 +39,10 @@ REFUSED = {
 
 @pytest.fixture
 def slots(settings, monkeypatch) -> ExportSlots:
-    """Two exports at once, counted from nothing (other tests' unread responses keep
-    theirs in the process's count)."""
+    """Two exports at once, any two clients' or one's, counted from nothing (other tests'
+    unread responses keep theirs in the process's count)."""
     settings.EVENT_EXPORTS_PER_PROCESS = 2
+    settings.EVENT_EXPORTS_PER_CLIENT = 2
     fresh = ExportSlots()
     monkeypatch.setattr(events_api, "EXPORT_SLOTS", fresh)
     return fresh
@@ -106,6 +108,48 @@ def test_a_slot_is_given_back_when_its_export_ends_or_is_closed_unread(slots):
     assert slots.taken == 1
     again.close()
     assert slots.taken == 0
+
+
+@pytest.mark.django_db
+def test_one_client_holds_at_most_its_share_and_others_still_stream(slots, settings):
+    # Given a process of three slots, one a client, and one address streaming an export
+    settings.EVENT_EXPORTS_PER_PROCESS = 3
+    settings.EVENT_EXPORTS_PER_CLIENT = 1
+    _log()
+    alice = UserFactory(username="alice")
+    first = client_for(None).get("/api/v1/events/?format=jsonl", REMOTE_ADDR="10.0.0.1")
+
+    # When the same address asks for a second export, alice for one from that address,
+    # and alice for another from another address
+    again = client_for(None).get("/api/v1/events/?format=csv", REMOTE_ADDR="10.0.0.1")
+    alices = client_for(alice).get("/api/v1/events/?format=jsonl", REMOTE_ADDR="10.0.0.1")
+    alices_again = client_for(alice).get("/api/v1/events/?format=csv", REMOTE_ADDR="10.0.0.9")
+
+    # Then each client (an account, or an address without one) streams one, and a second
+    # is refused as a full process is, saying why, though the process has a slot free
+    assert [r.status_code for r in (first, again, alices, alices_again)] == [200, 429, 200, 429]
+    refused = {
+        "error": {
+            "code": "too_many_exports",
+            "message": "This server streams at most one export at once to one client, and you "
+            "have that many streaming; retry once one ends, or read format=json pages. "
+            "Expected available in 5 seconds.",
+            "retry_after": 5,
+        }
+    }
+    assert again.json() == alices_again.json() == refused
+    assert again["Retry-After"] == "5"
+    assert (slots.taken, slots.by_client) == (2, {"address:10.0.0.1": 1, f"user:{alice.pk}": 1})
+
+    # and once a client's export has ended it may stream again; a client none of whose
+    # exports stream is not counted at all
+    assert b"".join(first.streaming_content).count(b"\n") == TOTAL
+    assert slots.by_client == {f"user:{alice.pk}": 1}
+    after = client_for(None).get("/api/v1/events/?format=csv", REMOTE_ADDR="10.0.0.1")
+    assert after.status_code == 200
+    for stream in (after, alices):
+        b"".join(stream.streaming_content)
+    assert (slots.taken, slots.by_client) == (0, {})
 
 
 def _others(own: int) -> list[tuple[str, str]]:

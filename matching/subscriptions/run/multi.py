@@ -497,9 +497,12 @@ class SubscriptionSet:
         held = self._held.pop(sub_id)
         self._fresh.pop(sub_id, None)
         self._every.pop(sub_id, None)
-        watching = self._watching.get(_watched_subject(held))
+        watched = _watched_subject(held)
+        watching = self._watching.get(watched)
         if watching is not None:
             watching.pop(sub_id, None)
+            if not watching:  # a subject no watch follows any more is forgotten with it
+                del self._watching[watched]
         self._drop_sources(held)
         shared = held.shared
         if shared is not None:

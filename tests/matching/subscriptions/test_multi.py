@@ -360,6 +360,8 @@ def _same_as_alone(script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]], s
             # a subscription that completed or was suspended has left the set
             assert all((i in multi) == (not s.finished) for i, s in alone.items() if i not in left)
     assert got == expected
+    # no subject is kept that no watch of the set follows (each one ever watched was)
+    assert all(multi._watching.values())
     # the set holds the subscriptions' instances, and those WITHIN has dropped on their own
     # until the pattern's next evaluated event (expiry is lazy)
     assert multi.instances >= sum(
@@ -764,3 +766,26 @@ def test_watches_pushed_only_the_events_that_can_change_them_give_what_each_give
     script: tuple[list[dict[str, Any]], list[tuple[Any, ...]]],
 ) -> None:
     _same_as_alone(script, False)
+
+
+def test_a_subject_whose_last_watch_is_removed_is_forgotten() -> None:
+    # Given two live watches of one subject's offers, taken into the set's per-subject
+    # index by a first event
+    multi = SubscriptionSet()
+    query = parsed(f"SELECT MIN(ask) FROM offers WHERE subject = '{SUBJECTS[0]}'")
+    for sub_id in ("a", "b"):
+        sub = Subscription(query, now=BASE, limits=Limits(state=100_000, outputs=OUTPUT_LIMIT))
+        sub.history_done()
+        multi.add(sub_id, sub)
+    posted = {"seq": 1, "time": _stamp(BASE), "subject": SUBJECTS[0], "offer": 1,
+              "type": "offer_posted", "version": 1, "ask": "1.00", "constraint": ""}  # fmt: skip
+    multi.push(posted)
+    assert [sorted(w) for w in multi._watching.values()] == [["a", "b"]]
+
+    # When one and then the other is removed
+    multi.remove("a")
+    assert [sorted(w) for w in multi._watching.values()] == [["b"]]
+    multi.remove("b")
+
+    # Then nothing is kept for the subject (an empty entry was, for each subject ever watched)
+    assert multi._watching == {}
