@@ -41,7 +41,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Collection
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -249,8 +249,13 @@ class StreamConsumer(AsyncWebsocketConsumer):
         except Exception:
             log.exception("WebSocket consumer failed on %s", message.get("type"))
             try:
-                await self._error("server_error", "Something went wrong on our side; reconnect.")
-                await self._leave_all()
+                # A client already gone is not told; its groups, presence and layer buffer
+                # go all the same, as a disconnect's do.
+                with suppress(ClientDisconnected):
+                    await self._error(
+                        "server_error", "Something went wrong on our side; reconnect."
+                    )
+                await self.disconnect(CLOSE_INTERNAL)
                 await self.close(code=CLOSE_INTERNAL)
             except Exception:  # the socket or Redis is gone too: nothing more to tell anyone
                 log.exception("WebSocket cleanup failed")

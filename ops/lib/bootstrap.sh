@@ -20,11 +20,23 @@ base_python() {
   if [ -x /usr/bin/python3.11 ]; then echo /usr/bin/python3.11; else command -v python3; fi
 }
 
+# That interpreter's own file, as `venv` records it in pyvenv.cfg (`executable`): a pyenv or
+# asdf shim is a script that runs it, not a link that `readlink` could follow.
+base_interpreter() {
+  "$(base_python)" -c 'import os, sys; print(os.path.realpath(sys.executable))'
+}
+
 bootstrap_apt() {
   local missing
   missing="$(missing_apt_packages "$@")"
   if ! "$(base_python)" -c "import ensurepip, venv" >/dev/null 2>&1; then
-    missing="$missing python3-venv"
+    # Debian's python3.11 has its own package; python3-venv is the default python3's, which
+    # on another release may not be 3.11.
+    if [ "$(base_python)" = /usr/bin/python3.11 ]; then
+      missing="$missing python3.11-venv"
+    else
+      missing="$missing python3-venv"
+    fi
   fi
   [ -z "${missing// /}" ] && return 0
   say "installing system packages:" $missing
@@ -36,15 +48,21 @@ bootstrap_apt() {
 
 # The interpreter a virtualenv was made from (its pyvenv.cfg), or nothing.
 venv_base() {
-  sed -n 's/^executable = //p' "$VENV/pyvenv.cfg" 2>/dev/null
+  sed -n 's/^executable = //p' "$VENV/pyvenv.cfg" 2>/dev/null || true
 }
 
 bootstrap_venv() {
-  local stamp want base
-  base="$(readlink -f "$(base_python)")"
-  if [ -x "$PY" ] && [ "$(readlink -f "$(venv_base)")" != "$base" ]; then
-    say "making the virtualenv again from $base (it was made from $(venv_base))"
-    rm -rf "$VENV"
+  local stamp want base made
+  base="$(base_interpreter)"
+  made="$(venv_base)"
+  if [ -x "$PY" ] && [ "$made" != "$base" ]; then
+    say "making the virtualenv again from $base (it was made from ${made:-an older venv})"
+    rm -rf "$VENV"  # a link (a worktree's .venv) goes, not what it points to
+  fi
+  # A link to a virtualenv that is not there (another checkout's, being made again): this
+  # checkout makes its own, where `venv` would refuse the dangling link.
+  if [ -L "$VENV" ] && [ ! -e "$VENV" ]; then
+    rm -f "$VENV"
   fi
   if [ ! -x "$PY" ]; then
     say "creating the virtualenv in .venv from $base"

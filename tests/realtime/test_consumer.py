@@ -333,6 +333,10 @@ def test_a_wake_whose_client_left_meanwhile_ends_the_connection_without_an_error
         return await real_after(**kwargs)
 
     monkeypatch.setattr(consumers, "_notifications_after", after)
+    forgotten = []
+    monkeypatch.setattr(
+        consumers, "forget_buffer_later", lambda layer, channel: forgotten.append(channel)
+    )
 
     async def scenario():
         ws = await connect(token)
@@ -352,7 +356,9 @@ def test_a_wake_whose_client_left_meanwhile_ends_the_connection_without_an_error
     with caplog.at_level("INFO", logger="exchange.realtime.consumers"):
         sent = asyncio.run(scenario())
 
-    # Then the frame is not sent, the connection ends quietly, and no ERROR is logged
+    # Then the frame is not sent, the connection ends quietly, and no ERROR is logged; its
+    # layer buffer goes as a disconnect's does
     assert sent == []
+    assert len(forgotten) == 1 and forgotten[0].startswith("specific.")
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
     assert "WebSocket client left during user.wake" in caplog.text
