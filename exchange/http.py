@@ -29,11 +29,16 @@ class PayloadTooLarge(ExchangeError):
 _UI_JSON_SUFFIXES = ("/check/",)
 
 
+def is_api(request: Any) -> bool:
+    """Whether ``request`` is to the REST API (``/api/``)."""
+    path: str = request.path
+    return path.startswith("/api/")
+
+
 def wants_json(request: Any) -> bool:
     """Whether an error answer to ``request`` is JSON (the API, the UI's JSON endpoints)
     rather than a page."""
-    path: str = request.path
-    return path.startswith("/api/") or path.endswith(_UI_JSON_SUFFIXES)
+    return is_api(request) or request.path.endswith(_UI_JSON_SUFFIXES)
 
 
 def error_body(

@@ -11,7 +11,7 @@ from django.contrib.messages.middleware import MessageMiddleware
 from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 
 from exchange.admission import BODY_TOO_LARGE
-from exchange.http import error_body, wants_json
+from exchange.http import error_body, is_api, wants_json
 
 
 class RejectNulMiddleware:
@@ -25,7 +25,7 @@ class RejectNulMiddleware:
         raw = request.META.get("QUERY_STRING", "")
         if "\x00" in request.path or "\x00" in unquote(raw):
             message = "The address contains a NUL character."
-            if request.path.startswith("/api/"):
+            if wants_json(request):
                 return JsonResponse(error_body("bad_request", message), status=400)
             return HttpResponseBadRequest(message)
         return self.get_response(request)
@@ -87,5 +87,5 @@ class PageMessageMiddleware(MessageMiddleware):
     stay where they are for its next page."""
 
     def process_request(self, request):
-        if not request.path_info.startswith("/api/"):
+        if not is_api(request):
             super().process_request(request)

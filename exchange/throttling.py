@@ -46,6 +46,16 @@ def client_ident(request: HttpRequest) -> str:
     return str(BaseThrottle().get_ident(request) or "unknown")  # type: ignore[arg-type]
 
 
+def client_of(request: Any) -> str:
+    """Whom a request counts against where a limit is per client: its account, or without
+    a login its client (``client_ident``); as ``exchange.realtime.limits.principal_of``
+    names a connection's."""
+    user = request.user
+    if user is not None and user.is_authenticated:
+        return f"user:{user.pk}"
+    return f"addr:{client_ident(request)}"
+
+
 def failure_key(username: str, client: str) -> str:
     """The throttle key of failed logins as account name ``username`` (case and spaces
     folded) from ``client``, hashed so that any text makes a plain cache key."""

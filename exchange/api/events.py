@@ -35,7 +35,7 @@ from exchange.errors import InvalidInput
 from exchange.http import query_whole_number
 from exchange.selectors.events import event_json, events_read
 from exchange.selectors.history import HistoryWhere, history_end, history_events, history_lines
-from exchange.throttling import client_ident
+from exchange.throttling import client_of
 from matching.subjects import SubjectError
 from matching.subscriptions.errors import EventError
 from matching.subscriptions.events import parse_timestamp
@@ -111,15 +111,6 @@ EXPORT_SLOTS = ExportSlots()
 
 def _exports(count: int) -> str:
     return "one export" if count == 1 else f"{count} exports"
-
-
-def _export_client(request: Request) -> str:
-    """Who is asking, as the throttles count clients: the account, or without a login the
-    client's address."""
-    user = request.user
-    if user is not None and user.is_authenticated:
-        return f"user:{user.pk}"
-    return f"address:{client_ident(request)}"
 
 
 def _query(request: Request) -> dict[str, Any]:
@@ -288,7 +279,7 @@ class EventList(KnownParameters, APIView):
         """Every matching event up to the log's end at the start of the request, if one of
         this process's export slots is free (else a 429 ``too_many_exports``, before
         anything is read); the slot is given back when the response is closed."""
-        release = EXPORT_SLOTS.take(_export_client(request))
+        release = EXPORT_SLOTS.take(client_of(request))
         if isinstance(release, str):
             # The throttles' answer (429, Retry-After and error.retry_after), which clients
             # already wait and retry on.

@@ -27,12 +27,13 @@ base_interpreter() {
 }
 
 bootstrap_apt() {
-  local missing
+  local missing python
   missing="$(missing_apt_packages "$@")"
-  if ! "$(base_python)" -c "import ensurepip, venv" >/dev/null 2>&1; then
+  python="$(base_python)"
+  if ! "$python" -c "import ensurepip, venv" >/dev/null 2>&1; then
     # Debian's python3.11 has its own package; python3-venv is the default python3's, which
     # on another release may not be 3.11.
-    if [ "$(base_python)" = /usr/bin/python3.11 ]; then
+    if [ "$python" = /usr/bin/python3.11 ]; then
       missing="$missing python3.11-venv"
     else
       missing="$missing python3-venv"

@@ -140,7 +140,7 @@ def test_one_client_holds_at_most_its_share_and_others_still_stream(slots, setti
     }
     assert again.json() == alices_again.json() == refused
     assert again["Retry-After"] == "5"
-    assert (slots.taken, slots.by_client) == (2, {"address:10.0.0.1": 1, f"user:{alice.pk}": 1})
+    assert (slots.taken, slots.by_client) == (2, {"addr:10.0.0.1": 1, f"user:{alice.pk}": 1})
 
     # and once a client's export has ended it may stream again; a client none of whose
     # exports stream is not counted at all
