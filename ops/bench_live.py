@@ -127,6 +127,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "docs/benchmarks.md, since py-spy's pauses are in its figures",
     )
     parser.add_argument(
+        "--timeline",
+        type=Path,
+        metavar="DIR",
+        help="write each bid's times (POST, 201, frame, change row, its cycle) of each rate "
+        "into DIR/timeline-<rate>.json, to see when in a run a stage's tail came",
+    )
+    parser.add_argument(
         "--keep-store",
         action="store_true",
         help="with --reuse: keep the engine's store too (the code has not changed since)",
@@ -159,11 +166,14 @@ def drive(args: argparse.Namespace, stack: Stack, rate: float, tokens: list[str]
         readers=args.readers,
         seed=args.seed,
         tokens=tokens,
+        timeline=args.timeline and args.timeline / f"timeline-{rate:g}.json",
     )
 
 
 def main() -> int:
     args = parse_args()
+    if args.timeline:
+        args.timeline.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     if not args.reuse:
         provision.book_build(offers=args.offers, bids=args.bids, seed=args.seed)

@@ -56,6 +56,7 @@ def event_partitions_ensure(
                 cursor.execute(
                     f'CREATE TABLE "{name}" (LIKE {EVENT_TABLE} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)'
                 )
+                _statistics_copy(cursor, name)
                 cursor.execute(
                     f'WITH moved AS (DELETE FROM "{DEFAULT_PARTITION}" WHERE time >= %s AND time < %s '
                     f'RETURNING *) INSERT INTO "{name}" SELECT * FROM moved',
@@ -68,3 +69,17 @@ def event_partitions_ensure(
                 )
                 created.append(name)
     return created
+
+
+def _statistics_copy(cursor, name: str) -> None:
+    """Give the new table ``name`` the statistics targets set on the log's columns
+    (migration 0030: none for ``data``): ``LIKE`` does not copy them, and ANALYZE reads a
+    partition's own."""
+    cursor.execute(
+        "SELECT attname, attstattarget FROM pg_attribute WHERE attrelid = %s::regclass"
+        " AND attnum > 0 AND NOT attisdropped AND attstattarget >= 0",
+        [EVENT_TABLE],
+    )
+    for column, target in cursor.fetchall():
+        # DDL takes no parameters: the column's name comes from the catalog, quoted.
+        cursor.execute(f'ALTER TABLE "{name}" ALTER COLUMN "{column}" SET STATISTICS {int(target)}')

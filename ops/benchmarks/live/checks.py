@@ -129,8 +129,14 @@ def stages(timeline: list[dict[str, float | int]]) -> dict[str, list[float]]:
     cycle whose span holds the change's ``processed_at``). The driver and the stack share
     one clock: they run on one machine.
     """
+    return stage_split(timeline, stage_marks(timeline))
+
+
+def stage_marks(timeline: list[dict[str, float | int]]) -> dict[int, tuple[float, float, float]]:
+    """Per bid id of ``timeline``: its change row written, and the start and end of the
+    cycle that took it (Unix times; ``stages``)."""
     if not timeline:
-        return {name: [] for name, _ in STAGES}
+        return {}
     ids = [int(t["id"]) for t in timeline]
     with psycopg.connect(DATABASE_URL) as conn:
         rows = conn.execute(
@@ -141,8 +147,7 @@ def stages(timeline: list[dict[str, float | int]]) -> dict[str, list[float]]:
             " WHERE ch.side = 'bid' AND ch.order_id = ANY(%s)",
             [ids],
         ).fetchall()
-    marks = {int(order): (float(a), float(b), float(c)) for order, a, b, c in rows}
-    return stage_split(timeline, marks)
+    return {int(order): (float(a), float(b), float(c)) for order, a, b, c in rows}
 
 
 def stage_split(

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from ops.benchmarks.live import checks, load
@@ -37,9 +39,12 @@ def drive_rate(
     readers: float,
     seed: int,
     tokens: list[str],
+    timeline: Path | None = None,
 ) -> dict[str, Any]:
     """One load of ``rate`` bids/s on the running stack; its numbers and the cycles that
-    started during it (the best-offer check is left to the caller: it reads every order)."""
+    started during it (the best-offer check is left to the caller: it reads every order).
+    ``timeline``: a file to write each bid's times into (its POST, 201 and frame, its
+    change row, and its cycle's start and end)."""
     floor = checks.best_value_cents()
     since = time.time()
     result = asyncio.run(
@@ -47,7 +52,12 @@ def drive_rate(
     )
     time.sleep(3)  # the last cycles and pushes
     stored = checks.stored(result["acknowledged"])
-    stages = checks.stages(result["timeline"])
+    marks = checks.stage_marks(result["timeline"])
+    stages = checks.stage_split(result["timeline"], marks)
+    if timeline is not None:
+        # Each bid's marks, to find when in the run a stage's tail came (``--timeline``).
+        rows = [{**t, "marks": marks.get(int(t["id"]))} for t in result["timeline"]]
+        timeline.write_text(json.dumps({"rate": rate, "since": since, "bids": rows}))
     return {
         "rate": rate,
         "frame_ms": load.spread(result["latencies"]),
