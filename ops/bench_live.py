@@ -44,6 +44,8 @@ from ops.stack import Stack
 # ``--aged`` without a count: about what a day of other work had done to the database in
 # issue 36 (8,000 bids, 4,000 subscriptions made and deleted, 20,000 log events).
 AGED_COUNT = 4000
+# Seconds of load on the stack just started before the measured runs (``runs.warm``).
+WARMUP_SECONDS = 5.0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -127,6 +129,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "docs/benchmarks.md, since py-spy's pauses are in its figures",
     )
     parser.add_argument(
+        "--warmup",
+        type=float,
+        default=WARMUP_SECONDS,
+        metavar="SECONDS",
+        help="the load at the first rate for this long once the stack is up, not counted "
+        f"(runs.warm; default {WARMUP_SECONDS:g}, 0 for none)",
+    )
+    parser.add_argument(
         "--timeline",
         type=Path,
         metavar="DIR",
@@ -143,6 +153,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--aged runs one rate twice: not with --sweep or --request-costs")
     if args.aged is not None and args.aged <= 0:
         parser.error("--aged takes a positive count: --aged 4000")
+    if args.warmup < 0:
+        parser.error("--warmup takes seconds, 0 or more")
     if args.rounds < 1 or (args.request_costs is not None and args.request_costs < args.rounds):
         parser.error("--rounds takes 1 or more, and --request-costs at least one request a round")
     return args
@@ -190,6 +202,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     done: list[dict[str, Any]] = []
     mixed: dict[str, Any] = {}
+    warmup: dict[str, Any] = {"seconds": 0}
     if args.request_costs:
         return request_costs(args, stack, tokens[0], book_offers, book_bids)
     try:
@@ -198,6 +211,15 @@ def main() -> int:
             port=args.port,
             web_workers=args.web_workers,
             socket_workers=args.socket_workers,
+        )
+        warmup = runs.warm(
+            stack,
+            offers=args.offers,
+            rate=(args.sweep or [args.rate])[0],
+            seconds=args.warmup,
+            readers=args.readers,
+            seed=args.seed,
+            tokens=tokens,
         )
         for rate in args.sweep or [args.rate]:
             done.append(drive(args, stack, rate, tokens))
@@ -227,6 +249,7 @@ def main() -> int:
         "web_workers": args.web_workers,
         "socket_workers": args.socket_workers,
         "setup_s": setup_s,
+        "warmup": warmup,
         "verify": verdict,
     }
     ok = "correct" in verdict

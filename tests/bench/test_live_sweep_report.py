@@ -93,3 +93,18 @@ def test_the_section_is_replaced_between_its_markers(tmp_path: Path):
     assert text.count(report.SWEEP_BEGIN) == text.count(report.SWEEP_END) == 1
     assert "| 100 | 99.5 |" in text
     assert (tmp_path / report.SWEEP_PLOT).stat().st_size > 0
+
+
+def test_the_section_says_whether_a_warm_up_came_before_the_measured_load():
+    warmed = sweep(run(120, 300.0)) | {
+        "warmup": {"seconds": 5.0, "rate": 120.0, "bids": 600, "errors": 2, "frame_ms": None}
+    }
+    assert (
+        "Before it, 5 s of the same load at 120 bids/s warmed the stack just started and are "
+        "not counted (600 bids, 2 errors)." in report.sweep_markdown(warmed)
+    )
+    # A result from before the warm-up existed, or one run with --warmup 0
+    for cold in (sweep(run(120, 300.0)), sweep(run(120, 300.0)) | {"warmup": {"seconds": 0}}):
+        assert "The measured load began as soon as the stack answered." in report.sweep_markdown(
+            cold
+        )

@@ -48,7 +48,20 @@ def values(r: dict[str, Any]) -> dict[str, str]:
         f"{c['mean_changes']:.1f} changes each",
         "first_errors": "\n".join(f"* `{e}`" for e in r["first_errors"]),
         "stages": stages_line(r),
+        "warmup": warmup_line(r),
     }
+
+
+def warmup_line(r: dict[str, Any]) -> str:
+    """What ran before the measured load (``runs.warm``), as a sentence."""
+    w = r.get("warmup") or {"seconds": 0}
+    if not w["seconds"]:
+        return "The measured load began as soon as the stack answered."
+    errors = f"{w['errors']} errors" if w["errors"] else "no error"
+    return (
+        f"Before it, {w['seconds']:g} s of the same load at {w['rate']:g} bids/s warmed the "
+        f"stack just started and are not counted ({w['bids']:,} bids, {errors})."
+    )
 
 
 def _lost(run: dict[str, Any]) -> str:
@@ -149,6 +162,7 @@ def sweep_markdown(r: dict[str, Any]) -> str:
         web_workers=str(r["web_workers"]),
         socket_workers=str(r.get("socket_workers", 0)),
         loads=", ".join(f"{run['load_average'][0]:.1f}" for run in runs),
+        warmup=warmup_line(r),
         table="\n".join(sweep_rows(r)),
         highest=f"{max(rates):g} bids/s" if rates else "none of the rates offered",
         plot=SWEEP_PLOT,
@@ -236,7 +250,8 @@ def aged_markdown(r: dict[str, Any]) -> str:
             f"mixed run over REST ({mixed_line(r['mixed'])}), then the same load again "
             f"(the book then {r['book_after'][0]:,} open offers, {r['book_after'][1]:,} "
             f"active bids; the log {r['log_after']:,} events). Web tier: "
-            f"{r['web_workers']} HTTP and {r['socket_workers']} socket processes.",
+            f"{r['web_workers']} HTTP and {r['socket_workers']} socket processes. "
+            + warmup_line(r),
             "",
             *RUN_HEADER,
             run_row("before the mixed run", before),
