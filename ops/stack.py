@@ -247,3 +247,6 @@ class Stack:
         for process in reversed(list(self.processes.values())):
             process.stop()
         self.processes.clear()
+        # Beat's schedule is this stack's alone (``start_beat``): no later stack reads it.
+        for path in self.log_dir.glob(f"celerybeat-{os.getpid()}*"):
+            path.unlink(missing_ok=True)
