@@ -1,6 +1,7 @@
 """Migration 0030: the columns that only carry payloads have no planner statistics, so an
 ANALYZE (autovacuum's, under load) does not spend its CPU on their JSON; the columns
-queries filter and join on keep theirs."""
+queries filter and join on keep theirs. And the cluster analyzes at PostgreSQL's own
+statistics target (``ops/services``)."""
 
 from __future__ import annotations
 
@@ -49,3 +50,11 @@ def test_analyze_of_the_bids_skips_their_constraints_and_keeps_the_keys():
         columns = {row[0] for row in cursor.fetchall()}
     assert {"id", "buyer_id", "market_id", "state"} <= columns
     assert columns.isdisjoint({"constraint_json", "constraint_text"})
+
+
+def test_the_cluster_analyzes_at_postgresqls_own_statistics_target():
+    # ops/services: 1000 made every ANALYZE sample 300,000 rows a table, and autovacuum's
+    # took most of a core for seconds under load (docs/benchmarks.md, *Autovacuum's share*).
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW default_statistics_target")
+        assert cursor.fetchone()[0] == "100"
