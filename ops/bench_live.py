@@ -168,8 +168,11 @@ def sweep_rates(text: str) -> list[float]:
     return rates
 
 
-def drive(args: argparse.Namespace, stack: Stack, rate: float, tokens: list[str]) -> Any:
-    """One load of ``rate`` bids/s with this command's options (``runs.drive_rate``)."""
+def drive(
+    args: argparse.Namespace, stack: Stack, rate: float, tokens: list[str], label: str = ""
+) -> Any:
+    """One load of ``rate`` bids/s with this command's options (``runs.drive_rate``);
+    ``label`` tells its timeline file from another run's at the same rate."""
     return runs.drive_rate(
         stack,
         offers=args.offers,
@@ -178,7 +181,7 @@ def drive(args: argparse.Namespace, stack: Stack, rate: float, tokens: list[str]
         readers=args.readers,
         seed=args.seed,
         tokens=tokens,
-        timeline=args.timeline and args.timeline / f"timeline-{rate:g}.json",
+        timeline=args.timeline and args.timeline / f"timeline-{rate:g}{label}.json",
     )
 
 
@@ -237,7 +240,7 @@ def main() -> int:
                 )
             )
             time.sleep(3)  # the mixed run's last cycles
-            done.append(drive(args, stack, args.rate, tokens))
+            done.append(drive(args, stack, args.rate, tokens, label="-after"))
         verdict = checks.verified()
     finally:
         stack.stop()

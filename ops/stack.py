@@ -248,5 +248,6 @@ class Stack:
             process.stop()
         self.processes.clear()
         # Beat's schedule is this stack's alone (``start_beat``): no later stack reads it.
-        for path in self.log_dir.glob(f"celerybeat-{os.getpid()}*"):
+        mine = f"celerybeat-{os.getpid()}"
+        for path in [self.log_dir / mine, *self.log_dir.glob(f"{mine}.*")]:
             path.unlink(missing_ok=True)

@@ -101,7 +101,8 @@ def test_the_section_says_whether_a_warm_up_came_before_the_measured_load():
     }
     assert (
         "Before it, 5 s of the same load at 120 bids/s warmed the stack just started and are "
-        "not counted (600 bids, 2 errors)." in report.sweep_markdown(warmed)
+        "not counted (600 bids, 2 errors; its bids stay in the book the measured runs start "
+        "on)." in report.sweep_markdown(warmed)
     )
     # A result from before the warm-up existed, or one run with --warmup 0
     for cold in (sweep(run(120, 300.0)), sweep(run(120, 300.0)) | {"warmup": {"seconds": 0}}):

@@ -60,7 +60,8 @@ def warmup_line(r: dict[str, Any]) -> str:
     errors = f"{w['errors']} errors" if w["errors"] else "no error"
     return (
         f"Before it, {w['seconds']:g} s of the same load at {w['rate']:g} bids/s warmed the "
-        f"stack just started and are not counted ({w['bids']:,} bids, {errors})."
+        f"stack just started and are not counted ({w['bids']:,} bids, {errors}; its bids "
+        "stay in the book the measured runs start on)."
     )
 
 
