@@ -53,7 +53,7 @@ def values(r: dict[str, Any]) -> dict[str, str]:
 
 
 def warmup_line(r: dict[str, Any]) -> str:
-    """What ran before the measured load (``runs.warm``), as a sentence."""
+    """What ran before the measured load (``ops/bench_live.py``'s ``warm``), as a sentence."""
     w = r.get("warmup") or {"seconds": 0}
     if not w["seconds"]:
         return "The measured load began as soon as the stack answered."

@@ -30,39 +30,6 @@ def start(stack: Stack, *, port: int = 0, web_workers: int = 2, socket_workers: 
     )
 
 
-def warm(
-    stack: Stack,
-    *,
-    offers: int,
-    rate: float,
-    seconds: float,
-    readers: float,
-    seed: int,
-    tokens: list[str],
-) -> dict[str, Any]:
-    """The load at ``rate`` for ``seconds`` on a stack just started, not counted: its
-    processes' first requests, cycles and pushes (connections opened, statements prepared,
-    code paths run once) are the start's, not the rate's. In a 120 bids/s sweep begun
-    without it, the first second's cycles took 200 to 360 ms for what later took 12, and
-    those 120 bids alone set the minute's p99. Its errors are reported, never hidden."""
-    if seconds <= 0:
-        return {"seconds": 0}
-    result = asyncio.run(
-        load.drive(
-            stack.port, offers, rate, seconds, readers, seed + 1, checks.best_value_cents(), tokens
-        )
-    )
-    time.sleep(1)  # its last cycles
-    return {
-        "seconds": seconds,
-        "rate": rate,
-        "bids": result["bids_sent"],
-        "errors": len(result["errors"]),
-        "first_errors": result["errors"][:5],
-        "frame_ms": load.spread(result["latencies"]),
-    }
-
-
 def drive_rate(
     stack: Stack,
     *,
