@@ -322,7 +322,7 @@ def test_a_wake_whose_client_left_meanwhile_ends_the_connection_without_an_error
     # client leaves (a consumer handles one message at a time: the disconnect waits)
     alice = UserFactory(username="alice")
     token = token_for(alice)
-    reading, release = asyncio.Event(), asyncio.Event()
+    reading, release, resumed = asyncio.Event(), asyncio.Event(), asyncio.Event()
     real_after = consumers._notifications_after
     held = []
 
@@ -330,7 +330,9 @@ def test_a_wake_whose_client_left_meanwhile_ends_the_connection_without_an_error
         if held:
             reading.set()
             await release.wait()
-        return await real_after(**kwargs)
+        rows = await real_after(**kwargs)
+        resumed.set()
+        return rows
 
     monkeypatch.setattr(consumers, "_notifications_after", after)
     forgotten = []
@@ -341,6 +343,10 @@ def test_a_wake_whose_client_left_meanwhile_ends_the_connection_without_an_error
     async def scenario():
         ws = await connect(token)
         await ask(ws, {"action": "resume", "stream": "me", "after": 0})
+        # The answer comes before the resume's own read of the outbox: held back until that
+        # read is done, the notification below could be read by it instead of by the wake
+        # (which then finds nothing new and never reads)
+        await resumed.wait()
         held.append(True)
         note = await asyncio.to_thread(
             Notification.objects.create, market=market, recipient=alice, type="outbid", data={}
