@@ -152,3 +152,78 @@ def test_the_paired_table_has_both_sides_and_their_ratios():
     text = paired.markdown({"kinds": {"a bid": row}, "load": [3.0, 4.25]})
     assert "| a bid | 10.00 (9.00-12.00) | 8.00 (7.50-9.00) | 1.25x | 1.20x |" in text
     assert "load average 3.0 before, 4.2 after" in text
+
+
+def test_blocks_are_given_apart_by_the_pace_around_them():
+    blocks = [2.0, 2.2, 3.5, 3.9, 2.8, 2.4]
+    paces = [
+        [10.0, 10.5],  # fast: both within 1.3x of the fastest (13.0)
+        [12.9, 10.0],  # fast: 12.9 is within
+        [18.0, 19.0],  # slow: both beyond
+        [13.1, 20.0],  # slow: 13.1 is beyond
+        [10.0, 18.0],  # one each side: neither
+        [18.0, 10.0],  # neither
+    ]
+    assert costs.by_pace(blocks, paces, 10.0) == {
+        "fast_ms": 2.1,
+        "fast_blocks": 2,
+        "slow_ms": 3.7,
+        "slow_blocks": 2,
+    }
+    assert costs.by_pace([2.0], [[10.0, 30.0]], 10.0) == {
+        "fast_ms": None,
+        "fast_blocks": 0,
+        "slow_ms": None,
+        "slow_blocks": 0,
+    }
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_pinning_moves_every_thread_and_a_core_pace_is_read_on_that_core():
+    cores = sorted(os.sched_getaffinity(0))
+    started, stop = threading.Event(), threading.Event()
+    seen: list[set[int]] = []
+
+    def wait() -> None:
+        started.set()
+        stop.wait(10)
+        seen.append(os.sched_getaffinity(0))
+
+    worker = threading.Thread(target=wait)
+    worker.start()
+    assert started.wait(10)
+    try:
+        costs.pin(os.getpid(), {cores[-1]})
+        assert os.sched_getaffinity(0) == {cores[-1]}
+        # The reading moves this thread to the core asked for and back.
+        assert costs.core_pace(cores[0], 20_000) > 0
+        assert os.sched_getaffinity(0) == {cores[-1]}
+    finally:
+        stop.set()
+        worker.join()
+        costs.pin(os.getpid(), set(cores))
+    assert seen == [{cores[-1]}]
+    assert os.sched_getaffinity(0) == set(cores)
+
+
+def test_a_pinned_run_says_where_each_side_ran_and_gives_each_pace_its_column():
+    row = {
+        "request": costs.BID,
+        "count": 300,
+        "cpu_ms": 2.6,
+        "cpu_ms_low": 2.0,
+        "cpu_ms_high": 4.1,
+        "blocks": [2.0, 2.6, 4.1],
+        "wall_ms": 6.0,
+        "paces": [[10.0, 10.0], [10.0, 18.0], [18.0, 19.0]],
+        **costs.by_pace([2.0, 2.6, 4.1], [[10.0, 10.0], [10.0, 18.0], [18.0, 19.0]], 10.0),
+    }
+    pace = {"median": 14.0, "low": 10.0, "high": 19.0}
+    text = costs.markdown(
+        _summary([row], rounds=3, pace_ns=pace, pinned={"server": 0, "client": 1}, count=300)
+    )
+    assert "pinned to CPU 0 and the client to CPU 1" in text
+    assert "was 10 ns at the fastest and 19 at the slowest (median 14)" in text
+    assert "| wall, ms | fast pace, ms | slow pace, ms |" in text
+    assert "| 2.60 (2.00-4.10) | 9.50 | 3.7x | 3 ms: met | 6.00 | 2.00 (1) | 4.10 (1) |" in text
+    assert "read before each round" not in text
