@@ -179,8 +179,16 @@ def test_blocks_are_given_apart_by_the_pace_around_them():
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
-def test_pinning_moves_every_thread_and_a_core_pace_is_read_on_that_core():
+def test_pinning_moves_every_thread_and_a_core_pace_is_read_on_that_core(monkeypatch):
     cores = sorted(os.sched_getaffinity(0))
+    read_on: list[set[int]] = []
+    real_pace = machine.pace_ns
+
+    def pace(iterations: int) -> float:
+        read_on.append(os.sched_getaffinity(0))
+        return real_pace(iterations)
+
+    monkeypatch.setattr(machine, "pace_ns", pace)
     started, stop = threading.Event(), threading.Event()
     seen: list[set[int]] = []
 
@@ -197,6 +205,7 @@ def test_pinning_moves_every_thread_and_a_core_pace_is_read_on_that_core():
         assert os.sched_getaffinity(0) == {cores[-1]}
         # The reading moves this thread to the core asked for and back.
         assert costs.core_pace(cores[0], 20_000) > 0
+        assert read_on == [{cores[0]}]
         assert os.sched_getaffinity(0) == {cores[-1]}
     finally:
         stop.set()
